@@ -1,0 +1,1 @@
+"""hal runtime support."""

@@ -1,0 +1,1 @@
+"""vm runtime support."""
