@@ -9,6 +9,9 @@ sanitized (identifiers) or `repr()`-quoted before they reach generated code.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
+
+from translator.cconv import CConv, parse_cconv
 
 # FeatureBits (vmfb-format.md §6).
 FEATURE_EXT_F32 = 0x1
@@ -27,6 +30,14 @@ class Signature:
 
     calling_convention: str
     attrs: tuple[tuple[str, str], ...] = ()
+    # False when the FlatBuffer has no calling_convention string at all (then
+    # `calling_convention` is ""; iree-dump-module prints no type list for it).
+    has_calling_convention: bool = True
+
+    @cached_property
+    def cconv(self) -> CConv:
+        """The parsed calling convention (InvalidModuleError if malformed)."""
+        return parse_cconv(self.calling_convention)
 
     def attr(self, key: str) -> str | None:
         for k, v in self.attrs:
@@ -74,6 +85,9 @@ class RodataSegment:
     external: bool
     # Absolute file offset of the bytes (external and embedded alike).
     file_offset: int
+    # The raw FlatBuffer fields (external_data_offset is relative to the rodata base).
+    external_data_offset: int = 0
+    compression_type: int = 0  # CompressionTypeDef tag: 0 NONE, 1 UncompressedDataDef
 
     def __len__(self) -> int:
         return len(self.data)
@@ -160,6 +174,10 @@ class Module:
     flatbuffer_offset: int = 0
     flatbuffer_size: int = 0
     file_size: int = 0
+    rodata_base: int = 0  # absolute file offset external rodata is relative to
+    # Names of the BytecodeModuleDef fields present in the FlatBuffer ("types",
+    # "debug_database", ...): the dump prints some sections only when present.
+    present_fields: frozenset[str] = frozenset()
     _name_cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property

@@ -1,0 +1,133 @@
+"""Our opcode table (translator/isa.py) against the upstream ISA description and the brief.
+
+Reads `../shared/reference/isa.json` and `../shared/docs/vm-bytecode.md` at test time (they
+are reference data and are never copied into the project). A new, renumbered or
+re-encoded opcode upstream makes these tests fail.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from translator import isa
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+ISA_JSON = SHARED / "reference" / "isa.json"
+BRIEF = SHARED / "docs" / "vm-bytecode.md"
+
+needs_isa = pytest.mark.skipif(not ISA_JSON.exists(), reason="../shared/reference/isa.json absent")
+needs_brief = pytest.mark.skipif(not BRIEF.exists(), reason="../shared/docs/vm-bytecode.md absent")
+
+
+def _isa():
+    return json.loads(ISA_JSON.read_text())
+
+
+def _resolved_fields(d, encoding_name):
+    enc = d["encodings"][encoding_name]
+    if "fields" in enc:
+        fields, params = enc["fields"], {}
+    else:
+        fields = d["operation_classes"][enc["class"]]["fields"]
+        params = enc.get("parameters", {})
+    out = []
+    for f in fields:
+        f = {k: (params[v[1:]] if isinstance(v, str) and v.startswith("$") else v) for k, v in f.items()}
+        out.append(f)
+    return out
+
+
+# isa.json field kind -> our FieldSpec kind
+_KIND = {
+    "register": "register",
+    "global_attr": "global",
+    "func_attr": "func",
+    "rodata_attr": "rodata",
+    "type_of": "type",
+    "string_attr": "str",
+    "attribute": "imm",
+    "variadic_operands": "list",
+    "variadic_results": "list",
+    "branch_target": "pc",
+    "branch_operands": "remap",
+    "const_i16": "u16",
+    "branch_table_cases": "cases",
+}
+
+
+@needs_isa
+def test_opcode_sets_equal_isa():
+    d = _isa()
+    theirs = {
+        (i["opcode_set"], i["opcode"]): i["mnemonic"]
+        for i in d["instructions"]
+        if i.get("kind") not in ("marker", "prefix")
+    }
+    ours = {k: s.mnemonic for k, s in isa.OPCODES.items()}
+    assert ours == theirs
+    # The two prefixes and the block marker are handled outside the table.
+    specials = {(i["opcode_set"], i["opcode"]) for i in d["instructions"] if i.get("kind") in ("marker", "prefix")}
+    assert specials == {("core", isa.BLOCK_MARKER), ("core", isa.PREFIX_EXT_F32), ("core", isa.PREFIX_EXT_F64)}
+    prefixes = {i["target_opcode_set"]: i["opcode"] for i in d["instructions"] if i.get("kind") == "prefix"}
+    assert prefixes == isa.PREFIX_OF_SET
+    assert (d["bytecode_version"]["major"], d["bytecode_version"]["minor"]) == (17, 0)
+
+
+@needs_isa
+def test_field_layouts_equal_isa():
+    d = _isa()
+    mismatches = []
+    for i in d["instructions"]:
+        if i.get("kind") in ("marker", "prefix"):
+            continue
+        spec = isa.OPCODES[(i["opcode_set"], i["opcode"])]
+        theirs = _resolved_fields(d, i["encoding"])
+        if [f["name"] for f in theirs] != [f.name for f in spec.fields]:
+            mismatches.append((spec.mnemonic, "names"))
+            continue
+        for t, o in zip(theirs, spec.fields):
+            if _KIND[t["kind"]] != o.kind:
+                mismatches.append((spec.mnemonic, t["name"], "kind"))
+            elif t["kind"] == "register":
+                same = (
+                    t["bank"] == o.bank
+                    and (t.get("access") == "write") == o.write
+                    and (t.get("move") == "allow") == o.move
+                )
+                if not same:
+                    mismatches.append((spec.mnemonic, t["name"], "register"))
+            elif t["kind"] == "attribute" and t.get("type") != o.bank:
+                mismatches.append((spec.mnemonic, t["name"], "immediate type"))
+            elif t["kind"].startswith("variadic"):
+                want_write = t["kind"] == "variadic_results"
+                if want_write != o.write:
+                    mismatches.append((spec.mnemonic, t["name"], "list direction"))
+                ttype = t.get("type")
+                if o.bank == "segments":
+                    ok = ttype == "i32" and t["name"] == "segment_sizes"
+                else:
+                    ok = ttype == o.bank and (t.get("move") == "allow") == o.move
+                if not ok:
+                    mismatches.append((spec.mnemonic, t["name"], "list type"))
+    assert mismatches == []
+
+
+@needs_brief
+def test_mnemonics_equal_brief_table():
+    """The brief's §6 tables list the same opcode bytes and mnemonics."""
+    rows = re.findall(r"^\| `([0-9A-F]{2})(?: ([0-9A-F]{2}))?` \| (\w+) \| `([\w.]+)` \|", BRIEF.read_text(), re.M)
+    brief = {}
+    for first, second, _symbol, mnemonic in rows:
+        if second:
+            brief[(isa.SET_OF_PREFIX[int(first, 16)], int(second, 16))] = mnemonic
+        else:
+            brief[(isa.CORE, int(first, 16))] = mnemonic
+    assert brief == {k: s.mnemonic for k, s in isa.OPCODES.items()}
+
+
+def test_terminators_are_known_mnemonics():
+    assert isa.TERMINATORS <= set(isa.BY_MNEMONIC)

@@ -1,0 +1,113 @@
+"""`pyree-translate`: translate a .vmfb into a Python package, or dump it.
+
+    pyree-translate INPUT.vmfb [-o OUTDIR] [--name NAME] [--dump] [--no-format]
+
+Exit status: 0 success; 1 invalid or unsupported input (one line on stderr naming the
+file, the place and the reason); 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import keyword
+import re
+import sys
+from pathlib import Path
+
+from translator.errors import InvalidModuleError
+
+
+def package_name_for(path: str | Path) -> str:
+    """The input file's stem turned into a valid Python identifier."""
+    stem = Path(path).name
+    for suffix in (".vmfb", ".fb"):
+        if stem.endswith(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    name = re.sub(r"\W", "_", stem, flags=re.ASCII) or "module"
+    if name[0].isdigit():
+        name = "m_" + name
+    if keyword.iskeyword(name):
+        name += "_"
+    return name
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="pyree-translate",
+        description="Translate an IREE .vmfb module into an importable Python package.",
+    )
+    p.add_argument("input", help="the .vmfb file")
+    p.add_argument("-o", "--output-dir", default="out", help="where the package goes (default: ./out)")
+    p.add_argument("--name", help="package name (default: the input file's stem)")
+    p.add_argument(
+        "--dump",
+        action="store_true",
+        help="print the module like iree-dump-module (metadata and disassembly); write nothing",
+    )
+    p.add_argument(
+        "--dump-output",
+        choices=("all", "metadata", "disassembly"),
+        default="all",
+        help="with --dump: which parts to print (as iree-dump-module --output=...)",
+    )
+    p.add_argument(
+        "--bytecode-offsets",
+        action="store_true",
+        help="with --dump: prefix instructions with their pc, like --bytecode_offsets",
+    )
+    p.add_argument("--no-format", action="store_true", help="do not run black on the output")
+    return p
+
+
+def dump_text(module, *, output: str = "all", offsets: bool = False) -> str:
+    from translator.decoder import decode_function
+    from translator.disasm import Disassembler
+    from translator.summary import format_metadata
+    from translator.verifier import function_cconvs, verify_function
+
+    parts = []
+    if output in ("all", "metadata"):
+        parts.append(format_metadata(module))
+    if output in ("all", "disassembly"):
+        cconvs = function_cconvs(module)
+        functions = []
+        for k in range(module.function_count):
+            fn = decode_function(module, k)
+            verify_function(module, fn, cconvs)
+            functions.append(fn)
+        parts.append(Disassembler(module).module_text(offsets=offsets, functions=functions))
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from translator.reader import read_module_file
+
+    path = args.input
+    try:
+        module = read_module_file(path)
+        if args.dump:
+            sys.stdout.write(
+                dump_text(module, output=args.dump_output, offsets=args.bytecode_offsets)
+            )
+            return 0
+        from translator.codegen import write_package
+
+        name = args.name or package_name_for(path)
+        if not name.isidentifier() or keyword.iskeyword(name):
+            print(f"pyree-translate: --name {name!r} is not a valid Python identifier", file=sys.stderr)
+            return 2
+        out = write_package(module, Path(args.output_dir), name, format_code=not args.no_format)
+        print(out)
+        return 0
+    except InvalidModuleError as e:
+        print(f"pyree-translate: error: {e.with_path(path)}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"pyree-translate: error: {path}: {e.strerror or e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
