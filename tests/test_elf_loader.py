@@ -1,0 +1,692 @@
+"""Executable loaders (runtime_support/loaders) on real IREE 3.13 kernels.
+
+Every program is compiled at test time with the pinned iree-compile. Workgroup counts of
+static dispatches are read from the same program compiled to VM IR (`--compile-to=vm`),
+so the tests dispatch exactly what the host code would.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from runtime_support.errors import LoaderError, StatusCode, VMError
+from runtime_support.loaders import load_executable, supported_formats
+from runtime_support.loaders import elf as elf_loader
+from runtime_support.loaders import executable as executable_mod
+from runtime_support.loaders import kernel_abi as abi
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("iree-compile") is None, reason="iree-compile not installed"
+)
+
+FLAGS = (
+    "--iree-hal-target-device=local",
+    "--iree-hal-local-target-device-backends=llvm-cpu",
+    "--iree-llvmcpu-target-cpu=generic",
+)
+EMBEDDED = "embedded-elf-x86_64"
+SYSTEM = "system-elf-x86_64"
+
+# --- programs ----------------------------------------------------------------------------
+
+MUL = """
+func.func @mul(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = arith.mulf %a, %b : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"""
+
+MATMUL = """
+func.func @mm(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>) -> tensor<64x48xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x48xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<64x48xf32>) -> tensor<64x48xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<64x32xf32>, tensor<32x48xf32>)
+                     outs(%f : tensor<64x48xf32>) -> tensor<64x48xf32>
+  return %r : tensor<64x48xf32>
+}
+"""
+
+DYNAMIC = """
+func.func @dyn(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %a, %c0 : tensor<?xf32>
+  %e = tensor.empty(%n) : tensor<?xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>,
+                                        affine_map<(d0) -> (d0)>],
+                       iterator_types = ["parallel"]}
+      ins(%a, %b : tensor<?xf32>, tensor<?xf32>) outs(%e : tensor<?xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %m, %x : f32
+    linalg.yield %s : f32
+  } -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+"""
+
+ELEMENTWISE_2D = """
+func.func @ew2d(%a: tensor<384x1000xf32>, %b: tensor<384x1000xf32>) -> tensor<384x1000xf32> {
+  %0 = arith.addf %a, %b : tensor<384x1000xf32>
+  %1 = arith.mulf %0, %a : tensor<384x1000xf32>
+  return %1 : tensor<384x1000xf32>
+}
+"""
+
+# A hand-written executable with an explicit 5x3x2 grid: each workgroup stores
+# x + 1000 y + 1000000 z at out[z, y, x], which checks the id of every workgroup.
+GRID = """
+#layout = #hal.pipeline.layout<bindings = [#hal.pipeline.binding<storage_buffer>]>
+hal.executable.source private @ex {
+  hal.executable.export public @grid ordinal(0) layout(#layout)
+      count(%device: !hal.device) -> (index, index, index) {
+    %x = arith.constant 5 : index
+    %y = arith.constant 3 : index
+    %z = arith.constant 2 : index
+    hal.return %x, %y, %z : index, index, index
+  }
+  builtin.module {
+    func.func @grid() {
+      %out = hal.interface.binding.subspan layout(#layout) binding(0) : memref<2x3x5xi32>
+      %x = hal.interface.workgroup.id[0] : index
+      %y = hal.interface.workgroup.id[1] : index
+      %z = hal.interface.workgroup.id[2] : index
+      %xi = arith.index_cast %x : index to i32
+      %yi = arith.index_cast %y : index to i32
+      %zi = arith.index_cast %z : index to i32
+      %c1000 = arith.constant 1000 : i32
+      %c1000000 = arith.constant 1000000 : i32
+      %t0 = arith.muli %yi, %c1000 : i32
+      %t1 = arith.muli %zi, %c1000000 : i32
+      %t2 = arith.addi %xi, %t0 : i32
+      %v = arith.addi %t2, %t1 : i32
+      memref.store %v, %out[%z, %y, %x] : memref<2x3x5xi32>
+      return
+    }
+  }
+}
+func.func @main() -> tensor<2x3x5xi32> {
+  %0 = flow.dispatch @ex::@grid() : () -> tensor<2x3x5xi32>
+  return %0 : tensor<2x3x5xi32>
+}
+"""
+
+
+class Program:
+    """One compiled program: its kernel libraries and its dispatch sites."""
+
+    def __init__(self, vmfb: Path, vm_text: str | None) -> None:
+        self.vmfb = vmfb
+        with zipfile.ZipFile(vmfb) as z:
+            self.kernels = {n: z.read(n) for n in z.namelist() if n.endswith(".so")}
+        self.vm_text = vm_text
+
+    @property
+    def kernel(self) -> bytes:
+        assert len(self.kernels) == 1, self.kernels.keys()
+        return next(iter(self.kernels.values()))
+
+    def dispatch_sites(self) -> list[tuple[str, tuple[int, int, int]]]:
+        """(export name, static workgroup count) of each dispatch in the VM IR."""
+        sites = []
+        for func in self.vm_text.split("vm.func ")[1:]:
+            consts = dict(re.findall(r"(%[\w]+) = vm\.const\.i32 (-?\d+)", func))
+            rodata = dict(
+                re.findall(r'vm\.rodata private @(\w+) <alignment = 1> "(\w+)"', self.vm_text)
+            )
+            lookups = dict(
+                re.findall(
+                    r"(%\w+) = vm\.call @hal\.executable\.lookup\.function\(%\w+, %(\w+)\)", func
+                )
+            )
+            for m in re.finditer(
+                r"@hal\.command_buffer\.dispatch\(%\w+, %\w+, (%\w+), " r"(%\w+), (%\w+), (%\w+),",
+                func,
+            ):
+                name = rodata[lookups[m.group(1)]]
+                counts = tuple(int(consts[m.group(i)]) for i in (2, 3, 4))
+                sites.append((name, counts))
+        return sites
+
+
+_cache: dict[tuple, Program] = {}
+
+
+def build(tmp_root: Path, source: str, embedded: bool = True, vm: bool = True) -> Program:
+    flags = FLAGS + (() if embedded else ("--iree-llvmcpu-link-embedded=false",))
+    key = (source, flags, vm)
+    if key not in _cache:
+        digest = hashlib.sha256(repr(key).encode()).hexdigest()[:12]
+        # Named by the source alone, so both builds of a program share source locations.
+        src = tmp_root / f"{hashlib.sha256(source.encode()).hexdigest()[:12]}.mlir"
+        src.write_text(source)
+        out = tmp_root / f"{digest}.vmfb"
+        subprocess.run(
+            ["iree-compile", *flags, str(src), "-o", str(out)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        vm_text = None
+        if vm:
+            vm_text = subprocess.run(
+                ["iree-compile", *flags, "--compile-to=vm", str(src), "-o", "-"],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+        _cache[key] = Program(out, vm_text)
+    return _cache[key]
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("kernels")
+
+
+def bindings(*arrays: np.ndarray) -> list[tuple[int, int]]:
+    return [(a.ctypes.data, a.nbytes) for a in arrays]
+
+
+def image_maps(base: int, size: int) -> list[tuple[int, int, str]]:
+    rows = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            span, perms = line.split()[:2]
+            lo, hi = (int(v, 16) for v in span.split("-"))
+            if lo < base + size and hi > base:
+                rows.append((lo, hi, perms))
+    return rows
+
+
+# --- registry ----------------------------------------------------------------------------
+
+
+def test_registry():
+    assert supported_formats() == [EMBEDDED, SYSTEM]
+    with pytest.raises(LoaderError, match="vmvx-bytecode-fb"):
+        load_executable("vmvx-bytecode-fb", b"")
+    with pytest.raises(LoaderError, match="cuda-nvptx-fb"):
+        load_executable(b"cuda-nvptx-fb", b"")
+
+
+# --- loading and dispatching real kernels ------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", [EMBEDDED, SYSTEM])
+def test_mul(root, fmt):
+    program = build(root, MUL, embedded=fmt == EMBEDDED)
+    ((name, counts),) = program.dispatch_sites() if fmt == EMBEDDED else [(None, (1, 1, 1))]
+    with load_executable(fmt, program.kernel) as exe:
+        assert exe.format == fmt
+        assert [e.name for e in exe.exports] == ["mul_dispatch_0_elementwise_4_f32"]
+        if name:
+            assert exe.lookup(name) == 0 and exe.lookup(name.encode()) == 0
+        info = exe.exports[0]
+        assert (info.constant_count, info.binding_count) == (0, 3)
+        assert info.workgroup_size == (1, 1, 1)
+        a = np.array([1.5, -2, 3, 4], np.float32)
+        b = np.array([2, 3, -0.5, 8], np.float32)
+        out = np.zeros(4, np.float32)
+        exe.dispatch(0, counts, [], bindings(a, b, out))
+        np.testing.assert_array_equal(out, a * b)
+        with pytest.raises(VMError) as err:
+            exe.lookup("nope")
+        assert err.value.code == StatusCode.NOT_FOUND
+    with pytest.raises(VMError) as err:
+        exe.dispatch(0, counts, [], bindings(a, b, out))
+    assert err.value.code == StatusCode.FAILED_PRECONDITION
+
+
+def test_export_names_match_dispatch_sites(root):
+    for source in (MUL, MATMUL, ELEMENTWISE_2D, DYNAMIC):
+        program = build(root, source)
+        with load_executable(EMBEDDED, program.kernel) as exe:
+            exported = [e.name for e in exe.exports]
+            looked_up = re.findall(
+                r'vm\.rodata private @_utf8_\w+ <alignment = 1> "(\w+)"', program.vm_text
+            )
+            assert exported and set(exported) <= set(looked_up)
+            assert exe.exports[0].source_location is not None
+
+
+@pytest.mark.parametrize("fmt", [EMBEDDED, SYSTEM])
+def test_matmul_multiple_workgroups(root, fmt):
+    program = build(root, MATMUL, embedded=fmt == EMBEDDED)
+    ((name, counts),) = build(root, MATMUL).dispatch_sites()
+    assert counts[0] * counts[1] * counts[2] > 1
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((64, 32), dtype=np.float32)
+    b = rng.standard_normal((32, 48), dtype=np.float32)
+    with load_executable(fmt, program.kernel) as exe:
+        ordinal = exe.lookup(name)
+        for native in (True, False):
+            out = np.full((64, 48), np.nan, np.float32)
+            exe.dispatch(ordinal, counts, [], bindings(a, b, out), native=native)
+            np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_dynamic_shape_push_constants(root):
+    program = build(root, DYNAMIC)
+    with load_executable(EMBEDDED, program.kernel) as exe:
+        info = exe.exports[0]
+        assert info.constant_count == 4 and info.binding_count == 3
+        n = 10_000
+        rng = np.random.default_rng(1)
+        a = rng.standard_normal(n, dtype=np.float32)
+        b = rng.standard_normal(n, dtype=np.float32)
+        constants = [n & 0xFFFFFFFF, n >> 32] * 2  # two index dims as (lo, hi) words
+        # One workgroup computes one tile: its size is how many outputs it wrote.
+        probe = np.full(n, np.nan, np.float32)
+        exe.dispatch(0, (1, 1, 1), constants, bindings(a, b, probe))
+        tile = int(np.count_nonzero(~np.isnan(probe)))
+        assert 0 < tile < n
+        count = -(-n // tile)
+        assert count > 1
+        for native in (True, False):
+            out = np.full(n, np.nan, np.float32)
+            exe.dispatch(0, (count, 1, 1), constants, bindings(a, b, out), native=native)
+            np.testing.assert_allclose(out, a * b + a, rtol=1e-6)
+        with pytest.raises(VMError) as err:
+            exe.dispatch(0, (count, 1, 1), constants[:3], bindings(a, b, out))
+        assert err.value.code == StatusCode.INVALID_ARGUMENT
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3, 7, 30, 64])
+@pytest.mark.parametrize("native", [True, False])
+def test_grid_workgroup_ids(root, workers, native):
+    program = build(root, GRID)
+    ((name, counts),) = program.dispatch_sites()
+    assert counts == (5, 3, 2)
+    with load_executable(EMBEDDED, program.kernel) as exe:
+        out = np.full((2, 3, 5), -1, np.int32)
+        exe.dispatch(exe.lookup(name), counts, [], bindings(out), workers=workers, native=native)
+        z, y, x = np.meshgrid(range(2), range(3), range(5), indexing="ij")
+        np.testing.assert_array_equal(out, x + 1000 * y + 1000000 * z)
+
+
+def test_loops_and_workers_identical(root):
+    program = build(root, ELEMENTWISE_2D)
+    ((name, counts),) = program.dispatch_sites()
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((384, 1000), dtype=np.float32)
+    b = rng.standard_normal((384, 1000), dtype=np.float32)
+    with load_executable(EMBEDDED, program.kernel) as exe:
+        results = []
+        for native, workers in ((False, 1), (True, 1), (True, 2), (True, 5), (False, 3)):
+            out = np.full_like(a, np.nan)
+            exe.dispatch(
+                exe.lookup(name), counts, [], bindings(a, b, out), workers=workers, native=native
+            )
+            results.append(out)
+        for out in results:
+            assert out.tobytes() == results[0].tobytes()
+        np.testing.assert_allclose(results[0], (a + b) * a, rtol=1e-6)
+
+
+def test_zero_workgroups_is_a_no_op(root):
+    program = build(root, MUL)
+    with load_executable(EMBEDDED, program.kernel) as exe:
+        out = np.full(4, 7, np.float32)
+        exe.dispatch(0, (0, 1, 1), [], bindings(out, out, out))
+        assert (out == 7).all()
+        with pytest.raises(VMError):
+            exe.dispatch(0, (1, 1, 1 << 16), [], bindings(out, out, out))
+        with pytest.raises(VMError) as err:
+            exe.dispatch(1, (1, 1, 1), [], [])
+        assert err.value.code == StatusCode.OUT_OF_RANGE
+
+
+# --- failures reported by kernels ----------------------------------------------------------
+
+
+def _jit(ir: str, name: str):
+    """(engine to keep alive, address of `name`) for a fake kernel written in LLVM IR."""
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    tm = llvm.Target.from_default_triple().create_target_machine()
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(ir), tm)
+    engine.finalize_object()
+    return engine, engine.get_function_address(name)
+
+
+_FAILING_IR = """
+define i32 @fail_at_three(ptr %env, ptr %ds, ptr %wg) {
+  %x = load i32, ptr %wg
+  %is3 = icmp eq i32 %x, 3
+  %rc = select i1 %is3, i32 42, i32 0
+  ret i32 %rc
+}
+"""
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_nonzero_kernel_return_is_internal_error(root, native):
+    engine, address = _jit(_FAILING_IR, "fail_at_three")
+    program = build(root, MUL)
+    with load_executable(EMBEDDED, program.kernel) as exe:
+        exe._functions[0] = address  # white box: a kernel that fails on workgroup x == 3
+        exe._python_fns[0] = abi.DISPATCH_FN(address)
+        out = np.zeros(4, np.float32)
+        exe.dispatch(0, (3, 1, 1), [], bindings(out, out, out), native=native)
+        with pytest.raises(VMError) as err:
+            exe.dispatch(0, (8, 1, 1), [], bindings(out, out, out), native=native)
+        assert err.value.code == StatusCode.INTERNAL
+        assert "mul_dispatch_0_elementwise_4_f32" in str(err.value)
+        assert "42" in str(err.value)
+
+
+# --- memory layout: protections and relocations --------------------------------------------
+
+
+def test_protections(root):
+    program = build(root, MATMUL)
+    with load_executable(EMBEDDED, program.kernel) as exe:
+        image = exe.image
+        rows = image_maps(image.base, image.size)
+        assert rows
+        perms = {p[:3] for _, _, p in rows}
+        for lo, hi, p in rows:
+            assert not ("w" in p and "x" in p), (hex(lo), p)
+        assert "r-x" in perms  # .text
+        assert "r--" in perms  # headers/rodata and the RELRO data
+        # Every RW segment here is fully covered by PT_GNU_RELRO: nothing stays writable.
+        assert all("w" not in p for _, _, p in rows)
+        base, size = image.base, image.size
+    assert image_maps(base, size) == []  # close() unmapped it
+
+
+def _relocations(data: bytes):
+    import io
+
+    elf = ELFFile(io.BytesIO(data))
+    rela = elf.get_section_by_name(".rela.dyn")
+    return [(r["r_offset"], r["r_info_type"], r["r_addend"]) for r in rela.iter_relocations()]
+
+
+@pytest.mark.parametrize("source", [MUL, MATMUL, DYNAMIC, GRID])
+def test_relocations_match_pyelftools(root, source):
+    data = build(root, source).kernel
+    expected = _relocations(data)
+    assert expected and all(kind == elf_loader.R_X86_64_RELATIVE for _, kind, _ in expected)
+    with load_executable(EMBEDDED, data) as exe:
+        image = exe.image
+        assert image.relocation_counts == {"R_X86_64_RELATIVE": len(expected)}
+        for offset, _, addend in expected:
+            word = ctypes.c_uint64.from_address(image.bias + offset).value
+            assert word == image.bias + addend
+            assert image.relocated_words[offset] == word
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [
+        ("dli_fname", ctypes.c_char_p),
+        ("dli_fbase", ctypes.c_void_p),
+        ("dli_sname", ctypes.c_char_p),
+        ("dli_saddr", ctypes.c_void_p),
+    ]
+
+
+@pytest.mark.parametrize("source", [MUL, MATMUL])
+def test_relocations_match_dynamic_linker(root, source):
+    """Load the system-dylib build with both our loader and dlopen: same words."""
+    data = build(root, source, embedded=False).kernel
+    expected = _relocations(data)
+    with load_executable(SYSTEM, data) as reference:
+        info = _DlInfo()
+        dladdr = ctypes.CDLL(None).dladdr
+        dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+        assert dladdr(reference.library.query_address, ctypes.byref(info))
+        dl_base = info.dli_fbase
+        ours = elf_loader.load_elf_image(data)
+        try:
+            for offset, _, _ in expected:
+                theirs = ctypes.c_uint64.from_address(dl_base + offset).value - dl_base
+                mine = ctypes.c_uint64.from_address(ours.bias + offset).value - ours.bias
+                assert mine == theirs
+            assert (
+                ours.symbol(abi.QUERY_SYMBOL) - ours.bias
+                == reference.library.query_address - dl_base
+            )
+            # The same bytes queried through our loader give the same export table.
+            mine_exe = executable_mod.Executable(
+                "test", ours.symbol(abi.QUERY_SYMBOL), ours.memory, lambda: None
+            )
+            assert mine_exe.exports == reference.exports
+            assert mine_exe.library_name == reference.library_name
+        finally:
+            ours.close()
+
+
+def test_embedded_and_system_builds_agree(root):
+    embedded = build(root, MATMUL).kernel
+    system = build(root, MATMUL, embedded=False).kernel
+    with load_executable(EMBEDDED, embedded) as a, load_executable(SYSTEM, system) as b:
+        assert a.exports == b.exports
+
+
+# --- executable constants and imports ------------------------------------------------------
+
+
+def test_constant_count_mismatch(root):
+    data = build(root, MUL).kernel
+    with pytest.raises(VMError) as err:
+        load_executable(EMBEDDED, data, constants=[1, 2])
+    assert err.value.code == StatusCode.FAILED_PRECONDITION
+    load_executable(EMBEDDED, data, constants=[]).close()
+
+
+def test_unknown_required_import_is_a_load_error():
+    names = [
+        ctypes.create_string_buffer(b"?optional_thing"),
+        ctypes.create_string_buffer(b"host_missing"),
+    ]
+    table = (ctypes.c_void_p * 2)(*(ctypes.addressof(n) for n in names))
+    exe = executable_mod.Executable.__new__(executable_mod.Executable)
+    exe._memory = executable_mod.LibraryMemory()
+    exe._env = abi.EnvironmentV0()
+    with pytest.raises(LoaderError, match="host_missing"):
+        exe._resolve_imports(abi.ImportTableV0(2, ctypes.addressof(table)))
+    exe._resolve_imports(abi.ImportTableV0(1, ctypes.addressof(table)))
+    assert exe._import_funcs[0] is None  # optional and missing: NULL
+
+
+def test_processor_data():
+    words = abi.host_processor_data()
+    assert len(words) == abi.PROCESSOR_DATA_CAPACITY
+    assert all(w == 0 for w in words[1:])
+    assert not words[0] & (0b111 << 50)  # never AMX
+
+
+# --- malformed ELF files --------------------------------------------------------------------
+
+
+def _patched(data: bytes, offset: int, fmt: str, value) -> bytes:
+    out = bytearray(data)
+    struct.pack_into(fmt, out, offset, value)
+    return bytes(out)
+
+
+def _phdrs(data: bytes):
+    (phoff,) = struct.unpack_from("<Q", data, 32)
+    (phnum,) = struct.unpack_from("<H", data, 56)
+    for i in range(phnum):
+        yield phoff + 56 * i, struct.unpack_from("<IIQQQQQQ", data, phoff + 56 * i)
+
+
+def _first_load(data: bytes, flags: int):
+    for offset, (kind, pflags, *_rest) in _phdrs(data):
+        if kind == 1 and pflags == flags:
+            return offset
+    raise AssertionError("no such PT_LOAD")
+
+
+def test_malformed_elfs(root):
+    data = build(root, MUL).kernel
+    cases = {
+        "empty": b"",
+        "truncated header": data[:40],
+        "truncated program headers": data[:100],
+        "truncated segments": data[: len(data) // 3],
+        "bad magic": b"\x7fELG" + data[4:],
+        "32-bit": data[:4] + b"\x01" + data[5:],
+        "big-endian": data[:5] + b"\x02" + data[6:],
+        "wrong machine": _patched(data, 18, "<H", 0xB7),  # EM_AARCH64
+        "executable type": _patched(data, 16, "<H", 2),  # ET_EXEC
+        "phdr table out of range": _patched(data, 32, "<Q", len(data) - 8),
+        "no phdrs": _patched(data, 56, "<H", 0),
+        "bad phentsize": _patched(data, 54, "<H", 32),
+    }
+    text = _first_load(data, 5)
+    cases["segment offset out of range"] = _patched(data, text + 8, "<Q", 1 << 40)
+    cases["segment size out of range"] = _patched(data, text + 8, "<Q", len(data) - 16)
+    end = max(o + fs for _, (kind, _, o, _, _, fs, _, _) in _phdrs(data) if kind == 1)
+    cases["truncated segments"] = _patched(data, 40, "<Q", 0)[: end - 1]  # no shdrs
+    cases["filesz > memsz"] = _patched(data, text + 40, "<Q", 1)
+    cases["writable and executable"] = _patched(data, text + 4, "<I", 7)
+    cases["huge address range"] = _patched(data, text + 40, "<Q", 1 << 50)
+    rw = _first_load(data, 6)
+    cases["segments overlap"] = _patched(data, rw + 16, "<Q", 0x10)
+
+    import io
+
+    elf = ELFFile(io.BytesIO(data))
+    rela = elf.get_section_by_name(".rela.dyn")["sh_offset"]
+    cases["unknown relocation"] = _patched(data, rela + 8, "<Q", 37)  # R_X86_64_IRELATIVE
+    cases["relocation outside the image"] = _patched(data, rela, "<Q", 1 << 32)
+    cases["relocation symbol out of range"] = _patched(data, rela + 8, "<Q", (9 << 32) | 1)
+    dynsym = elf.get_section_by_name(".dynsym")["sh_offset"]
+    cases["undefined symbol"] = _patched(data, dynsym + 24 + 6, "<H", 0)
+    dynamic = elf.get_section_by_name(".dynamic")["sh_offset"]
+    cases["DT_NEEDED"] = _patched(data, dynamic, "<q", 1)
+    hash_ = elf.get_section_by_name(".hash")["sh_offset"]
+    cases["symbol count out of range"] = _patched(data, hash_ + 4, "<I", 1 << 19)
+
+    for label, blob in cases.items():
+        with pytest.raises(LoaderError) as err:
+            load_executable(EMBEDDED, blob)
+        if label == "unknown relocation":
+            assert "type 37" in str(err.value)
+        if label == "wrong machine":
+            assert "EM_AARCH64" in str(err.value)
+    with pytest.raises(LoaderError):
+        load_executable(SYSTEM, b"\x7fELF garbage")
+
+
+def test_fatelf_wrapper(root):
+    data = build(root, MUL).kernel
+    offset = 64
+    header = struct.pack("<IHBB", elf_loader.FATELF_MAGIC, 1, 2, 0)
+    other = struct.pack("<HBBBBBBQQ", 0xB7, 0, 0, 2, 1, 0, 0, offset, len(data))
+    ours = struct.pack("<HBBBBBBQQ", 62, 0, 0, 2, 1, 0, 0, offset, len(data))
+    blob = (header + other + ours).ljust(offset, b"\0") + data
+    with load_executable(EMBEDDED, blob) as exe:
+        assert exe.exports[0].name == "mul_dispatch_0_elementwise_4_f32"
+    with pytest.raises(LoaderError, match="FatELF"):
+        load_executable(EMBEDDED, (header[:6] + b"\x01\0" + other).ljust(offset, b"\0") + data)
+
+
+def test_fuzzed_headers_never_crash(root, tmp_path):
+    """Random byte flips in the ELF and program headers: LoaderError or a clean load.
+
+    Runs in a child process so that a crash fails this test rather than the run.
+    """
+    path = tmp_path / "kernel.so"
+    path.write_bytes(build(root, MUL).kernel)
+    script = textwrap.dedent(f"""
+        import random, sys
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
+        from runtime_support.errors import LoaderError
+        from runtime_support.loaders.elf import load_elf_image
+        data = open({str(path)!r}, "rb").read()
+        rng = random.Random(1234)
+        outcomes = {{"loaded": 0, "LoaderError": 0}}
+        for _ in range(400):
+            blob = bytearray(data)
+            for _ in range(rng.randint(1, 4)):
+                blob[rng.randrange(0, 64 + 7 * 56)] = rng.randrange(256)
+            try:
+                load_elf_image(bytes(blob)).close()
+                outcomes["loaded"] += 1
+            except LoaderError:
+                outcomes["LoaderError"] += 1
+        print(outcomes)
+    """)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "LoaderError" in result.stdout
+
+
+_RECORD_IR = """
+define i32 @record(ptr %env, ptr %ds, ptr %wg) {
+  %x = load i32, ptr %wg
+  %pid_p = getelementptr i8, ptr %wg, i64 12
+  %pid = load i32, ptr %pid_p
+  %mc_p = getelementptr i8, ptr %ds, i64 22
+  %mc = load i8, ptr %mc_p
+  %mc32 = zext i8 %mc to i32
+  %v0 = mul i32 %mc32, 1000
+  %v = add i32 %v0, %pid
+  %bindings_p = getelementptr i8, ptr %ds, i64 32
+  %bindings = load ptr, ptr %bindings_p
+  %out = load ptr, ptr %bindings
+  %xi = zext i32 %x to i64
+  %slot = getelementptr i32, ptr %out, i64 %xi
+  store i32 %v, ptr %slot
+  %lm_p = getelementptr i8, ptr %wg, i64 16
+  %lm = load ptr, ptr %lm_p
+  %ls_p = getelementptr i8, ptr %wg, i64 24
+  %ls = load i32, ptr %ls_p
+  %lmi = ptrtoint ptr %lm to i64
+  %misaligned = and i64 %lmi, 63
+  %aligned = icmp eq i64 %misaligned, 0
+  %nonnull = icmp ne i64 %lmi, 0
+  %size_ok = icmp eq i32 %ls, 8192
+  %ok0 = and i1 %aligned, %nonnull
+  %ok = and i1 %ok0, %size_ok
+  br i1 %ok, label %touch, label %bad
+touch:
+  %last = getelementptr i8, ptr %lm, i64 8191
+  store i8 1, ptr %last
+  store i8 1, ptr %lm
+  ret i32 0
+bad:
+  ret i32 9
+}
+"""
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_worker_partitioning_and_local_memory(root, native):
+    """Workers get contiguous tile slices, their own processor id and local memory."""
+    import dataclasses
+
+    engine, address = _jit(_RECORD_IR, "record")
+    with load_executable(EMBEDDED, build(root, MUL).kernel) as exe:
+        exe._functions[0] = address  # white box: a recording kernel that needs 2 pages
+        exe._python_fns[0] = abi.DISPATCH_FN(address)
+        exe.exports[0] = dataclasses.replace(exe.exports[0], local_memory_pages=2)
+        for workers in (1, 3, 4):
+            out = np.full(30, -1, np.int32)
+            exe.dispatch(0, (30, 1, 1), [], bindings(out, out, out), workers=workers, native=native)
+            starts = [30 * w // workers for w in range(workers)]  # contiguous slices
+            owner = [max(w for w in range(workers) if starts[w] <= t) for t in range(30)]
+            expected = [workers * 1000 + w for w in owner]
+            assert out.tolist() == expected
