@@ -1,0 +1,337 @@
+"""HalBuffer: host memory with a stable address, shared by the VM and native kernels.
+
+A buffer is a byte range `[offset, offset + length)` of an `Allocation`. Allocations own
+their storage (a 64-byte aligned numpy array) or borrow it zero-copy from host memory
+(a `!vm.buffer`'s bytes); subspans share the allocation. `address` is the absolute
+address of the buffer's first byte, what kernels receive as a binding pointer.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..errors import StatusCode, VMError
+
+# Memory types (hal-abi.md §B.3).
+MEMORY_TYPE_OPTIMAL = 0x01
+MEMORY_TYPE_HOST_VISIBLE = 0x02
+MEMORY_TYPE_HOST_COHERENT = 0x04
+MEMORY_TYPE_HOST_CACHED = 0x08
+MEMORY_TYPE_HOST_LOCAL = 0x46
+MEMORY_TYPE_DEVICE_VISIBLE = 0x10
+MEMORY_TYPE_DEVICE_LOCAL = 0x30
+# Every local-CPU buffer is host- and device-accessible, so it reports all of these.
+MEMORY_TYPE_LOCAL_CPU = MEMORY_TYPE_HOST_LOCAL | MEMORY_TYPE_DEVICE_LOCAL  # 0x76
+
+# Buffer usage (§B.4).
+USAGE_TRANSFER_SOURCE = 0x1
+USAGE_TRANSFER_TARGET = 0x2
+USAGE_TRANSFER = 0x3
+USAGE_DISPATCH_INDIRECT_PARAMETERS = 0x100
+USAGE_DISPATCH_UNIFORM_READ = 0x200
+USAGE_DISPATCH_STORAGE_READ = 0x400
+USAGE_DISPATCH_STORAGE_WRITE = 0x800
+USAGE_DISPATCH_STORAGE = 0xC00
+USAGE_DISPATCH_IMAGE_READ = 0x1000
+USAGE_DISPATCH_IMAGE_WRITE = 0x2000
+USAGE_SHARING_EXPORT = 0x10000
+USAGE_SHARING_REPLICATE = 0x20000
+USAGE_SHARING_CONCURRENT = 0x40000
+USAGE_SHARING_IMMUTABLE = 0x80000
+USAGE_MAPPING_SCOPED = 0x1000000
+USAGE_MAPPING_PERSISTENT = 0x2000000
+USAGE_MAPPING_OPTIONAL = 0x4000000
+USAGE_MAPPING_ACCESS_RANDOM = 0x8000000
+USAGE_MAPPING_ACCESS_SEQUENTIAL_WRITE = 0x10000000
+USAGE_DEFAULT = USAGE_TRANSFER | USAGE_DISPATCH_STORAGE  # 0xC03
+# What host memory on the local CPU device always allows besides the requested bits.
+USAGE_LOCAL_CPU = (
+    USAGE_DEFAULT
+    | USAGE_DISPATCH_INDIRECT_PARAMETERS
+    | USAGE_DISPATCH_UNIFORM_READ
+    | USAGE_MAPPING_SCOPED
+    | USAGE_MAPPING_PERSISTENT
+    | USAGE_MAPPING_ACCESS_RANDOM
+    | USAGE_MAPPING_ACCESS_SEQUENTIAL_WRITE
+)
+
+WHOLE_BUFFER = -1
+ALIGNMENT = 64
+
+
+class Allocation:
+    """The storage under one or more buffers, with its preserve count.
+
+    `array` is a 1-D uint8 numpy array over the bytes (owned or borrowed); `owner` keeps
+    borrowed memory alive.
+    """
+
+    __slots__ = ("array", "owner", "readonly", "preserve_count", "_lock", "__weakref__")
+
+    def __init__(self, array: np.ndarray, *, owner=None, readonly: bool = False) -> None:
+        self.array = array
+        self.owner = owner
+        self.readonly = readonly
+        self.preserve_count = 1
+        self._lock = threading.Lock()
+
+    @classmethod
+    def allocate(cls, size: int, alignment: int = ALIGNMENT) -> "Allocation":
+        """New zero-filled storage of `size` bytes whose address is `alignment`-aligned."""
+        raw = np.zeros(size + alignment, dtype=np.uint8)
+        skew = (-raw.ctypes.data) % alignment
+        return cls(raw[skew : skew + size])
+
+    @classmethod
+    def wrap(cls, memory, *, readonly: bool, owner=None) -> "Allocation":
+        """Zero-copy storage over a buffer-protocol object (bytes, memoryview, ...)."""
+        view = memoryview(memory).cast("B")
+        array = np.frombuffer(view, dtype=np.uint8) if view.nbytes else np.zeros(0, np.uint8)
+        if readonly and array.flags.writeable:
+            array = array.view()
+            array.flags.writeable = False
+        return cls(array, owner=memory if owner is None else owner, readonly=readonly)
+
+    @property
+    def address(self) -> int:
+        return int(self.array.ctypes.data)
+
+    @property
+    def length(self) -> int:
+        return int(self.array.shape[0])
+
+    def preserve(self) -> None:
+        with self._lock:
+            self.preserve_count += 1
+
+    def discard(self) -> bool:
+        """Drops one owner; True if it was the last one."""
+        with self._lock:
+            last = self.preserve_count == 1
+            if self.preserve_count > 0:
+                self.preserve_count -= 1
+            return last
+
+    def is_terminal(self) -> bool:
+        with self._lock:
+            return self.preserve_count == 1
+
+
+def _range_error(what: str, offset: int, length: int, limit: int) -> VMError:
+    return VMError(
+        StatusCode.OUT_OF_RANGE,
+        f"{what}: range [{offset}, {offset + length}) (offset {offset}, length {length}) "
+        f"is out of bounds of a {limit}-byte buffer",
+    )
+
+
+class HalBuffer:
+    """A `!hal.buffer`: `[offset, offset + length)` of an allocation."""
+
+    __slots__ = (
+        "allocation",
+        "offset",
+        "length",
+        "memory_types",
+        "allowed_usage",
+        "allocator",
+        "__weakref__",
+    )
+
+    def __init__(
+        self,
+        allocation: Allocation,
+        offset: int = 0,
+        length: int | None = None,
+        *,
+        memory_types: int = MEMORY_TYPE_LOCAL_CPU,
+        allowed_usage: int = USAGE_LOCAL_CPU,
+        allocator=None,
+    ) -> None:
+        if length is None:
+            length = allocation.length - offset
+        if offset < 0 or length < 0 or offset + length > allocation.length:
+            raise _range_error("buffer", offset, length, allocation.length)
+        self.allocation = allocation
+        self.offset = offset
+        self.length = length
+        self.memory_types = memory_types & 0xFFFFFFFF
+        self.allowed_usage = allowed_usage & 0xFFFFFFFF
+        self.allocator = allocator
+
+    def __repr__(self) -> str:
+        return (
+            f"<HalBuffer {self.length} bytes at 0x{self.address:x} "
+            f"types=0x{self.memory_types:x} usage=0x{self.allowed_usage:x}"
+            f"{' readonly' if self.readonly else ''}>"
+        )
+
+    # -- construction ---------------------------------------------------------------------
+
+    @classmethod
+    def allocate(
+        cls,
+        size: int,
+        memory_types: int = 0,
+        usage: int = 0,
+        *,
+        allocator=None,
+        alignment: int = ALIGNMENT,
+    ) -> "HalBuffer":
+        """A new zero-filled buffer. It reports the requested memory types and usage plus
+        everything local CPU memory supports (asserts check for required bits)."""
+        if size < 0:
+            raise VMError(StatusCode.INVALID_ARGUMENT, f"negative allocation size {size}")
+        return cls(
+            Allocation.allocate(size, alignment),
+            memory_types=memory_types | MEMORY_TYPE_LOCAL_CPU,
+            allowed_usage=usage | USAGE_LOCAL_CPU,
+            allocator=allocator,
+        )
+
+    @classmethod
+    def wrap_host(
+        cls,
+        memory,
+        *,
+        readonly: bool,
+        memory_types: int = 0,
+        usage: int = 0,
+        owner=None,
+        allocator=None,
+    ) -> "HalBuffer":
+        """Zero-copy buffer over host memory (a buffer-protocol object). Read-only memory
+        gives a read-only buffer."""
+        return cls(
+            Allocation.wrap(memory, readonly=readonly, owner=owner),
+            memory_types=memory_types | MEMORY_TYPE_LOCAL_CPU,
+            allowed_usage=usage | USAGE_LOCAL_CPU,
+            allocator=allocator,
+        )
+
+    def subspan(self, offset: int, length: int) -> "HalBuffer":
+        """A buffer over `[offset, offset + length)` of this one, sharing storage.
+        `length` -1 means to the end. Range errors are OUT_OF_RANGE."""
+        offset, length = self.check_range(offset, length, "subspan")
+        return HalBuffer(
+            self.allocation,
+            self.offset + offset,
+            length,
+            memory_types=self.memory_types,
+            allowed_usage=self.allowed_usage,
+            allocator=self.allocator,
+        )
+
+    # -- properties -----------------------------------------------------------------------
+
+    @property
+    def address(self) -> int:
+        """Absolute address of the first byte (stable for the buffer's lifetime)."""
+        return self.allocation.address + self.offset
+
+    @property
+    def byte_length(self) -> int:
+        return self.length
+
+    @property
+    def readonly(self) -> bool:
+        return self.allocation.readonly
+
+    def check_range(self, offset: int, length: int, what: str = "buffer") -> tuple[int, int]:
+        """Validates a byte range of this buffer; resolves length -1 (to the end)."""
+        if length == WHOLE_BUFFER:
+            length = self.length - offset
+        if offset < 0 or length < 0 or offset + length > self.length:
+            raise _range_error(what, offset, length, self.length)
+        return offset, length
+
+    def _check_writable(self, what: str) -> None:
+        if self.allocation.readonly:
+            raise VMError(StatusCode.PERMISSION_DENIED, f"{what}: buffer is read-only")
+
+    # -- byte access ----------------------------------------------------------------------
+
+    def bytes_view(self, offset: int = 0, length: int = WHOLE_BUFFER) -> np.ndarray:
+        """A uint8 numpy view of a range (read-only if the buffer is)."""
+        offset, length = self.check_range(offset, length, "view")
+        start = self.offset + offset
+        return self.allocation.array[start : start + length]
+
+    def read(self, offset: int = 0, length: int = WHOLE_BUFFER) -> bytes:
+        return self.bytes_view(offset, length).tobytes()
+
+    def write(self, offset: int, data) -> None:
+        src = np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8)
+        self._check_writable("write")
+        self.bytes_view(offset, len(src))[:] = src
+
+    def fill(self, offset: int, length: int, pattern: int, pattern_length: int) -> None:
+        """Repeats the low `pattern_length` (1, 2 or 4) bytes of `pattern`, little-endian."""
+        if pattern_length not in (1, 2, 4):
+            raise VMError(
+                StatusCode.INVALID_ARGUMENT, f"fill pattern length {pattern_length} not 1, 2 or 4"
+            )
+        offset, length = self.check_range(offset, length, "fill")
+        if offset % pattern_length or length % pattern_length:
+            raise VMError(
+                StatusCode.INVALID_ARGUMENT,
+                f"fill offset {offset} and length {length} must be multiples of the "
+                f"pattern length {pattern_length}",
+            )
+        self._check_writable("fill")
+        target = self.bytes_view(offset, length)
+        pattern_bytes = (pattern & ((1 << (8 * pattern_length)) - 1)).to_bytes(
+            pattern_length, "little"
+        )
+        if pattern_length == 1:
+            target[:] = pattern_bytes[0]
+        else:
+            target.reshape(-1, pattern_length)[:] = np.frombuffer(pattern_bytes, np.uint8)
+
+    def copy_from(
+        self, target_offset: int, source: "HalBuffer", source_offset: int, length: int
+    ) -> None:
+        """Copies `length` bytes from `source` (overlap-safe)."""
+        src = source.bytes_view(source_offset, length)
+        self._check_writable("copy")
+        dst = self.bytes_view(target_offset, length)
+        dst[:] = src.copy() if source.allocation is self.allocation else src
+
+    def load(self, offset: int, length: int) -> int:
+        """Reads `length` (1..4) bytes little-endian, zero-extended (unsigned result)."""
+        if not 1 <= length <= 4:
+            raise VMError(StatusCode.INVALID_ARGUMENT, f"load length {length} not in 1..4")
+        return int.from_bytes(self.bytes_view(offset, length).tobytes(), "little")
+
+    def store(self, value: int, offset: int, length: int) -> None:
+        """Writes the low `length` (1..4) bytes of `value`, little-endian."""
+        if not 1 <= length <= 4:
+            raise VMError(StatusCode.INVALID_ARGUMENT, f"store length {length} not in 1..4")
+        target = self.bytes_view(offset, length)
+        self._check_writable("store")
+        target[:] = np.frombuffer(
+            (value & ((1 << (8 * length)) - 1)).to_bytes(length, "little"), np.uint8
+        )
+
+    def numpy_view(self, dtype, shape, offset: int = 0) -> np.ndarray:
+        """A zero-copy numpy array of `shape` x `dtype` starting at byte `offset`."""
+        dtype = np.dtype(dtype)
+        shape = tuple(int(d) for d in shape)
+        count = 1
+        for d in shape:
+            count *= d
+        raw = self.bytes_view(offset, count * dtype.itemsize)
+        return raw.view(dtype).reshape(shape)
+
+    # -- allocation lifetime --------------------------------------------------------------
+
+    def preserve(self) -> None:
+        self.allocation.preserve()
+
+    def discard(self) -> bool:
+        return self.allocation.discard()
+
+    def is_terminal(self) -> bool:
+        return self.allocation.is_terminal()

@@ -1,0 +1,290 @@
+"""HalCommandBuffer: recorded transfer and dispatch commands, run by queue.execute.
+
+Commands name buffers with buffer refs `(buffer-or-null, slot, offset, length)`
+(hal-abi.md §A.3), resolved against the binding table when the command buffer executes,
+not when it is recorded. Execution is serial, so barriers are ordering no-ops.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+from ..errors import StatusCode, VMError
+from .buffer import HalBuffer, WHOLE_BUFFER
+
+# Modes (§B.5).
+MODE_ONE_SHOT = 0x1
+MODE_ALLOW_INLINE_EXECUTION = 0x10
+MODE_UNVALIDATED = 0x20
+# Categories.
+CATEGORY_TRANSFER = 0x1
+CATEGORY_DISPATCH = 0x2
+# Dispatch flags.
+DISPATCH_FLAG_DYNAMIC_INDIRECT_PARAMETERS = 0x1
+DISPATCH_FLAG_STATIC_INDIRECT_PARAMETERS = 0x2
+
+
+class BufferRef(NamedTuple):
+    """A command's buffer argument: a buffer, or a binding-table slot if buffer is None."""
+
+    buffer: HalBuffer | None
+    slot: int
+    offset: int
+    length: int
+
+
+class Binding(NamedTuple):
+    """One binding-table entry (queue.execute.indirect span element)."""
+
+    buffer: HalBuffer | None
+    offset: int
+    length: int
+
+
+def _out_of_range(what: str, message: str) -> VMError:
+    return VMError(StatusCode.OUT_OF_RANGE, f"{what}: {message}")
+
+
+def resolve_ref(
+    ref: BufferRef, table: Sequence[Binding] | None, what: str = "buffer ref"
+) -> tuple[HalBuffer, int, int] | None:
+    """Resolves `ref` to (buffer, offset, length) in that buffer, or None for a null
+    binding (no buffer and no table, or a table entry with no buffer)."""
+    if ref.buffer is not None:
+        offset, length = ref.buffer.check_range(ref.offset, ref.length, what)
+        return ref.buffer, offset, length
+    if not table:
+        return None
+    if not 0 <= ref.slot < len(table):
+        raise _out_of_range(
+            what, f"binding slot {ref.slot} out of range of a {len(table)}-entry table"
+        )
+    entry = table[ref.slot]
+    if entry.buffer is None:
+        return None
+    base, base_length = entry.buffer.check_range(
+        entry.offset, entry.length, f"{what} (table slot {ref.slot})"
+    )
+    length = base_length - ref.offset if ref.length == WHOLE_BUFFER else ref.length
+    if ref.offset < 0 or length < 0 or ref.offset + length > base_length:
+        raise _out_of_range(
+            what,
+            f"range [{ref.offset}, {ref.offset + length}) out of bounds of table slot "
+            f"{ref.slot} ({base_length} bytes)",
+        )
+    return entry.buffer, base + ref.offset, length
+
+
+def _require(resolved, what: str):
+    if resolved is None:
+        raise VMError(StatusCode.INVALID_ARGUMENT, f"{what}: null buffer")
+    return resolved
+
+
+class _Fill(NamedTuple):
+    target: BufferRef
+    pattern: int
+    pattern_length: int
+
+    def execute(self, table, workers):
+        buffer, offset, length = _require(
+            resolve_ref(self.target, table, "fill_buffer"), "fill_buffer"
+        )
+        buffer.fill(offset, length, self.pattern, self.pattern_length)
+
+
+class _Update(NamedTuple):
+    data: bytes  # captured at record time
+    target: BufferRef
+
+    def execute(self, table, workers):
+        buffer, offset, length = _require(
+            resolve_ref(self.target, table, "update_buffer"), "update_buffer"
+        )
+        if length != len(self.data):
+            raise _out_of_range(
+                "update_buffer", f"target range of {length} bytes for {len(self.data)} bytes"
+            )
+        buffer.write(offset, self.data)
+
+
+class _Copy(NamedTuple):
+    source: BufferRef
+    target: BufferRef
+
+    def execute(self, table, workers):
+        src, src_off, length = _require(
+            resolve_ref(self.source, table, "copy_buffer source"), "copy_buffer"
+        )
+        dst, dst_off, _ = _require(
+            resolve_ref(self.target, table, "copy_buffer target"), "copy_buffer"
+        )
+        dst.copy_from(dst_off, src, src_off, length)
+
+
+class _Dispatch(NamedTuple):
+    executable: object  # HalExecutable
+    ordinal: int
+    workgroups: tuple[int, int, int] | BufferRef  # a ref: 3 x u32 read at execution
+    constants: tuple[int, ...]  # u32
+    bindings: tuple[BufferRef, ...]
+    flags: int
+
+    def execute(self, table, workers):
+        if isinstance(self.workgroups, BufferRef):
+            buffer, offset, _ = _require(
+                resolve_ref(self.workgroups, table, "dispatch.indirect workgroups"),
+                "dispatch.indirect workgroups",
+            )
+            counts = tuple(int(v) for v in buffer.bytes_view(offset, 12).view(np.uint32))
+        else:
+            counts = self.workgroups
+        bindings = []
+        for i, ref in enumerate(self.bindings):
+            resolved = resolve_ref(ref, table, f"dispatch binding {i}")
+            if resolved is None:
+                bindings.append((0, 0))
+            else:
+                buffer, offset, length = resolved
+                bindings.append((buffer.address + offset, length))
+        if 0 in counts:
+            return  # an empty grid launches nothing
+        self.executable.dispatch(self.ordinal, counts, self.constants, bindings, workers)
+
+
+class HalCommandBuffer:
+    """A `!hal.command_buffer`, created in the recording state."""
+
+    def __init__(
+        self, device=None, modes: int = 0, categories: int = 3, binding_capacity: int = 0
+    ) -> None:
+        if binding_capacity < 0:
+            raise VMError(
+                StatusCode.INVALID_ARGUMENT, f"negative binding capacity {binding_capacity}"
+            )
+        self.device = device
+        self.modes = modes & 0xFFFFFFFF
+        self.categories = categories & 0xFFFFFFFF
+        self.binding_capacity = binding_capacity
+        self.commands: list = []
+        self.recording = True
+        self.executions = 0
+        self.debug_depth = 0
+
+    def __repr__(self) -> str:
+        state = "recording" if self.recording else "finalized"
+        return f"<HalCommandBuffer {state} {len(self.commands)} commands>"
+
+    @property
+    def one_shot(self) -> bool:
+        return bool(self.modes & MODE_ONE_SHOT)
+
+    # -- recording ------------------------------------------------------------------------
+
+    def _check_recording(self, what: str) -> None:
+        if not self.recording:
+            raise VMError(
+                StatusCode.FAILED_PRECONDITION, f"{what}: command buffer is not recording"
+            )
+
+    def _ref(self, buffer, slot: int, offset: int, length: int, what: str) -> BufferRef:
+        ref = BufferRef(buffer, slot, offset, length)
+        if buffer is not None:
+            buffer.check_range(offset, length, what)  # fail early on direct refs
+        elif self.binding_capacity and not 0 <= slot < self.binding_capacity:
+            raise _out_of_range(
+                what,
+                f"binding slot {slot} out of range of the binding capacity {self.binding_capacity}",
+            )
+        return ref
+
+    def fill(self, target: BufferRef, pattern: int, pattern_length: int) -> None:
+        self._check_recording("fill_buffer")
+        if pattern_length not in (1, 2, 4):
+            raise VMError(
+                StatusCode.INVALID_ARGUMENT,
+                f"fill_buffer: pattern length {pattern_length} not 1, 2 or 4",
+            )
+        if target.offset % pattern_length or (
+            target.length != WHOLE_BUFFER and target.length % pattern_length
+        ):
+            raise VMError(
+                StatusCode.INVALID_ARGUMENT,
+                f"fill_buffer: offset {target.offset} and length {target.length} must be "
+                f"multiples of the pattern length {pattern_length}",
+            )
+        target = self._ref(*target, "fill_buffer")
+        self.commands.append(_Fill(target, pattern, pattern_length))
+
+    def update(self, data, target: BufferRef) -> None:
+        """Records a copy of host bytes; `data` is captured (copied) now."""
+        self._check_recording("update_buffer")
+        target = self._ref(*target, "update_buffer")
+        self.commands.append(_Update(bytes(data), target))
+
+    def copy(self, source: BufferRef, target: BufferRef) -> None:
+        self._check_recording("copy_buffer")
+        source = self._ref(*source, "copy_buffer source")
+        target = self._ref(*target, "copy_buffer target")
+        self.commands.append(_Copy(source, target))
+
+    def dispatch(
+        self, executable, ordinal: int, workgroups, constants, bindings, flags: int = 0
+    ) -> None:
+        """Records a launch. `workgroups` is (x, y, z) or a BufferRef to 3 x u32;
+        `bindings` are BufferRefs."""
+        self._check_recording("dispatch")
+        if isinstance(workgroups, BufferRef):
+            workgroups = self._ref(*workgroups, "dispatch.indirect workgroups")
+        else:
+            workgroups = tuple(int(v) & 0xFFFFFFFF for v in workgroups)
+        refs = tuple(self._ref(*ref, f"dispatch binding {i}") for i, ref in enumerate(bindings))
+        constants = tuple(int(c) & 0xFFFFFFFF for c in constants)
+        self.commands.append(_Dispatch(executable, ordinal, workgroups, constants, refs, flags))
+
+    def execution_barrier(
+        self, source_stage_mask: int = 0, target_stage_mask: int = 0, flags: int = 0
+    ) -> None:
+        self._check_recording("execution_barrier")  # serial execution: nothing to order
+
+    def begin_debug_group(self, label: str = "") -> None:
+        self._check_recording("begin_debug_group")
+        self.debug_depth += 1
+
+    def end_debug_group(self) -> None:
+        self._check_recording("end_debug_group")
+        if self.debug_depth == 0:
+            raise VMError(
+                StatusCode.FAILED_PRECONDITION, "end_debug_group without begin_debug_group"
+            )
+        self.debug_depth -= 1
+
+    def finalize(self) -> None:
+        self._check_recording("finalize")
+        if self.debug_depth:
+            raise VMError(StatusCode.FAILED_PRECONDITION, "finalize: unbalanced debug groups")
+        self.recording = False
+
+    # -- execution ------------------------------------------------------------------------
+
+    def execute(
+        self, binding_table: Sequence[Binding] | None = None, workers: int | None = None
+    ) -> None:
+        """Runs the commands in order, resolving buffer refs against `binding_table`.
+        Dispatches use up to `workers` threads (default: the device's worker count)."""
+        if workers is None:
+            workers = getattr(self.device, "worker_count", 1)
+        if self.recording:
+            raise VMError(
+                StatusCode.FAILED_PRECONDITION, "execute: command buffer is not finalized"
+            )
+        if self.one_shot and self.executions:
+            raise VMError(
+                StatusCode.FAILED_PRECONDITION, "execute: one-shot command buffer already executed"
+            )
+        self.executions += 1
+        table = [Binding(*entry) for entry in binding_table] if binding_table else None
+        for command in self.commands:
+            command.execute(table, workers)

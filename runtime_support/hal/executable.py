@@ -1,0 +1,63 @@
+"""HalExecutable: a loaded kernel library (`!hal.executable`) on a device.
+
+Wraps a loader `Executable` (runtime_support/loaders): export lookup by name and launch
+with resolved binding addresses.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+
+class HalExecutable:
+    def __init__(self, native, *, device=None, format: str | None = None) -> None:
+        self.native = native
+        self.device = device
+        self.format = format if format is not None else getattr(native, "format", None)
+        self._workers_param: bool | None = None
+
+    def __repr__(self) -> str:
+        return f"<HalExecutable {self.format} exports={self.export_names()}>"
+
+    @classmethod
+    def load(cls, device, format: str, data, constants=None) -> "HalExecutable":
+        """Loads `data` with the loader for `format` (LoaderError if none)."""
+        from ..loaders import load_executable
+
+        return cls(load_executable(format, data, constants), device=device, format=format)
+
+    @property
+    def exports(self) -> list:
+        return list(getattr(self.native, "exports", []) or [])
+
+    def export_names(self) -> list[str]:
+        return [getattr(e, "name", "?") for e in self.exports]
+
+    def lookup(self, name: bytes | str) -> int:
+        """Export ordinal of `name`; NOT_FOUND if absent."""
+        return int(self.native.lookup(name))
+
+    def dispatch(
+        self, ordinal: int, workgroup_count, constants, bindings, workers: int = 1
+    ) -> None:
+        """Launches export `ordinal` over `workgroup_count` (x, y, z) with u32
+        `constants` and `bindings` = [(address, length), ...], on up to `workers`
+        threads when the loader supports that. The loader validates the counts."""
+        if workers > 1 and self._takes_workers():
+            self.native.dispatch(ordinal, tuple(workgroup_count), constants, bindings, workers)
+        else:
+            self.native.dispatch(ordinal, tuple(workgroup_count), constants, bindings)
+
+    def _takes_workers(self) -> bool:
+        if self._workers_param is None:
+            try:
+                params = inspect.signature(self.native.dispatch).parameters
+            except (TypeError, ValueError):
+                params = {}
+            self._workers_param = "workers" in params
+        return self._workers_param
+
+    def close(self) -> None:
+        close = getattr(self.native, "close", None)
+        if close is not None:
+            close()

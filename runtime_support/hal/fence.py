@@ -1,0 +1,181 @@
+"""Fences: sets of timepoints that are pending, reached or failed.
+
+A `Timepoint` stands for one (semaphore, value) pair of the C runtime; a `Fence` is a set
+of timepoints and is reached when all of them are, failed when any of them is. Joined
+fences share their inputs' timepoints, so signaling either signals both.
+
+All state changes happen under one module-wide `threading.Condition`, so any thread may
+signal, fail or wait. Completion callbacks (`Fence.on_complete`) run outside the lock, on
+the thread that completed the last timepoint (or at once, if already complete).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable, Iterable
+
+from ..errors import StatusCode, VMError
+
+_cond = threading.Condition()
+
+_PENDING = 0
+_REACHED = 1
+_FAILED = 2
+
+# Result of `Fence.query` for a pending fence.
+DEFERRED = int(StatusCode.DEFERRED)
+
+
+class _Waiter:
+    """One `on_complete` registration spanning several timepoints."""
+
+    __slots__ = ("remaining", "callback", "done")
+
+    def __init__(self, remaining: int, callback: Callable[[VMError | None], None]) -> None:
+        self.remaining = remaining
+        self.callback = callback
+        self.done = False
+
+    # Both are called with _cond held; they return the callback to run, if any.
+    def reached(self):
+        self.remaining -= 1
+        if self.remaining == 0 and not self.done:
+            self.done = True
+            return self.callback, None
+        return None
+
+    def failed(self, error: VMError):
+        if not self.done:
+            self.done = True
+            return self.callback, error
+        return None
+
+
+class Timepoint:
+    __slots__ = ("state", "error", "waiters")
+
+    def __init__(self) -> None:
+        self.state = _PENDING
+        self.error: VMError | None = None
+        self.waiters: list[_Waiter] = []
+
+
+def _complete(timepoints: Iterable[Timepoint], error: VMError | None) -> None:
+    """Marks pending timepoints reached (error None) or failed, then runs callbacks."""
+    ready = []
+    with _cond:
+        for tp in timepoints:
+            if tp.state != _PENDING:
+                continue  # reached stays reached; the first failure wins
+            tp.state = _REACHED if error is None else _FAILED
+            tp.error = error
+            waiters, tp.waiters = tp.waiters, []
+            for waiter in waiters:
+                fire = waiter.reached() if error is None else waiter.failed(error)
+                if fire is not None:
+                    ready.append(fire)
+        _cond.notify_all()
+    for callback, err in ready:
+        callback(err)
+
+
+def as_error(code: int, message: str) -> VMError:
+    return VMError(code or StatusCode.UNKNOWN, message)
+
+
+class Fence:
+    """A `!hal.fence`."""
+
+    __slots__ = ("timepoints", "__weakref__")
+
+    def __init__(self, timepoints: Iterable[Timepoint] | None = None) -> None:
+        self.timepoints: tuple[Timepoint, ...] = (
+            (Timepoint(),) if timepoints is None else tuple(timepoints)
+        )
+
+    def __repr__(self) -> str:
+        return f"<Fence {self.query()}>"
+
+    @classmethod
+    def join(cls, fences: Iterable["Fence | None"]) -> "Fence | None":
+        """A fence over every timepoint of `fences` (None entries skipped). None when there
+        are no timepoints at all (which counts as already reached)."""
+        seen: dict[int, Timepoint] = {}
+        for fence in fences:
+            if fence is None:
+                continue
+            for tp in fence.timepoints:
+                seen.setdefault(id(tp), tp)
+        return cls(seen.values()) if seen else None
+
+    # -- state ----------------------------------------------------------------------------
+
+    def _failure(self) -> VMError | None:
+        for tp in self.timepoints:
+            if tp.state == _FAILED:
+                return tp.error
+        return None
+
+    def query(self) -> int:
+        """0 if reached, DEFERRED (17) if pending, else the failure's status code."""
+        with _cond:
+            error = self._failure()
+            if error is not None:
+                return int(error.code)
+            if all(tp.state == _REACHED for tp in self.timepoints):
+                return 0
+            return DEFERRED
+
+    @property
+    def is_reached(self) -> bool:
+        return self.query() == 0
+
+    def signal(self) -> None:
+        _complete(self.timepoints, None)
+
+    def fail(self, error: VMError | int, message: str | None = None) -> None:
+        """Fails every pending timepoint with `error` (a VMError or a status code; the
+        code is masked with 0x1F, OK becomes UNKNOWN)."""
+        if not isinstance(error, VMError):
+            code = StatusCode.from_code(int(error)) or StatusCode.UNKNOWN
+            error = as_error(code, message or f"fence failed with status {code.name}")
+        _complete(self.timepoints, error)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Waits until reached. True when reached, False on timeout (seconds; None =
+        forever, 0 = poll). Raises the failure's VMError if the fence failed."""
+        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        with _cond:
+            while True:
+                error = self._failure()
+                if error is not None:  # a fresh error each time: callers annotate it
+                    raise VMError(error.code, error.message) from error
+                if all(tp.state == _REACHED for tp in self.timepoints):
+                    return True
+                if deadline is None:
+                    _cond.wait()
+                else:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return False
+                    _cond.wait(remaining)
+
+    def on_complete(self, callback: Callable[[VMError | None], None]) -> None:
+        """Calls `callback(None)` once every timepoint is reached, or `callback(error)` on
+        the first failure; at once (on this thread) if that has already happened."""
+        with _cond:
+            error = self._failure()
+            pending = [tp for tp in self.timepoints if tp.state == _PENDING]
+            if error is None and pending:
+                waiter = _Waiter(len(pending), callback)
+                for tp in pending:
+                    tp.waiters.append(waiter)
+                return
+        callback(error)
+
+
+def wait_all(fences: Iterable[Fence | None], timeout: float | None = None) -> bool:
+    """Waits for every fence (None entries are reached). See `Fence.wait`."""
+    joined = Fence.join(fences)
+    return True if joined is None else joined.wait(timeout)

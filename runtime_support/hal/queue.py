@@ -1,0 +1,100 @@
+"""The local device's queue: fence-ordered, synchronous execution (hal-abi.md §A.4).
+
+`submit(wait, signal, work)` runs `work` as soon as `wait` is reached: at once, on the
+calling thread, when it already is (the common case: compiled code waits on fences it
+signaled itself); otherwise when some thread (usually the host) signals it later, on that
+thread. Then `signal` is signaled. If `wait` fails, or `work` raises, `signal` fails with
+that error instead and the work is skipped. Nothing ever blocks here, so a host that
+signals a fence later can never deadlock with the queue.
+
+Ordering: operations become ready when their wait fence is reached and run one at a time
+in the order they became ready (submission order for operations released together).
+As in IREE, operations are ordered only by their fences.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from typing import Callable
+
+from ..errors import StatusCode, VMError
+from .fence import Fence
+
+
+class _Op:
+    __slots__ = ("work", "signal_fence", "name", "error", "returned")
+
+    def __init__(self, work, signal_fence, name) -> None:
+        self.work = work
+        self.signal_fence = signal_fence
+        self.name = name
+        self.error: VMError | None = None
+        self.returned = False  # submit() has returned to its caller
+
+
+class LocalQueue:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ready: collections.deque = collections.deque()
+        self._draining = False
+        # Errors of deferred operations that had no signal fence to report them on.
+        self.lost_errors: list[VMError] = []
+
+    def submit(
+        self,
+        wait_fence: Fence | None,
+        signal_fence: Fence | None,
+        work: Callable[[], None],
+        name: str = "queue operation",
+    ) -> None:
+        """Runs `work` once `wait_fence` is reached, then signals `signal_fence`.
+
+        If the work ran before this returns and failed with no signal fence to carry the
+        error, the error is raised here.
+        """
+        op = _Op(work, signal_fence, name)
+        if wait_fence is None:
+            self._enqueue(op, None)
+        else:
+            wait_fence.on_complete(lambda error: self._enqueue(op, error))
+        with self._lock:
+            op.returned = True
+            error = op.error
+        if error is not None:
+            raise error
+
+    def _enqueue(self, op: _Op, error: VMError | None) -> None:
+        with self._lock:
+            self._ready.append((op, error))
+            if self._draining:
+                return  # the thread draining the queue will run it
+            self._draining = True
+        while True:
+            with self._lock:
+                if not self._ready:
+                    self._draining = False
+                    return
+                op, error = self._ready.popleft()
+            self._run(op, error)
+
+    def _run(self, op: _Op, error: VMError | None) -> None:
+        if error is None:
+            try:
+                op.work()
+            except VMError as exc:
+                error = exc
+            except Exception as exc:  # a bug or a native failure: report it as INTERNAL
+                error = VMError(StatusCode.INTERNAL, f"{op.name}: {type(exc).__name__}: {exc}")
+                error.__cause__ = exc
+        if op.signal_fence is not None:
+            if error is None:
+                op.signal_fence.signal()
+            else:
+                op.signal_fence.fail(error)
+        elif error is not None:
+            with self._lock:
+                if op.returned:
+                    self.lost_errors.append(error)
+                else:
+                    op.error = error
