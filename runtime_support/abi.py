@@ -1,0 +1,225 @@
+"""Export ABI: `iree.abi.declaration` strings and numpy <-> VM value marshalling.
+
+A declaration looks like
+    sync func @mul(%input0: tensor<4xf32>, %input1: i32) -> (%output0: tensor<?xf32>)
+Arguments are checked (count, rank, static dims, dtype) before anything runs, so a wrong
+call raises `TypeError`/`ValueError` naming the argument and no kernel is launched.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from runtime_support.hal import element_types
+from runtime_support.hal.buffer_view import HalBufferView
+
+_SCALARS = {"i1", "i8", "i16", "i32", "i64", "index", "f16", "bf16", "f32", "f64"}
+
+# MLIR element type name -> HAL element type code (hal-abi.md §B.1).
+_ELEMENT_TYPES = {
+    "i1": 0x13000008,
+    "i8": 0x10000008,
+    "si8": 0x11000008,
+    "ui8": 0x12000008,
+    "i16": 0x10000010,
+    "si16": 0x11000010,
+    "ui16": 0x12000010,
+    "i32": 0x10000020,
+    "si32": 0x11000020,
+    "ui32": 0x12000020,
+    "i64": 0x10000040,
+    "si64": 0x11000040,
+    "ui64": 0x12000040,
+    "index": 0x10000040,
+    "f16": 0x21000010,
+    "f32": 0x21000020,
+    "f64": 0x21000040,
+    "bf16": 0x22000010,
+    "complex<f32>": 0x23000040,
+    "complex<f64>": 0x23000080,
+}
+
+
+@dataclass(frozen=True)
+class TensorType:
+    shape: tuple[int | None, ...]  # None = dynamic
+    element: str
+    element_type: int | None
+
+    def describe(self) -> str:
+        dims = "x".join("?" if d is None else str(d) for d in self.shape)
+        return f"tensor<{dims}{'x' if dims else ''}{self.element}>"
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    name: str
+
+
+@dataclass(frozen=True)
+class OpaqueType:
+    text: str
+
+
+ArgType = TensorType | ScalarType | OpaqueType
+
+
+@dataclass(frozen=True)
+class Declaration:
+    is_async: bool
+    name: str
+    arguments: tuple[tuple[str, ArgType], ...]
+    results: tuple[tuple[str, ArgType], ...]
+
+
+def _split_top(text: str) -> list[str]:
+    """Splits on commas not nested in <>, (), []."""
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    tail = "".join(cur).strip()
+    if tail:
+        parts.append(tail)
+    return parts
+
+
+def parse_type(text: str) -> ArgType:
+    text = text.strip()
+    m = re.fullmatch(r"tensor<(.*)>", text)
+    if m:
+        body = m.group(1)
+        # Split the leading `AxBx` dims off the element type (which may itself hold x).
+        dims: list[int | None] = []
+        rest = body
+        while True:
+            dm = re.match(r"(\?|\d+)x", rest)
+            if not dm:
+                break
+            dims.append(None if dm.group(1) == "?" else int(dm.group(1)))
+            rest = rest[dm.end() :]
+        element = rest.split(",")[0].strip()  # drop encodings
+        return TensorType(tuple(dims), element, _ELEMENT_TYPES.get(element))
+    if text in _SCALARS:
+        return ScalarType(text)
+    return OpaqueType(text)
+
+
+def _parse_list(text: str) -> tuple[tuple[str, ArgType], ...]:
+    out = []
+    for i, part in enumerate(_split_top(text)):
+        if ":" in part and part.startswith("%"):
+            name, _, ty = part.partition(":")
+            out.append((name.strip().lstrip("%"), parse_type(ty)))
+        else:
+            out.append((f"arg{i}", parse_type(part)))
+    return tuple(out)
+
+
+def parse_declaration(text: str | None) -> Declaration | None:
+    if not text:
+        return None
+    m = re.match(r"\s*(sync|async)\s+func\s+@(\S+?)\((.*)\)\s*(?:->\s*(.*))?$", text, re.S)
+    if not m:
+        return None
+    args_text = m.group(3)
+    results_text = (m.group(4) or "").strip()
+    if results_text.startswith("(") and results_text.endswith(")"):
+        results_text = results_text[1:-1]
+    try:
+        return Declaration(
+            m.group(1) == "async", m.group(2), _parse_list(args_text), _parse_list(results_text)
+        )
+    except (ValueError, IndexError):
+        return None
+
+
+# -- marshalling ---------------------------------------------------------------------
+
+
+def _dtype_matches(array: np.ndarray, element: str) -> bool:
+    want = element_types.to_numpy_dtype(_ELEMENT_TYPES[element]) if element in _ELEMENT_TYPES else None
+    if want is None:
+        return True
+    if element == "i1":
+        return array.dtype == np.bool_ or array.dtype in (np.int8, np.uint8)
+    if np.dtype(want).kind in "iu" and array.dtype.kind in "iu":
+        return array.dtype.itemsize == np.dtype(want).itemsize
+    return array.dtype == want
+
+
+def to_buffer_view(value, name: str, ty: ArgType | None, device) -> HalBufferView:
+    """A numpy array (or buffer view) -> a new buffer view on `device`."""
+    if isinstance(value, HalBufferView):
+        return value
+    array = np.asarray(value)
+    if array.dtype == object:
+        raise TypeError(f"argument {name!r}: cannot convert {type(value).__name__} to a tensor")
+    element_type = None
+    if isinstance(ty, TensorType):
+        if array.ndim != len(ty.shape):
+            raise ValueError(
+                f"argument {name!r}: expected {ty.describe()} (rank {len(ty.shape)}), "
+                f"got an array of shape {array.shape}"
+            )
+        for i, (want, got) in enumerate(zip(ty.shape, array.shape)):
+            if want is not None and want != got:
+                raise ValueError(
+                    f"argument {name!r}: expected {ty.describe()}, dimension {i} is {got}"
+                )
+        if not _dtype_matches(array, ty.element):
+            raise TypeError(
+                f"argument {name!r}: expected element type {ty.element}, got dtype {array.dtype}"
+            )
+        element_type = ty.element_type
+        if ty.element == "i1" and array.dtype != np.bool_:
+            array = array.astype(np.bool_)
+    allocator = device.allocator if device is not None else None
+    return HalBufferView.from_numpy(array, allocator, element_type=element_type)
+
+
+def to_scalar(value, name: str, code: str):
+    """A Python/numpy scalar -> the VM value for cconv code i/I/f/F."""
+    if isinstance(value, np.ndarray):
+        if value.ndim != 0:
+            raise ValueError(f"argument {name!r}: expected a scalar, got shape {value.shape}")
+        value = value.item()
+    if isinstance(value, np.generic):
+        value = value.item()
+    if code in ("i", "I"):
+        if isinstance(value, bool):
+            value = int(value)
+        if not isinstance(value, int):
+            raise TypeError(f"argument {name!r}: expected an integer, got {type(value).__name__}")
+        bits = 32 if code == "i" else 64
+        value &= (1 << bits) - 1
+        return value - (1 << bits) if value >> (bits - 1) else value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"argument {name!r}: expected a number, got {type(value).__name__}")
+    value = float(value)
+    if code == "f":
+        return float(np.float32(value))
+    return value
+
+
+def from_vm(value, ty: ArgType | None):
+    """A VM result -> numpy array / Python scalar / list."""
+    if isinstance(value, HalBufferView):
+        return value.to_numpy()
+    from runtime_support.vm.list import VMList
+
+    if isinstance(value, VMList):
+        return [from_vm(v, None) for v in value.to_list()]
+    if isinstance(ty, ScalarType) and ty.name == "i1" and isinstance(value, int):
+        return bool(value & 1)
+    return value

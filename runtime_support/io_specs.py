@@ -1,0 +1,558 @@
+"""`--input=SPEC` parsing, compatible with `iree-run-module` 3.13.
+
+The rules below were established by running the real tool (see tests/test_io_specs.py,
+which checks them differentially); nothing here is derived from IREE sources.
+
+How a SPEC is read depends on the calling-convention type of the argument it feeds:
+
+* `i`/`I`/`f`/`F` (i32/i64/f32/f64 scalar): the trimmed text is parsed like C
+  `strtoll(s, 0)` / `strtof` / `strtod`: the longest valid *prefix* counts (`5abc` -> 5,
+  `1.5` as i32 -> 1, `0x10` -> 16, `010` -> 8), nothing parsed -> INVALID_ARGUMENT. An i32
+  is parsed as i64 then wrapped to 32 bits. Texts longer than 15 characters (integers of
+  32 bits or fewer) or 31 characters (i64, floats) are rejected whatever they hold. A spec starting with `@`/`+` is a file: a
+  non-`.npy` name is UNIMPLEMENTED, an `.npy` one is a signature mismatch (npy -> ref).
+* `r` (ref): `(null)` -> None; `@FILE.npy` / `+FILE.npy` -> the first array of a numpy file;
+  `&SPEC` -> a `hal.buffer` (not supported here); otherwise `[SHAPE x]TYPE[=DATA]` where
+  SHAPE is `x`-separated dims (`4x2xf32`, `f32` or `xf32` is rank 0, needs an `x` or `=`).
+  DATA: empty -> zeros; `@FILE`/`+FILE` -> raw little-endian bytes (a prefix of the file);
+  else tokens split on whitespace, `,`, `[` and `]`: one token -> splat, else exactly one
+  token per element.
+
+Element types: `i`N (signless), `si`N, `ui`N, `f16`/`f32`/`f64`, `bf16` have value parsers;
+every other type with a byte-multiple size (`i1`, `cf64`, `*16`, `bf8`, `f8`...) takes one
+hex token of exactly 2*bytes digits per element (a bad hex digit counts as 0). `i1` is one
+byte per element.
+
+Results are `ParsedInput(value, vm_type, element_type)`: for refs `value` is a `HalArray`
+(an `np.ndarray` subclass carrying the IREE element type name; bf16 is stored as uint16
+bits, opaque types as `V<bytes>`), or None; for scalars a Python int/float with
+`vm_type` in {"i32", "i64", "f32", "f64"}.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import re
+from fractions import Fraction
+
+import numpy as np
+
+from runtime_support.errors import StatusCode
+
+
+class SpecError(Exception):
+    """A SPEC that iree-run-module would reject; carries an IREE status code."""
+
+    def __init__(self, code: StatusCode, message: str = "") -> None:
+        self.code = code
+        self.message = message
+        super().__init__(f"{code.name}; {message}" if message else code.name)
+
+
+# --------------------------------------------------------------------------- element types
+
+
+@dataclasses.dataclass(frozen=True)
+class ElementType:
+    """An IREE HAL element type: `kind` in {"i", "si", "ui", "f", "bf", "cf", "*", named}."""
+
+    name: str  # canonical spelling as iree-run-module prints it: "f32", "si8", "*16"
+    kind: str
+    bits: int
+
+    @property
+    def byte_size(self) -> int:
+        return (self.bits + 7) // 8
+
+    @property
+    def has_value_parser(self) -> bool:
+        if self.kind in ("i", "si", "ui"):
+            return self.bits in (8, 16, 32, 64)
+        if self.kind == "f":
+            return self.bits in (16, 32, 64)
+        if self.kind == "bf":
+            return self.bits == 16
+        return False
+
+    @property
+    def storage_dtype(self) -> np.dtype:
+        """The numpy dtype used to hold the element bytes."""
+        if self.kind in ("i", "si") and self.bits in (8, 16, 32, 64):
+            return np.dtype(f"<i{self.bits // 8}")
+        if self.kind == "ui" and self.bits in (8, 16, 32, 64):
+            return np.dtype(f"<u{self.bits // 8}")
+        if self.kind == "i" and self.bits == 1:
+            return np.dtype(np.bool_)
+        if self.kind == "f" and self.bits in (16, 32, 64):
+            return np.dtype(f"<f{self.bits // 8}")
+        if self.kind == "bf" and self.bits == 16:
+            return np.dtype("<u2")
+        if self.kind == "cf" and self.bits in (64, 128):
+            return np.dtype(f"<c{self.bits // 8}")
+        return np.dtype(f"V{self.byte_size}")
+
+
+_NAMED_TYPES = {
+    # Named float types iree-run-module accepts by exact spelling (value parsing for these is
+    # not implemented here: see parse_element_type).
+    "f8E4M3FN": 8,
+    "f8E5M2": 8,
+    "f8E4M3FNUZ": 8,
+    "f8E5M2FNUZ": 8,
+    "f8E8M0FNU": 8,
+    "f4E2M1FN": 4,
+    "f6E2M3FN": 6,
+    "f6E3M2FN": 6,
+}
+
+
+def parse_element_type(text: str) -> ElementType:
+    """`f32`, `si8`, `bf16`, `i1`, `cf64`, `*16`... (iree-run-module spelling)."""
+    if text in _NAMED_TYPES:
+        raise SpecError(
+            StatusCode.UNIMPLEMENTED,
+            f"element type '{text}' is not supported by pyree-run",
+        )
+    for prefix in ("si", "ui", "bf", "cf", "i", "f", "*"):
+        if text.startswith(prefix):
+            break
+    else:
+        raise SpecError(
+            StatusCode.INVALID_ARGUMENT, f"unhandled element type prefix in '{text}'"
+        )
+    m = re.match(r"\d+", text[len(prefix) :])
+    bits = int(m.group(0)) if m else 0
+    if bits <= 0 or bits > 255:
+        raise SpecError(
+            StatusCode.INVALID_ARGUMENT, f"out of range bit count in '{text}'"
+        )
+    if bits % 8 != 0 and not (prefix == "i" and bits == 1):
+        raise SpecError(
+            StatusCode.UNIMPLEMENTED,
+            f"sub-byte element type '{text}' is not supported by pyree-run",
+        )
+    return ElementType(f"{prefix}{bits}", {"*": "*"}.get(prefix, prefix), bits)
+
+
+def element_type_for_dtype(dtype: np.dtype) -> ElementType:
+    """The element type iree-run-module gives an npy array of this dtype (ints are signed
+    `si`N / `ui`N, bool is i1, void is opaque)."""
+    dtype = np.dtype(dtype)
+    if dtype.byteorder == ">":
+        raise SpecError(
+            StatusCode.UNIMPLEMENTED, f"big-endian data type '{dtype.str}' unsupported"
+        )
+    k = dtype.kind
+    bits = dtype.itemsize * 8
+    if k == "b":
+        return ElementType("i1", "i", 1)
+    if k == "i":
+        return ElementType(f"si{bits}", "si", bits)
+    if k == "u":
+        return ElementType(f"ui{bits}", "ui", bits)
+    if k == "f":
+        return ElementType(f"f{bits}", "f", bits)
+    if k == "c":
+        return ElementType(f"cf{bits}", "cf", bits)
+    if k == "V":
+        return ElementType(f"*{bits}", "*", bits)
+    raise SpecError(StatusCode.UNIMPLEMENTED, f"unsupported data type {k}")
+
+
+class HalArray(np.ndarray):
+    """A numpy array that remembers the IREE element type it stands for.
+
+    Use `HalArray.wrap(array, "si32")`. Plain numpy operations keep the attribute.
+    """
+
+    element_type: str
+
+    @classmethod
+    def wrap(cls, array: np.ndarray, element_type: str | ElementType) -> "HalArray":
+        out = np.asarray(array).view(cls)
+        out.element_type = (
+            element_type.name if isinstance(element_type, ElementType) else element_type
+        )
+        return out
+
+    def __array_finalize__(self, obj) -> None:  # noqa: D105
+        self.element_type = getattr(obj, "element_type", None)
+
+
+@dataclasses.dataclass
+class ParsedInput:
+    value: object  # HalArray | None | int | float
+    vm_type: str  # "ref", "i32", "i64", "f32", "f64"
+    element_type: ElementType | None = None
+
+
+# ------------------------------------------------------------------- C-like number parsing
+
+_INT_RE = re.compile(r"\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
+_FLOAT_RE = re.compile(
+    r"\s*([+-]?)("
+    r"(?i:infinity|inf)"
+    r"|(?i:nan)(?:\([0-9A-Za-z_]*\))?"
+    r"|0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?"
+    r"|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+    r")"
+)
+
+
+# iree-run-module copies a number into a small buffer before converting it: texts longer
+# than these (in characters) are rejected outright, whatever they hold.
+_MAX_LEN_32 = 15  # integers of 32 bits or fewer
+_MAX_LEN_64 = 31  # 64-bit integers and all floats
+
+
+def _strtoll(text: str, max_len: int = _MAX_LEN_64) -> int | None:
+    """C strtoll(text, NULL, 0) over the longest prefix; None if nothing parses, the text is
+    too long or the value is outside int64 (ERANGE)."""
+    if len(text) > max_len:
+        return None
+    m = _INT_RE.match(text)
+    if not m:
+        return None
+    v = (
+        int(m.group(2), 0)
+        if not re.fullmatch(r"0[0-7]+", m.group(2))
+        else int(m.group(2), 8)
+    )
+    if m.group(1) == "-":
+        v = -v
+    if not -(2**63) <= v < 2**63:
+        return None
+    return v
+
+
+def _strtoull(text: str) -> int | None:
+    if len(text) > _MAX_LEN_64:
+        return None
+    m = _INT_RE.match(text)
+    if not m:
+        return None
+    v = (
+        int(m.group(2), 0)
+        if not re.fullmatch(r"0[0-7]+", m.group(2))
+        else int(m.group(2), 8)
+    )
+    if v >= 2**64:
+        return None
+    return (-v) % 2**64 if m.group(1) == "-" else v
+
+
+def _wrap(v: int, bits: int, signed: bool) -> int:
+    v &= (1 << bits) - 1
+    if signed and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return v
+
+
+# (mantissa bits excluding the implicit one, min normal exponent, max exponent)
+_FLOAT_FORMATS = {32: (23, -126, 127), 64: (52, -1022, 1023), 16: (10, -14, 15)}
+
+
+def _round_fraction(q: Fraction, bits: int) -> float:
+    """Correctly rounded (nearest-even) conversion of an exact rational to an IEEE float of
+    `bits` bits, returned as a Python float (overflow -> inf)."""
+    if q == 0:
+        return 0.0
+    mant, emin, emax = _FLOAT_FORMATS[bits]
+    sign = -1.0 if q < 0 else 1.0
+    a = abs(q)
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    if Fraction(2) ** e > a:
+        e -= 1
+    e = max(e, emin)
+    scale = Fraction(2) ** (mant - e)
+    scaled = a * scale
+    m = scaled.numerator // scaled.denominator
+    rem = scaled - m
+    if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and m & 1):
+        m += 1
+    value = Fraction(m) / scale
+    if value >= Fraction(2) ** (emax + 1):
+        return sign * math.inf
+    return sign * float(value)
+
+
+def _strtof(text: str, bits: int) -> float | None:
+    """C strtof (bits=32) / strtod (bits=64) over the longest prefix. None when nothing
+    parses, the text is too long or a non-zero number underflows to zero (ERANGE)."""
+    if len(text) > _MAX_LEN_64:
+        return None
+    m = _FLOAT_RE.match(text)
+    if not m:
+        return None
+    sign, body = m.group(1), m.group(2)
+    neg = sign == "-"
+    low = body.lower()
+    if low.startswith("inf"):
+        return -math.inf if neg else math.inf
+    if low.startswith("nan"):
+        return -math.nan if neg else math.nan
+    if low.startswith("0x"):
+        digits = body[2:]
+        exp = 0
+        if "p" in digits.lower():
+            digits, exp_text = re.split("[pP]", digits)
+            exp = int(exp_text)
+        if "." in digits:
+            ip, fp = digits.split(".")
+        else:
+            ip, fp = digits, ""
+        q = Fraction(int((ip + fp) or "0", 16), 16 ** len(fp)) * Fraction(2) ** exp
+    else:
+        q = Fraction(body)
+    if neg:
+        q = -q
+    value = _round_fraction(q, bits) if q != 0 else (-0.0 if neg else 0.0)
+    if value == 0 and q != 0:
+        return None  # underflow: ERANGE
+    return value
+
+
+def _f32_bits_to_bf16(f: float) -> int:
+    """Round-to-nearest-even f32 -> bf16 (as iree-run-module converts parsed values)."""
+    u = int(np.array(f, dtype="<f4").view("<u4"))
+    if (u & 0x7F800000) == 0x7F800000 and (u & 0x007FFFFF):
+        return (u >> 16) | 0x0040  # quiet NaN
+    u += 0x7FFF + ((u >> 16) & 1)
+    return (u >> 16) & 0xFFFF
+
+
+def bf16_bits_to_float(bits: np.ndarray) -> np.ndarray:
+    """bf16 bit patterns (uint16) -> float32 values."""
+    return (np.asarray(bits, dtype="<u2").astype("<u4") << 16).view("<f4")
+
+
+# ------------------------------------------------------------------------ scalar inputs
+
+
+def parse_scalar(text: str, vm_type: str) -> int | float:
+    """Parses a scalar argument of VM type i32/i64/f32/f64 (text already trimmed)."""
+    if vm_type == "i32":
+        v = _strtoll(text, _MAX_LEN_32)
+        if v is not None:
+            return _wrap(v, 32, True)
+    elif vm_type == "i64":
+        v = _strtoll(text)
+        if v is not None:
+            return v
+    elif vm_type in ("f32", "f64"):
+        f = _strtof(text, 32 if vm_type == "f32" else 64)
+        if f is not None:
+            return f
+    else:
+        raise ValueError(f"not a scalar VM type: {vm_type!r}")
+    raise SpecError(StatusCode.INVALID_ARGUMENT, f"parsing value `{text}` as {vm_type}")
+
+
+# ------------------------------------------------------------------------- tensor inputs
+
+
+def _parse_int_element(tok: str, et: ElementType) -> int | None:
+    bits, kind = et.bits, et.kind
+    if bits == 64:
+        return _strtoull(tok) if kind == "ui" else _strtoll(tok)
+    v = _strtoll(tok, _MAX_LEN_32)
+    if v is None:
+        return None
+    if kind == "ui":
+        v = _wrap(v, 32, False)
+        return v if v <= (1 << bits) - 1 else None
+    v = _wrap(v, 32, True)
+    if bits == 32:
+        return v
+    if kind == "si":
+        return _wrap(v, bits, True) if v <= (1 << (bits - 1)) - 1 else None
+    # Signless: accepts the union of the signed and unsigned ranges.
+    return _wrap(v, bits, True) if -(1 << (bits - 1)) <= v <= (1 << bits) - 1 else None
+
+
+def _hex_value(tok: str, nbytes: int) -> bytes:
+    if len(tok) != 2 * nbytes:
+        raise SpecError(
+            StatusCode.INVALID_ARGUMENT,
+            f"binary hex element count mismatch: buffer length={len(tok)} < expected={2 * nbytes}",
+        )
+    nib = [int(c, 16) if c in "0123456789abcdefABCDEF" else 0 for c in tok]
+    return bytes((nib[i] << 4) | nib[i + 1] for i in range(0, len(nib), 2))
+
+
+def _parse_element(tok: str, et: ElementType):
+    """One element -> a value storable in `et.storage_dtype` (or raw bytes)."""
+    if not et.has_value_parser:
+        return _hex_value(tok, et.byte_size)
+    if et.kind in ("i", "si", "ui"):
+        v = _parse_int_element(tok, et)
+    else:
+        v = _strtof(tok, 64 if et.bits == 64 else 32)
+        if v is not None and et.kind == "bf":
+            v = _f32_bits_to_bf16(v)
+    if v is None:
+        raise SpecError(StatusCode.INVALID_ARGUMENT)
+    return v
+
+
+_TOKEN_SPLIT = re.compile(r"[\s,\[\]]+")
+
+
+def _read_file(path: str, nbytes: int) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(nbytes)
+    except OSError:
+        raise SpecError(
+            StatusCode.UNKNOWN, f"unable to open file `{path}` with mode 2"
+        ) from None
+    if len(data) < nbytes:
+        raise SpecError(StatusCode.OUT_OF_RANGE, "end-of-file encountered during read")
+    return data
+
+
+def _parse_shape(text: str) -> tuple[int, ...]:
+    if text == "":
+        return ()
+    parts = text.split("x")
+    if any(p == "" for p in parts):
+        raise SpecError(
+            StatusCode.INVALID_ARGUMENT, f"invalid shape specification: '{text}'"
+        )
+    dims = []
+    for i, p in enumerate(parts):
+        s = p.strip()
+        if not re.fullmatch(r"[0-9]+", s):
+            raise SpecError(
+                StatusCode.INVALID_ARGUMENT,
+                f"shape[{i}] invalid value '{p}' of '{text}'",
+            )
+        dims.append(int(s))
+    return tuple(dims)
+
+
+def parse_buffer_view(text: str) -> HalArray:
+    """`[SHAPEx]TYPE[=DATA]` -> HalArray (the text is the ref SPEC, trimmed)."""
+    head, eq, data = text.partition("=")
+    if "x" in head:
+        shape_text, _, type_text = head.rpartition("x")
+    else:
+        shape_text, type_text = "", head
+    shape = _parse_shape(shape_text)
+    et = parse_element_type(type_text)
+    count = math.prod(shape)
+    dtype = et.storage_dtype
+    data = data.strip()
+    if not data:
+        arr = np.zeros(shape, dtype=dtype)
+    elif data[0] in "@+":
+        raw = _read_file(data[1:], count * et.byte_size)
+        arr = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+    else:
+        tokens = [t for t in _TOKEN_SPLIT.split(data) if t]
+        if len(tokens) == 1 and count != 0:
+            tokens = tokens * count
+        if len(tokens) > count:
+            raise SpecError(
+                StatusCode.OUT_OF_RANGE,
+                f"output data overflow: element_capacity={count} < dst_i={count}",
+            )
+        values = [_parse_element(t, et) for t in tokens]
+        if len(values) < count:
+            raise SpecError(
+                StatusCode.OUT_OF_RANGE,
+                f"input data string underflow: dst_i={len(values)} < element_capacity={count}",
+            )
+        if et.has_value_parser:
+            arr = np.array(values, dtype=dtype if et.kind != "f" else np.float64)
+            with np.errstate(over="ignore"):  # f16 rounds from the exact f32 value
+                arr = arr.astype(dtype).reshape(shape)
+        else:
+            arr = np.frombuffer(b"".join(values), dtype=dtype).reshape(shape).copy()
+    return HalArray.wrap(arr, et)
+
+
+def load_npy(path: str) -> HalArray:
+    """The first array of a numpy .npy file, as iree-run-module reads it."""
+    try:
+        f = open(path, "rb")
+    except OSError:
+        raise SpecError(
+            StatusCode.UNKNOWN, f"unable to open file `{path}` with mode 2"
+        ) from None
+    with f:
+        try:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            else:
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        except ValueError as e:
+            raise SpecError(
+                StatusCode.INVALID_ARGUMENT, f"invalid numpy file: {e}"
+            ) from None
+        if fortran and len(shape) > 1:
+            raise SpecError(
+                StatusCode.UNIMPLEMENTED, "fortran order arrays not supported"
+            )
+        et = element_type_for_dtype(dtype)
+        if dtype.hasobject:
+            raise SpecError(
+                StatusCode.UNIMPLEMENTED, f"unsupported data type {dtype.kind}"
+            )
+        nbytes = math.prod(shape) * dtype.itemsize
+        raw = f.read(nbytes)
+        if len(raw) < nbytes:
+            raise SpecError(
+                StatusCode.OUT_OF_RANGE, "end-of-file encountered during read"
+            )
+    storage = et.storage_dtype if et.storage_dtype.itemsize == dtype.itemsize else dtype
+    arr = np.frombuffer(raw, dtype=storage).reshape(shape).copy()
+    return HalArray.wrap(arr, et)
+
+
+_CCONV_TO_VM = {"i": "i32", "I": "i64", "f": "f32", "F": "f64", "r": "ref"}
+
+
+def parse_input(spec: str, arg_type: str = "r") -> ParsedInput:
+    """Parses one `--input` SPEC for an argument of calling-convention type `arg_type`
+    ("i", "I", "f", "F", "r", or the names "i32", "i64", "f32", "f64", "ref")."""
+    vm_type = _CCONV_TO_VM.get(arg_type, arg_type)
+    if vm_type not in ("i32", "i64", "f32", "f64", "ref"):
+        raise ValueError(f"unknown argument type {arg_type!r}")
+    text = spec.strip()
+    if not text:
+        raise SpecError(StatusCode.INVALID_ARGUMENT, "no value specified for input")
+    if text[0] in "@+":
+        path = text[1:]
+        if os.path.splitext(path)[1].lower() != ".npy":
+            raise SpecError(
+                StatusCode.UNIMPLEMENTED,
+                "only numpy (.npy) files are supported for metadata-less variant I/O",
+            )
+        arr = load_npy(path)
+        if vm_type != "ref":
+            raise SpecError(
+                StatusCode.INVALID_ARGUMENT,
+                f"function signature mismatch: expected cconv type `r` but provided type "
+                f"`{ {v: k for k, v in _CCONV_TO_VM.items()}[vm_type] }`",
+            )
+        return ParsedInput(arr, "ref", parse_element_type(arr.element_type))
+    if vm_type != "ref":
+        return ParsedInput(parse_scalar(text, vm_type), vm_type)
+    if text == "(null)":
+        return ParsedInput(None, "ref")
+    if text[0] == "&":
+        raise SpecError(
+            StatusCode.UNIMPLEMENTED,
+            "hal.buffer (`&`) inputs are not supported by pyree-run",
+        )
+    if "=" not in text and "x" not in text:
+        raise SpecError(
+            StatusCode.INVALID_ARGUMENT,
+            "invalid tensor specification, requires at least a shape/type (`4x2xf32=...`)",
+        )
+    arr = parse_buffer_view(text)
+    return ParsedInput(arr, "ref", parse_element_type(arr.element_type))

@@ -1,0 +1,1 @@
+"""jinja2 templates of generated Python packages (package data of pyree)."""

@@ -1,0 +1,198 @@
+"""Control-flow analyses for code generation: successors, dominators, loops, reducibility.
+
+The structurer (`structure.py`) turns reducible CFGs into `while`/`if`; these are the
+facts it needs. Blocks are identified by their index in `Function.blocks`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from translator.ir import Function
+
+
+def successors(fn: Function) -> list[list[int]]:
+    index_of = {b.pc: b.index for b in fn.blocks}
+    out = []
+    for b in fn.blocks:
+        term = b.ops[-1]
+        succ: list[int] = []
+        for pc in term.branch_targets():
+            i = index_of[pc]
+            if i not in succ:
+                succ.append(i)
+        out.append(succ)
+    return out
+
+
+def reverse_postorder(succ: list[list[int]], entry: int = 0) -> list[int]:
+    seen, order = set(), []
+    stack = [(entry, iter(succ[entry]))]
+    seen.add(entry)
+    while stack:
+        node, it = stack[-1]
+        for s in it:
+            if s not in seen:
+                seen.add(s)
+                stack.append((s, iter(succ[s])))
+                break
+        else:
+            order.append(node)
+            stack.pop()
+    order.reverse()
+    return order
+
+
+def dominators(succ: list[list[int]], rpo: list[int]) -> dict[int, int]:
+    """Immediate dominators (Cooper, Harvey & Kennedy) of reachable nodes."""
+    preds: dict[int, list[int]] = {n: [] for n in rpo}
+    for n in rpo:
+        for s in succ[n]:
+            preds[s].append(n)
+    pos = {n: i for i, n in enumerate(rpo)}
+    idom = {rpo[0]: rpo[0]}
+    changed = True
+    while changed:
+        changed = False
+        for n in rpo[1:]:
+            new = None
+            for p in preds[n]:
+                if p in idom:
+                    new = p if new is None else _intersect(p, new, idom, pos)
+            if new is not None and idom.get(n) != new:
+                idom[n] = new
+                changed = True
+    return idom
+
+
+def _intersect(a: int, b: int, idom: dict[int, int], pos: dict[int, int]) -> int:
+    while a != b:
+        while pos[a] > pos[b]:
+            a = idom[a]
+        while pos[b] > pos[a]:
+            b = idom[b]
+    return a
+
+
+def dominates(idom: dict[int, int], a: int, b: int) -> bool:
+    while True:
+        if a == b:
+            return True
+        parent = idom[b]
+        if parent == b:
+            return False
+        b = parent
+
+
+@dataclass
+class Loop:
+    header: int
+    body: set[int] = field(default_factory=set)
+    exits: list[int] = field(default_factory=list)
+
+
+@dataclass
+class CFGInfo:
+    succ: list[list[int]]
+    preds: dict[int, list[int]]
+    rpo: list[int]
+    idom: dict[int, int]
+    loops: dict[int, Loop]  # by header
+    reducible: bool
+    loop_of: dict[int, int | None]  # innermost loop header of each node
+
+
+def analyze(fn: Function) -> CFGInfo:
+    succ = successors(fn)
+    rpo = reverse_postorder(succ)
+    reachable = set(rpo)
+    preds: dict[int, list[int]] = {n: [] for n in rpo}
+    for n in rpo:
+        for s in succ[n]:
+            preds[s].append(n)
+    idom = dominators(succ, rpo)
+    pos = {n: i for i, n in enumerate(rpo)}
+    loops: dict[int, Loop] = {}
+    reducible = True
+    for n in rpo:
+        for s in succ[n]:
+            if pos[s] <= pos[n]:  # retreating edge
+                if not dominates(idom, s, n):
+                    reducible = False
+                    continue
+                loop = loops.setdefault(s, Loop(s, {s}))
+                work = [n]
+                while work:
+                    x = work.pop()
+                    if x not in loop.body:
+                        loop.body.add(x)
+                        work.extend(p for p in preds[x] if p in reachable)
+    for loop in loops.values():
+        for n in sorted(loop.body):
+            for s in succ[n]:
+                if s not in loop.body and s not in loop.exits:
+                    loop.exits.append(s)
+    loop_of: dict[int, int | None] = {}
+    for n in rpo:
+        best = None
+        for h, loop in loops.items():
+            if n in loop.body and (best is None or len(loop.body) < len(loops[best].body)):
+                best = h
+        loop_of[n] = best
+    return CFGInfo(succ, preds, rpo, idom, loops, reducible, loop_of)
+
+
+EXIT = -1  # the virtual exit node of a region graph
+
+
+def region_postdominators(info: CFGInfo, region: set[int], header: int | None) -> dict[int, int]:
+    """Immediate post-dominators inside `region` (a loop body, or all reachable blocks).
+
+    Edges that leave the region, go back to the loop `header`, or end the function
+    (return/fail) all go to the virtual EXIT. ipdom == EXIT means the paths from a
+    block only meet again outside the region.
+    """
+    nodes = [n for n in info.rpo if n in region]
+
+    def succ_of(n: int) -> list[int]:
+        out = []
+        for s in info.succ[n]:
+            t = EXIT if (s not in region or s == header) else s
+            if t not in out:
+                out.append(t)
+        return out or [EXIT]
+
+    g = {n: succ_of(n) for n in nodes}
+    everything = set(nodes) | {EXIT}
+    pdom: dict[int, set[int]] = {n: set(everything) for n in nodes}
+    pdom[EXIT] = {EXIT}
+    changed = True
+    while changed:
+        changed = False
+        for n in reversed(nodes):
+            new = set.intersection(*(pdom[s] for s in g[n])) | {n}
+            if new != pdom[n]:
+                pdom[n] = new
+                changed = True
+    ipdom = {}
+    for n in nodes:
+        strict = pdom[n] - {n}
+        ipdom[n] = max(strict, key=lambda p: len(pdom[p]))
+    return ipdom
+
+
+def private_region(info: CFGInfo, start: int) -> bool:
+    """True when every block reachable from `start` is dominated by it and the region
+    has no edge back out (it only ends in return/fail): it can be emitted inline."""
+    seen, work = {start}, [start]
+    while work:
+        x = work.pop()
+        if not dominates(info.idom, start, x):
+            return False
+        for s in info.succ[x]:
+            if s not in seen:
+                seen.add(s)
+                work.append(s)
+    return all(s in seen for x in seen for s in info.succ[x]) and not any(
+        h in seen for h in info.loops if h != start and not dominates(info.idom, start, h)
+    )

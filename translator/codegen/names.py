@@ -1,0 +1,78 @@
+"""Python identifiers for everything the generated module names.
+
+Names come from untrusted input (export names, import names, rodata contents): they reach
+generated code only through `identifier()`, which keeps [A-Za-z0-9_], never produces a
+keyword or a builtin/runtime name, and makes every name unique within its table.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+
+_RESERVED = set(dir(builtins)) | {
+    "rwdata", "refs", "ctx", "block", "np", "self", "load", "EXPORTS", "CCONVS",
+    "ModuleContext", "vm_fail",
+}
+
+
+def identifier(text: str, *, prefix: str = "f_", limit: int = 60) -> str:
+    ident = re.sub(r"\W+", "_", text, flags=re.ASCII).strip("_")[:limit] or prefix.rstrip("_")
+    if ident[0].isdigit():
+        ident = prefix + ident
+    if keyword.iskeyword(ident) or ident in _RESERVED or re.fullmatch(r"[ir]\d+", ident):
+        ident = prefix + ident
+    return ident
+
+
+class NameTable:
+    def __init__(self, module) -> None:
+        self.module = module
+        self.taken: set[str] = set(_RESERVED)
+        self.functions: dict[int, str] = {}
+        self.imports: dict[int, str] = {}
+        self.rodata_names: dict[int, str] = {}
+        for k in range(module.function_count):
+            exports = module.export_names_of(k)
+            base = identifier(exports[0]) if exports else f"fn{k}"
+            self.functions[k] = self._unique(base)
+        for imp in module.imports:
+            self.imports[imp.ordinal] = self._unique(identifier(imp.full_name, prefix="import_"))
+        for seg in module.rodata:
+            self.rodata_names[seg.ordinal] = self._unique(self._rodata_base(seg))
+
+    def _unique(self, base: str) -> str:
+        name, n = base, 2
+        while name in self.taken:
+            name = f"{base}_{n}"
+            n += 1
+        self.taken.add(name)
+        return name
+
+    @staticmethod
+    def _rodata_base(seg) -> str:
+        data = bytes(seg.data[:48])
+        if 0 < len(seg) <= 48 and all(32 <= c < 127 for c in data):
+            return "rodata_" + identifier(data.decode("ascii"), prefix="s_", limit=40).lower()
+        if data.startswith(b"\x7fELF"):
+            return f"rodata_{seg.ordinal}_elf"
+        return f"rodata_{seg.ordinal}"
+
+    def function(self, k: int) -> str:
+        return self.functions[k]
+
+    def import_name(self, i: int) -> str:
+        return self.imports[i]
+
+    def rodata(self, i: int) -> str:
+        return self.rodata_names[i]
+
+
+_UNPRINTABLE = re.compile(r"[^\x20-\x7e]")
+
+
+def comment_text(text: str, limit: int = 200) -> str:
+    """Text safe inside a `#` comment: one line, printable ASCII only."""
+    text = _UNPRINTABLE.sub("?", text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
