@@ -16,6 +16,7 @@ import numpy as np
 from runtime_support.hal import element_types
 from runtime_support.hal.buffer_view import HalBufferView
 
+_NARROW_BITS = {"i8": 8, "i16": 16}
 _SCALARS = {"i1", "i8", "i16", "i32", "i64", "index", "f16", "bf16", "f32", "f64"}
 
 # MLIR element type name -> HAL element type code (hal-abi.md §B.1).
@@ -126,17 +127,36 @@ def _parse_list(text: str) -> tuple[tuple[str, ArgType], ...]:
     return tuple(out)
 
 
+def _closing_paren(text: str, start: int) -> int:
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] in "(<[{":
+            depth += 1
+        elif text[i] in ")>]}":
+            depth -= 1
+            if depth == 0:
+                return i
+    raise ValueError("unbalanced parentheses")
+
+
 def parse_declaration(text: str | None) -> Declaration | None:
+    """The parsed declaration, or None when there is none or it cannot be read."""
     if not text:
         return None
-    m = re.match(r"\s*(sync|async)\s+func\s+@(\S+?)\((.*)\)\s*(?:->\s*(.*))?$", text, re.S)
+    m = re.match(r"\s*(sync|async)\s+func\s+@([^(\s]+)\(", text)
     if not m:
         return None
-    args_text = m.group(3)
-    results_text = (m.group(4) or "").strip()
-    if results_text.startswith("(") and results_text.endswith(")"):
-        results_text = results_text[1:-1]
     try:
+        close = _closing_paren(text, m.end() - 1)
+        args_text = text[m.end() : close]
+        rest = text[close + 1 :].strip()
+        results_text = ""
+        if rest.startswith("->"):
+            rest = rest[2:].strip()
+            if rest.startswith("("):
+                results_text = rest[1 : _closing_paren(rest, 0)]
+            else:
+                results_text = rest
         return Declaration(
             m.group(1) == "async", m.group(2), _parse_list(args_text), _parse_list(results_text)
         )
@@ -220,6 +240,11 @@ def from_vm(value, ty: ArgType | None):
 
     if isinstance(value, VMList):
         return [from_vm(v, None) for v in value.to_list()]
-    if isinstance(ty, ScalarType) and ty.name == "i1" and isinstance(value, int):
-        return bool(value & 1)
+    if isinstance(ty, ScalarType) and isinstance(value, int):
+        if ty.name == "i1":
+            return bool(value & 1)
+        bits = _NARROW_BITS.get(ty.name)
+        if bits:  # i8/i16 travel in i32 registers; the upper bits are not part of the value
+            value &= (1 << bits) - 1
+            return value - (1 << bits) if value >> (bits - 1) else value
     return value

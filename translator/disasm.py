@@ -18,7 +18,8 @@ from translator.errors import InvalidModuleError
 from translator.ir import IMPORT_BIT, Function, Imm, Op, Reg
 from translator.module import Module
 
-_FIELD_RE = re.compile(r"\{(\w+)\}")
+# `{name}` is a field; `{{` and `}}` are literal braces (as in str.format).
+_FIELD_RE = re.compile(r"\{\{|\}\}|\{(\w+)\}")
 
 
 def _c_float(value: float, digits: int) -> str:
@@ -132,7 +133,7 @@ class Disassembler:
         template = spec.template
         if template.startswith("{results} = ") and not op.values["results"]:
             template = template[len("{results} = ") :]
-        text = _FIELD_RE.sub(lambda m: rendered[m.group(1)], template)
+        text = _FIELD_RE.sub(lambda m: rendered[m.group(1)] if m.group(1) else m.group(0)[0], template)
         return text.rstrip()
 
     def function_header(self, k: int) -> str:
@@ -198,6 +199,8 @@ class Disassembler:
                 out += self.function_lines(fn, offsets=offsets)
             out.append("}")
             out.append("")
+        if m.function_count:
+            out.pop()  # one blank line *between* functions; none after the last one
         return "\n".join(out) + "\n"
 
 

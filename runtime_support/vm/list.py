@@ -289,6 +289,10 @@ class VMList:
                 f"list.get.ref: !vm.list<{self.element_type}> holds values, not refs",
             )
         obj = self._items[index]
+        if type_name == "!vm.opaque":
+            # IREE compares type ids here: `!vm.opaque` (how !vm.ref<?> is encoded) is a
+            # type of its own, so any real ref read as opaque is a mismatch -> null.
+            return None
         if obj is None or type_matches(obj, type_name):
             return obj
         return None

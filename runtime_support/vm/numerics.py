@@ -700,59 +700,128 @@ def rsqrt_f32(a):
         return _copysign(INF, s)
 
 
+def _libm_f32():
+    """The C library's float math functions, which IREE's VM calls: using the same ones
+    makes f32 transcendentals bit-exact (glibc's are not all correctly rounded)."""
+    try:
+        import ctypes
+        import ctypes.util
+
+        libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+    except OSError:  # pragma: no cover - non-glibc hosts fall back to double math
+        return {}
+    out = {}
+    for name, arity in (
+        ("atanf", 1), ("atan2f", 2), ("cosf", 1), ("sinf", 1), ("expf", 1), ("exp2f", 1),
+        ("expm1f", 1), ("logf", 1), ("log10f", 1), ("log1pf", 1), ("log2f", 1),
+        ("powf", 2), ("tanhf", 1), ("erff", 1),
+    ):
+        fn = getattr(libm, name, None)
+        if fn is not None:
+            fn.restype = ctypes.c_float
+            fn.argtypes = [ctypes.c_float] * arity
+            out[name] = fn
+    return out
+
+
+_LIBM = _libm_f32()
+
+
 def atan_f32(a):
+    fn = _LIBM.get('atanf')
+    if fn is not None:
+        return fn(a)
     return f32(math.atan(a))
 
 
 def atan2_f32(a, b):
+    fn = _LIBM.get('atan2f')
+    if fn is not None:
+        return fn(a, b)
     return f32(_atan2(a, b))
 
 
 def cos_f32(a):
+    fn = _LIBM.get('cosf')
+    if fn is not None:
+        return fn(a)
     return f32(_cos(a))
 
 
 def sin_f32(a):
+    fn = _LIBM.get('sinf')
+    if fn is not None:
+        return fn(a)
     return f32(_sin(a))
 
 
 def exp_f32(a):
+    fn = _LIBM.get('expf')
+    if fn is not None:
+        return fn(a)
     return f32(_exp(a))
 
 
 def exp2_f32(a):
+    fn = _LIBM.get('exp2f')
+    if fn is not None:
+        return fn(a)
     return f32(_exp2(a))
 
 
 def expm1_f32(a):
+    fn = _LIBM.get('expm1f')
+    if fn is not None:
+        return fn(a)
     return f32(_expm1(a))
 
 
 def log_f32(a):
+    fn = _LIBM.get('logf')
+    if fn is not None:
+        return fn(a)
     return f32(_logf(a))
 
 
 def log10_f32(a):
+    fn = _LIBM.get('log10f')
+    if fn is not None:
+        return fn(a)
     return f32(_log10(a))
 
 
 def log1p_f32(a):
+    fn = _LIBM.get('log1pf')
+    if fn is not None:
+        return fn(a)
     return f32(_log1p(a))
 
 
 def log2_f32(a):
+    fn = _LIBM.get('log2f')
+    if fn is not None:
+        return fn(a)
     return f32(_log2f(a))
 
 
 def pow_f32(a, b):
+    fn = _LIBM.get('powf')
+    if fn is not None:
+        return fn(a, b)
     return f32(_pow(a, b))
 
 
 def tanh_f32(a):
+    fn = _LIBM.get('tanhf')
+    if fn is not None:
+        return fn(a)
     return f32(math.tanh(a))
 
 
 def erf_f32(a):
+    fn = _LIBM.get('erff')
+    if fn is not None:
+        return fn(a)
     return f32(math.erf(a))
 
 

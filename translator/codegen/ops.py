@@ -151,6 +151,11 @@ class OpRenderer:
             return self._assign(op, f"{f('true_value')} if {f('condition')} else {f('false_value')}")
         if m.startswith("switch."):
             values = ", ".join(self.reg(r) for r in v["values"])
+            if m == "switch.i64":
+                # IREE 3.13 reads each listed i64 value as its low 32 bits, sign-extended
+                # (observed with iree-run-module); the default keeps all 64 bits.
+                wrap = self.use("numerics", "wrap_i32")
+                values = ", ".join(f"{wrap}({self.reg(r)})" for r in v["values"])
             n = len(v["values"])
             if n == 0:
                 return self._assign(op, f("default_value"))
@@ -163,6 +168,8 @@ class OpRenderer:
             if m == "list.alloc":
                 t = self.module.types[v["element_type"]]
                 inner = t[len("!vm.list<") : -1] if t.startswith("!vm.list<") else t
+                if inner == "!vm.opaque":  # the element type of variant lists
+                    inner = "?"
                 return self._assign(op, f"{self.use('list', 'list_alloc')}({inner!r}, {f('initial_capacity')})")
             args = [f(fs.name) if fs.kind != "type" else repr(self.module.types[v[fs.name]]) for fs in op.spec.fields if not fs.write]
             call = f"{self.use('list', helper_name(m))}({', '.join(args)})"

@@ -1,0 +1,632 @@
+"""Conformance runner: IREE's own e2e tests, under `iree.runtime` and translated by pyree.
+
+    python -m tests.conformance [--src DIR] [--build embedded-elf|system-dylib|inline-dynamic|all]
+                                [--filter PAT] [--negative-controls] [--fast] [-j N]
+
+Data: `<repo>/../shared/iree-e2e` (cases.json + MLIR; see its README). With `--src DIR` every
+`*.mlir` under DIR is one case compiled with the default flags. Each case is compiled with
+the pinned `iree-compile` for the CPU (vmfbs cached under `.pyree-cache/conformance/`), and
+every exported no-argument function is one test:
+
+* IREE: run under `iree.runtime` (driver local-sync) with the Python check oracle
+  (tests/iree_check_oracle.py). It passes when it returns without error and no check failed.
+* pyree: translated with `translator.codegen.write_package`, loaded with
+  `pkg.load(device="local-sync", modules={"check": CheckModule(...)})` and called.
+  Reported as unavailable until the code generator lands.
+
+Check calls are counted on both sides: a test that passes with zero checks proves nothing
+(the compiled code skips `check.*` calls whose import is unresolved). Negative controls are
+copies of tests with one expected constant changed; they must fail on both sides.
+
+Builds: `embedded-elf` (the cases' flags), `system-dylib` (+ `--iree-llvmcpu-link-embedded=false`),
+`inline-dynamic` (+ `--iree-execution-model=inline-dynamic`; these modules import `hal_inline`
+and `hal_loader`, which neither the Python bindings nor pyree provide yet: compiled, then
+reported as unsupported).
+
+Exit status: 0 when every IREE run matches cases.json's `iree_passes`, there are no
+IREE/pyree mismatches and every negative control failed where it ran; 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import hashlib
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+E2E_DIR = REPO.parent / "shared" / "iree-e2e"
+CACHE_DIR = REPO / ".pyree-cache" / "conformance"
+
+# `python tests/conformance.py`, `-m tests.conformance` and pytest all find the repo's
+# packages and the oracle next to this file.
+for _path in (REPO, Path(__file__).resolve().parent):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+DEFAULT_BASE_FLAGS = [
+    "--iree-hal-target-device=local",
+    "--iree-hal-local-target-device-backends=llvm-cpu",
+]
+DEFAULT_EXTRA_FLAGS = ["--iree-llvmcpu-target-cpu=generic"]
+
+BUILDS: dict[str, list[str]] = {
+    "embedded-elf": [],
+    "system-dylib": ["--iree-llvmcpu-link-embedded=false"],
+    "inline-dynamic": ["--iree-execution-model=inline-dynamic"],
+}
+UNSUPPORTED_BUILDS = {
+    "inline-dynamic": "imports hal_inline/hal_loader: not in iree.runtime's Python bindings "
+    "nor in runtime_support yet",
+}
+
+TRANSLATOR_UNAVAILABLE = "translator.codegen not available yet"
+
+
+# --------------------------------------------------------------------------- cases
+
+
+@dataclass
+class Case:
+    name: str  # "tosa_ops/add" (folder/stem[__variant])
+    source: Path
+    flags: list[str]
+    functions: list[str] | None = None  # None: every no-argument export
+    iree_passes: list[str] | None = None  # None: unknown (expect all)
+
+    @property
+    def folder(self) -> str:
+        return self.name.split("/", 1)[0] if "/" in self.name else "."
+
+
+def e2e_available(root: Path = E2E_DIR) -> bool:
+    return (root / "cases.json").is_file()
+
+
+def load_cases(src: Path | None = None, root: Path = E2E_DIR) -> list[Case]:
+    """cases.json's compile cases, or every `*.mlir` under `src` with the default flags."""
+    if src is not None:
+        src = Path(src)
+        base = DEFAULT_BASE_FLAGS
+        manifest = root / "cases.json"
+        if manifest.is_file():
+            base = json.loads(manifest.read_text())["base_flags"]
+        return [
+            Case(
+                name=path.relative_to(src).with_suffix("").as_posix(),
+                source=path,
+                flags=[*base, *DEFAULT_EXTRA_FLAGS],
+            )
+            for path in sorted(src.rglob("*.mlir"))
+        ]
+    manifest = json.loads((root / "cases.json").read_text())
+    return [
+        Case(
+            name=c["name"],
+            source=root / c["source"],
+            flags=[*manifest["base_flags"], *c["extra_flags"]],
+            functions=list(c["functions"]),
+            iree_passes=list(c.get("iree_passes", c["functions"])),
+        )
+        for c in manifest["cases"]
+    ]
+
+
+def filter_cases(cases: list[Case], pattern: str | None) -> list[Case]:
+    """Cases whose name matches `pattern` (a glob when it has wildcards, else a substring)."""
+    if not pattern:
+        return cases
+    if any(ch in pattern for ch in "*?["):
+        return [c for c in cases if fnmatch.fnmatch(c.name, pattern)]
+    return [c for c in cases if pattern in c.name]
+
+
+def fast_subset(cases: list[Case]) -> list[Case]:
+    """One case per folder: the one with the smallest source (quick to compile and run)."""
+    best: dict[str, Case] = {}
+    for case in cases:
+        size = case.source.stat().st_size
+        held = best.get(case.folder)
+        if held is None or size < held.source.stat().st_size:
+            best[case.folder] = case
+    return [best[k] for k in sorted(best)]
+
+
+# --------------------------------------------------------------------------- compiling
+
+
+class CompileError(Exception):
+    pass
+
+
+def _compiler_version() -> str:
+    try:
+        from iree.compiler import version  # type: ignore
+
+        return getattr(version, "VERSION", "") or getattr(version, "PACKAGE_SUFFIX", "")
+    except Exception:  # pragma: no cover - version module layout differs
+        return "unknown"
+
+
+def compile_source(
+    text: str, flags: list[str], name: str, out_dir: Path = CACHE_DIR
+) -> Path:
+    """Compiles MLIR text to `out_dir/NAME-HASH.vmfb`, reusing a cached result."""
+    key = hashlib.sha256(
+        "\0".join([_compiler_version(), text, *flags]).encode()
+    ).hexdigest()[:16]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / f"{name.replace('/', '__')}-{key}.vmfb"
+    if out.exists():
+        return out
+    with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
+        src = Path(tmp) / "input.mlir"
+        src.write_text(text)
+        tmp_out = Path(tmp) / "out.vmfb"
+        proc = subprocess.run(
+            ["iree-compile", *flags, str(src), "-o", str(tmp_out)],
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            raise CompileError(proc.stderr.strip()[-2000:] or f"iree-compile rc={proc.returncode}")
+        tmp_out.replace(out)  # atomic: concurrent runners never see half a file
+    return out
+
+
+def compile_case(case: Case, build: str, cache_dir: Path = CACHE_DIR) -> Path:
+    return compile_source(
+        case.source.read_text(), [*case.flags, *BUILDS[build]], case.name, cache_dir / build
+    )
+
+
+# --------------------------------------------------------------------------- negative controls
+
+# A check with its expected value inline (pretty and generic MLIR syntax).
+_CONST_CHECK = re.compile(
+    r"check\.expect_(?:almost_)?eq_const\s*\(\s*%[^,()]+,\s*dense<"
+    r'|"check\.expect_(?:almost_)?eq_const"\([^)]*\)\s*<\{[^}]*?\bvalue\s*=\s*dense<'
+)
+# A check comparing two values: the rhs is the expected one.
+_EQ_CHECK = re.compile(
+    r'"?check\.expect_(?:almost_)?eq"?\s*\(\s*%[\w.#$-]+\s*,\s*(%[\w.#$-]+)\s*[,)]'
+)
+_CONST_DEF = (
+    r"{name}\s*=\s*(?:util\.unfoldable_constant\s+|arith\.constant\s+"
+    r'|"(?:util\.unfoldable_constant|arith\.constant)"\(\)\s*<\{{value\s*=\s*)dense<'
+)
+_NUMBER = re.compile(
+    r"(?<![\w.])(?:-?0x[0-9a-fA-F]+|-?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?)|true|false)(?![\w.])"
+)
+_FUNC = re.compile(r'func\.func"?\s+(?:(?:public|private|nested)\s+)?@([\w$.-]+)|\bsym_name\s*=\s*"([^"]+)"')
+
+
+@dataclass
+class Mutation:
+    function: str
+    text: str  # the whole mutated MLIR
+    description: str
+
+
+def _changed_number(token: str, literal_type: str) -> str | None:
+    if token == "true":
+        return "false"
+    if token == "false":
+        return "true"
+    is_float_type = re.search(r"[x<](?:f\d+|bf16|f8\w*|f4\w*)>", literal_type)
+    if "0x" in token:  # a hex integer (or, in a float literal, a bit pattern: skip)
+        if is_float_type:
+            return None
+        value = int(token, 16)
+        return hex(value - 1 if value > 0 else value + 1)
+    if re.fullmatch(r"-?\d+", token) and not is_float_type:
+        value = int(token)
+        if re.search(r"[x<]i1>", literal_type):
+            return "0" if value else "1"
+        return str(value - 1 if value > 0 else value + 1)
+    value = float(token)
+    return repr(value + 1.0 + abs(value)) if abs(value) < 64 else repr(value / 2)
+
+
+def _literal_sites(text: str):
+    """(check position, dense literal start) for every check whose expected value is a
+    `dense<...>` literal: inline (`_const` forms) or the rhs's defining constant."""
+    for m in _CONST_CHECK.finditer(text):
+        yield m.start(), m.end()
+    for m in _EQ_CHECK.finditer(text):
+        funcs = list(_FUNC.finditer(text, 0, m.start()))
+        body_start = funcs[-1].end() if funcs else 0
+        pattern = re.compile(_CONST_DEF.format(name=re.escape(m.group(1))))
+        defs = list(pattern.finditer(text, body_start, m.start()))
+        if defs:
+            yield m.start(), defs[-1].end()
+
+
+def mutations(text: str) -> list[Mutation]:
+    """Copies of the program with the first number of one check's expected `dense<...>`
+    literal changed, in source order (one per check call site)."""
+    out = []
+    for check_pos, start in sorted(_literal_sites(text)):
+        end = text.find(">", start)  # brackets nest, no '>' inside a literal's numbers
+        if end < 0 or text[start:end].lstrip().startswith('"'):  # hex blob literal: skip
+            continue
+        literal = text[start:end]
+        type_end = text.find("\n", end)
+        literal_type = text[end : type_end if type_end >= 0 else len(text)]
+        number = _NUMBER.search(literal)
+        funcs = list(_FUNC.finditer(text, 0, check_pos))
+        if number is None or not funcs:
+            continue
+        new = _changed_number(number.group(0), literal_type)
+        if new is None:
+            continue
+        pos = start + number.start()
+        line = text.count("\n", 0, pos) + 1
+        out.append(
+            Mutation(
+                function=funcs[-1].group(1) or funcs[-1].group(2),
+                text=text[:pos] + new + text[pos + len(number.group(0)) :],
+                description=f"line {line}: {number.group(0)} -> {new}",
+            )
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- runs
+
+
+@dataclass
+class FunctionResult:
+    name: str
+    iree_ok: bool | None = None  # None: not run
+    iree_checks: int = 0
+    iree_error: str | None = None
+    pyree_ok: bool | None = None
+    pyree_checks: int = 0
+    pyree_error: str | None = None
+    expected_iree_pass: bool = True
+
+    @property
+    def mismatch(self) -> bool:
+        if self.iree_ok is None or self.pyree_ok is None:
+            return False
+        return self.iree_ok != self.pyree_ok or (
+            self.iree_ok and self.iree_checks != self.pyree_checks
+        )
+
+
+@dataclass
+class ControlResult:
+    case: str
+    function: str
+    description: str
+    iree_failed: bool | None = None
+    pyree_failed: bool | None = None
+    note: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.iree_failed is not False and self.pyree_failed is not False
+
+
+@dataclass
+class CaseResult:
+    case: Case
+    build: str
+    functions: list[FunctionResult] = field(default_factory=list)
+    compile_error: str | None = None
+    unsupported: str | None = None
+    control: ControlResult | None = None
+
+
+def translator_available() -> tuple[bool, str]:
+    try:
+        from translator.codegen import write_package  # noqa: F401
+    except Exception:
+        return False, TRANSLATOR_UNAVAILABLE
+    return True, ""
+
+
+_PACKAGES: dict[Path, object] = {}
+
+
+def _translated_package(vmfb_path: Path, out_root: Path):
+    """Translates (once per vmfb) and imports the generated package."""
+    vmfb_path = Path(vmfb_path).resolve()
+    pkg = _PACKAGES.get(vmfb_path)
+    if pkg is not None:
+        return pkg
+    from translator.codegen import write_package
+    from translator.reader import read_module
+
+    name = "m_" + re.sub(r"\W", "_", vmfb_path.stem)
+    module = read_module(vmfb_path.read_bytes())
+    pkg_dir = Path(write_package(module, out_root, name, format_code=False))
+    init = pkg_dir / "__init__.py" if pkg_dir.is_dir() else pkg_dir
+    mod_name = f"_pyree_conformance_{name}"
+    spec = importlib.util.spec_from_file_location(
+        mod_name, init, submodule_search_locations=[str(init.parent)]
+    )
+    pkg = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = pkg
+    spec.loader.exec_module(pkg)
+    _PACKAGES[vmfb_path] = pkg
+    return pkg
+
+
+def run_translated(
+    vmfb_path: Path, function: str, *, out_root: Path | None = None, device: str = "local-sync"
+) -> tuple[bool, int, str | None]:
+    """Translates `vmfb_path` with pyree and runs `function` with the CheckModule as `check`.
+
+    Returns (ok, check calls, error): ok when the call returned and no check failed.
+    """
+    available, reason = translator_available()
+    if not available:
+        return False, 0, reason
+    from runtime_support.modules.check import CheckModule
+
+    check = CheckModule(raise_on_failure=False)
+    try:
+        pkg = _translated_package(vmfb_path, out_root or CACHE_DIR / "packages")
+        ctx = pkg.load(device=device, modules={"check": check})
+        getattr(ctx, function)()
+    except Exception as e:
+        detail = "".join(traceback.format_exception_only(type(e), e)).strip()
+        return False, check.total_calls, detail
+    if check.failures:
+        return False, check.total_calls, check.failures[0]
+    return True, check.total_calls, None
+
+
+def run_case(
+    case: Case,
+    build: str,
+    *,
+    translate: bool = True,
+    negative_control: bool = False,
+    cache_dir: Path = CACHE_DIR,
+) -> CaseResult:
+    from iree_check_oracle import exported_tests, load_module, run_function
+
+    result = CaseResult(case, build)
+    try:
+        vmfb = compile_case(case, build, cache_dir)
+    except CompileError as e:
+        result.compile_error = str(e)
+        return result
+    if build in UNSUPPORTED_BUILDS:
+        result.unsupported = UNSUPPORTED_BUILDS[build]
+        result.functions = [FunctionResult(f) for f in case.functions or []]
+        return result
+    module = load_module(vmfb)
+    names = case.functions if case.functions is not None else exported_tests(module)
+    passes = set(case.iree_passes) if case.iree_passes is not None else set(names)
+    can_translate = translate and translator_available()[0]
+    for name in names:
+        fr = FunctionResult(name, expected_iree_pass=name in passes)
+        run = run_function(module, name)
+        fr.iree_ok, fr.iree_checks = run.ok, run.checks
+        fr.iree_error = run.error or (run.failures[0] if run.failures else None)
+        if can_translate:
+            fr.pyree_ok, fr.pyree_checks, fr.pyree_error = run_translated(vmfb, name)
+        elif translate:
+            fr.pyree_error = TRANSLATOR_UNAVAILABLE
+        result.functions.append(fr)
+    if negative_control:
+        result.control = run_negative_control(case, build, translate=can_translate, cache_dir=cache_dir)
+    return result
+
+
+def run_negative_control(
+    case: Case,
+    build: str,
+    *,
+    translate: bool = True,
+    cache_dir: Path = CACHE_DIR,
+    max_candidates: int = 3,
+) -> ControlResult:
+    """Mutates one expected constant; the test must then fail under the oracle and pyree.
+
+    A mutation in code the test does not execute (an untaken branch) passes under the
+    oracle: up to `max_candidates` call sites are tried until the oracle fails. If none
+    fails, the control is reported as failed (the checks are not live).
+    """
+    from iree_check_oracle import load_module, run_function
+
+    text = case.source.read_text()
+    wanted = set(case.functions) if case.functions is not None else None
+    candidates = [m for m in mutations(text) if wanted is None or m.function in wanted]
+    if not candidates:
+        return ControlResult(case.name, "-", "no mutable check.expect_*_const", note="skipped")
+    control = None
+    for mutation in candidates[:max_candidates]:
+        control = ControlResult(case.name, mutation.function, mutation.description)
+        try:
+            vmfb = compile_source(
+                mutation.text,
+                [*case.flags, *BUILDS[build]],
+                case.name + "__negctl",
+                cache_dir / build,
+            )
+        except CompileError as e:
+            control.note = f"mutant does not compile: {str(e)[:200]}"
+            control.iree_failed = None
+            continue
+        run = run_function(load_module(vmfb), mutation.function)
+        control.iree_failed = not run.ok
+        if not control.iree_failed:
+            control.note = "oracle passed the mutant (untaken branch?)"
+            continue
+        if translate:
+            ok, _, _ = run_translated(vmfb, mutation.function)
+            control.pyree_failed = not ok
+        control.note = ""
+        return control
+    if control is not None and control.iree_failed is None:
+        control.note = control.note or "no mutant compiled"
+    return control
+
+
+# --------------------------------------------------------------------------- reporting
+
+
+def _fmt(value) -> str:
+    return "-" if value is None else str(value)
+
+
+def report(results: list[CaseResult], out=None) -> bool:
+    """Prints the per-folder table (and details); returns overall success."""
+    out = out if out is not None else sys.stdout
+    ok = True
+    by_build: dict[str, list[CaseResult]] = {}
+    for r in results:
+        by_build.setdefault(r.build, []).append(r)
+    for build, rs in by_build.items():
+        print(f"\n== build {build} ==", file=out)
+        header = (
+            f"{'folder':<16}{'cases':>6}{'funcs':>7}{'iree ok':>9}{'pyree ok':>10}"
+            f"{'mismatch':>10}{'checks iree':>13}{'checks pyree':>14}"
+        )
+        print(header, file=out)
+        folders: dict[str, list[CaseResult]] = {}
+        for r in rs:
+            folders.setdefault(r.case.folder, []).append(r)
+        totals = [0] * 7
+        any_pyree = False
+        for folder in sorted(folders):
+            frs = [f for r in folders[folder] for f in r.functions]
+            row = [
+                len(folders[folder]),
+                len(frs),
+                sum(1 for f in frs if f.iree_ok),
+                sum(1 for f in frs if f.pyree_ok),
+                sum(1 for f in frs if f.mismatch),
+                sum(f.iree_checks for f in frs),
+                sum(f.pyree_checks for f in frs),
+            ]
+            ran_pyree = any(f.pyree_ok is not None for f in frs)
+            any_pyree |= ran_pyree
+            totals = [a + b for a, b in zip(totals, row)]
+            print(_row(folder, row, ran_pyree), file=out)
+        print(_row("total", totals, any_pyree), file=out)
+
+        for r in rs:
+            if r.compile_error:
+                ok = False
+                print(f"  COMPILE ERROR {r.case.name}: {r.compile_error.splitlines()[-1]}", file=out)
+            if r.unsupported:
+                print(f"  unsupported {r.case.name}: {r.unsupported}", file=out)
+            for f in r.functions:
+                if r.unsupported:
+                    continue
+                if bool(f.iree_ok) != f.expected_iree_pass:
+                    ok = False
+                    print(f"  IREE {'PASS' if f.iree_ok else 'FAIL'} (expected "
+                          f"{'pass' if f.expected_iree_pass else 'fail'}) "
+                          f"{r.case.name}:{f.name}: {_short(f.iree_error)}", file=out)
+                if f.mismatch:
+                    ok = False
+                    print(f"  MISMATCH {r.case.name}:{f.name}: iree ok={f.iree_ok} "
+                          f"checks={f.iree_checks}; pyree ok={f.pyree_ok} checks={f.pyree_checks}"
+                          f" {_short(f.pyree_error)}", file=out)
+                if f.iree_ok and f.iree_checks == 0:
+                    print(f"  note: {r.case.name}:{f.name} made no check calls", file=out)
+        controls = [r.control for r in rs if r.control is not None]
+        if controls:
+            print(f"\n  negative controls ({build}):", file=out)
+            for c in controls:
+                if not c.ok:
+                    ok = False
+                status = "ok" if c.ok and c.iree_failed else ("SKIP" if c.iree_failed is None else "BAD")
+                print(f"   {status:<5}{c.case}:{c.function} [{c.description}] "
+                      f"iree failed={_fmt(c.iree_failed)} pyree failed={_fmt(c.pyree_failed)}"
+                      f"{' ' + c.note if c.note else ''}", file=out)
+        if not any_pyree:
+            reason = translator_available()[1] or "translation disabled"
+            print(f"  pyree: not run ({reason})", file=out)
+    return ok
+
+
+def _row(label: str, row: list[int], ran_pyree: bool) -> str:
+    cases, funcs, iok, pok, mism, ichk, pchk = row
+    p = (lambda v: str(v)) if ran_pyree else (lambda v: "-")
+    return (
+        f"{label:<16}{cases:>6}{funcs:>7}{iok:>9}{p(pok):>10}{p(mism):>10}"
+        f"{ichk:>13}{p(pchk):>14}"
+    )
+
+
+def _short(text: str | None, limit: int = 300) -> str:
+    if not text:
+        return ""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.conformance", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--src", type=Path, help="run every *.mlir under DIR (default: cases.json)")
+    parser.add_argument("--build", choices=[*BUILDS, "all"], default="embedded-elf")
+    parser.add_argument("--filter", help="case name glob or substring (e.g. 'tosa_ops/*')")
+    parser.add_argument("--negative-controls", action="store_true",
+                        help="also run one mutated copy per case; it must fail")
+    parser.add_argument("--fast", action="store_true", help="one case per folder")
+    parser.add_argument("--no-translate", action="store_true", help="IREE side only")
+    parser.add_argument("-j", "--jobs", type=int, default=1, help="parallel iree-compile runs")
+    parser.add_argument("--cache-dir", type=Path, default=CACHE_DIR)
+    args = parser.parse_args(argv)
+
+    if args.src is None and not e2e_available():
+        print(f"no e2e data at {E2E_DIR} (and no --src): nothing to run", file=sys.stderr)
+        return 0
+
+    cases = filter_cases(load_cases(args.src), args.filter)
+    if args.fast:
+        cases = fast_subset(cases)
+    builds = list(BUILDS) if args.build == "all" else [args.build]
+    if not cases:
+        print("no cases selected", file=sys.stderr)
+        return 1
+
+    # Compile everything first (in parallel when asked), then run sequentially.
+    jobs = [(c, b) for b in builds for c in cases]
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        list(pool.map(lambda cb: _try_compile(cb[0], cb[1], args.cache_dir), jobs))
+
+    results = []
+    for case, build in jobs:
+        print(f"[{build}] {case.name}", file=sys.stderr, flush=True)
+        results.append(
+            run_case(
+                case,
+                build,
+                translate=not args.no_translate,
+                negative_control=args.negative_controls and build not in UNSUPPORTED_BUILDS,
+                cache_dir=args.cache_dir,
+            )
+        )
+    return 0 if report(results) else 1
+
+
+def _try_compile(case: Case, build: str, cache_dir: Path) -> None:
+    try:
+        compile_case(case, build, cache_dir)
+    except CompileError:
+        pass  # reported by run_case
+
+
+if __name__ == "__main__":
+    sys.exit(main())

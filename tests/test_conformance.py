@@ -1,0 +1,227 @@
+"""IREE's e2e suite (../shared/iree-e2e), fast subset: one case per folder + negative controls.
+
+The full run is a separate command (about 2 minutes of compiling per build on 2 cores, then
+cached under .pyree-cache/conformance/):
+
+    python -m tests.conformance --build all --negative-controls -j 2
+
+or, through pytest, `PYREE_CONFORMANCE_FULL=1 pytest tests/test_conformance.py -k full`.
+
+The IREE half runs every test function under iree.runtime with the Python check oracle and
+requires it to pass with check calls made; mutated copies (one expected constant changed)
+must fail. The pyree half is skipped until translator.codegen lands.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+import conformance as conf
+
+needs_data = pytest.mark.skipif(
+    not conf.e2e_available(), reason=f"IREE e2e data not found at {conf.E2E_DIR}"
+)
+needs_iree = pytest.mark.skipif(
+    shutil.which("iree-compile") is None or shutil.which("iree-dump-module") is None,
+    reason="iree-base-compiler not installed",
+)
+try:
+    import iree.runtime  # noqa: F401
+
+    HAVE_RUNTIME = True
+except ImportError:  # pragma: no cover - test extra missing
+    HAVE_RUNTIME = False
+needs_runtime = pytest.mark.skipif(not HAVE_RUNTIME, reason="iree-base-runtime not installed")
+
+FAST = conf.fast_subset(conf.load_cases()) if conf.e2e_available() else []
+BUILD = "embedded-elf"
+
+
+def _ids(case: conf.Case) -> str:
+    return case.name
+
+
+# --------------------------------------------------------------------------- IREE + oracle
+
+
+@needs_data
+@needs_iree
+@needs_runtime
+@pytest.mark.parametrize("case", FAST, ids=_ids)
+def test_oracle_passes_with_checks(case):
+    result = conf.run_case(case, BUILD, translate=False)
+    assert result.compile_error is None, result.compile_error
+    assert [f.name for f in result.functions] == case.functions
+    for f in result.functions:
+        assert f.iree_ok == f.expected_iree_pass, f"{f.name}: {f.iree_error}"
+        assert f.iree_checks > 0, f"{f.name} made no check calls"
+
+
+@needs_data
+@needs_iree
+@needs_runtime
+@pytest.mark.parametrize("case", FAST, ids=_ids)
+def test_negative_control_fails_under_oracle(case):
+    control = conf.run_negative_control(case, BUILD, translate=False)
+    assert control.iree_failed is True, control
+
+
+@needs_data
+@needs_iree
+@needs_runtime
+def test_without_check_module_a_broken_test_passes():
+    """The pitfall negative controls guard against: with no `check` module the guarded
+    calls are skipped and a wrong expectation goes unnoticed."""
+    from iree_check_oracle import load_module, run_function
+
+    case = next(c for c in conf.load_cases() if c.name == "tosa_ops/add")
+    mutation = conf.mutations(case.source.read_text())[0]
+    vmfb = conf.compile_source(
+        mutation.text, [*case.flags, *conf.BUILDS[BUILD]], case.name + "__negctl",
+        conf.CACHE_DIR / BUILD,
+    )
+    module = load_module(vmfb)
+    unchecked = run_function(module, mutation.function, with_check=False)
+    assert unchecked.ok and unchecked.checks == 0
+    checked = run_function(module, mutation.function)
+    assert not checked.ok and checked.checks > 0
+    assert "Expected equality" in checked.failures[0] or "near equality" in checked.failures[0]
+
+
+# --------------------------------------------------------------------------- pyree
+
+
+def _skip_without_translator():
+    available, reason = conf.translator_available()
+    if not available:
+        pytest.skip(reason)
+
+
+@needs_data
+@needs_iree
+@needs_runtime
+@pytest.mark.parametrize("case", FAST, ids=_ids)
+def test_translated_matches_oracle(case):
+    _skip_without_translator()
+    result = conf.run_case(case, BUILD, translate=True)
+    assert result.compile_error is None, result.compile_error
+    for f in result.functions:
+        assert f.pyree_ok == f.iree_ok, f"{f.name}: {f.pyree_error}"
+        assert f.pyree_checks == f.iree_checks, f.name
+
+
+@needs_data
+@needs_iree
+@needs_runtime
+@pytest.mark.parametrize("case", FAST, ids=_ids)
+def test_translated_negative_control_fails(case):
+    _skip_without_translator()
+    control = conf.run_negative_control(case, BUILD, translate=True)
+    assert control.iree_failed is True and control.pyree_failed is True, control
+
+
+def test_run_translated_reports_missing_translator(tmp_path):
+    if conf.translator_available()[0]:
+        pytest.skip("translator available")
+    assert conf.run_translated(tmp_path / "x.vmfb", "f") == (False, 0, conf.TRANSLATOR_UNAVAILABLE)
+
+
+# --------------------------------------------------------------------------- runner pieces
+
+SAMPLE = """
+func.func @ok_test() {
+  %0 = util.unfoldable_constant dense<[1, 2]> : tensor<2xi32>
+  check.expect_eq_const(%0, dense<[1, 2]> : tensor<2xi32>) : tensor<2xi32>
+  return
+}
+
+func.func public @float_test() {
+  %0 = util.unfoldable_constant dense<[1.5, 0x7FC00000]> : tensor<2xf32>
+  %1 = arith.constant dense<[1.5, 0x7FC00000]> : tensor<2xf32>
+  check.expect_almost_eq(%0, %1) : tensor<2xf32>
+  return
+}
+
+func.func @bool_test() {
+  %0 = util.unfoldable_constant dense<[true, false]> : tensor<2xi1>
+  check.expect_eq_const(%0, dense<[true, false]> : tensor<2xi1>) : tensor<2xi1>
+  return
+}
+"""
+
+
+def test_mutations_change_one_expected_constant():
+    muts = conf.mutations(SAMPLE)
+    assert [(m.function, m.description) for m in muts] == [
+        ("ok_test", "line 4: 1 -> 0"),
+        ("float_test", "line 10: 1.5 -> 4.0"),
+        ("bool_test", "line 17: true -> false"),
+    ]
+    assert "check.expect_eq_const(%0, dense<[0, 2]>" in muts[0].text
+    assert "%1 = arith.constant dense<[4.0, 0x7FC00000]>" in muts[1].text
+    assert "dense<[false, false]> : tensor<2xi1>) : tensor<2xi1>" in muts[2].text
+    for m in muts:  # exactly one token changed
+        assert len(m.text.split()) == len(SAMPLE.split())
+        assert sum(a != b for a, b in zip(m.text.split(), SAMPLE.split())) == 1
+
+
+def test_mutations_generic_syntax_and_hex_ints():
+    generic = (
+        '"func.func"() <{function_type = () -> (), sym_name = "g"}> ({\n'
+        '  "check.expect_eq_const"(%1) <{value = dense<[[3, 4]]> : tensor<1x2xi32>}> : (tensor<1x2xi32>) -> ()\n'
+        "})\n"
+        "func.func @h() {\n"
+        "  check.expect_eq_const(%r, dense<[0x0, 0x10]> : tensor<2xi32>) : tensor<2xi32>\n"
+        "}\n"
+    )
+    muts = conf.mutations(generic)
+    assert [(m.function, m.description) for m in muts] == [
+        ("g", "line 2: 3 -> 2"),
+        ("h", "line 5: 0x0 -> 0x1"),
+    ]
+
+
+def test_filter_and_fast_subset():
+    cases = [
+        conf.Case("a/x", conf.E2E_DIR / "nonexistent", []),
+        conf.Case("a/y", conf.E2E_DIR / "nonexistent", []),
+        conf.Case("b/x", conf.E2E_DIR / "nonexistent", []),
+    ]
+    assert [c.name for c in conf.filter_cases(cases, "a/*")] == ["a/x", "a/y"]
+    assert [c.name for c in conf.filter_cases(cases, "/x")] == ["a/x", "b/x"]
+    assert conf.filter_cases(cases, None) == cases
+
+
+@needs_iree
+@needs_runtime
+def test_runner_on_src_dir(tmp_path, capsys):
+    src = tmp_path / "src" / "grp"
+    src.mkdir(parents=True)
+    (src / "sample.mlir").write_text(SAMPLE)
+    rc = conf.main(
+        ["--src", str(tmp_path / "src"), "--negative-controls", "--cache-dir", str(tmp_path / "cache")]
+    )
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "folder" in out and "total" in out
+    row = next(line for line in out.splitlines() if line.startswith("grp "))
+    assert row.split()[1:4] == ["1", "3", "3"]  # cases, functions, passed under IREE
+    assert "ok   grp/sample:ok_test" in out
+
+
+# --------------------------------------------------------------------------- full run
+
+
+@needs_data
+@needs_iree
+@needs_runtime
+@pytest.mark.skipif(
+    os.environ.get("PYREE_CONFORMANCE_FULL") != "1",
+    reason="full suite: PYREE_CONFORMANCE_FULL=1 (or python -m tests.conformance --build all "
+    "--negative-controls)",
+)
+def test_full_suite():
+    assert conf.main(["--build", "all", "--negative-controls", "-j", "2"]) == 0
