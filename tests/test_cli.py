@@ -109,7 +109,15 @@ def test_dump_from_another_directory(vm_vmfb, tmp_path):
     shutil.copy(vm_vmfb, tmp_path / "m.vmfb")
     env = dict(os.environ, PYTHONPATH=str(REPO))
     r = subprocess.run(
-        [sys.executable, "-m", "translator.cli", "--dump", "--dump-output", "disassembly", "m.vmfb"],
+        [
+            sys.executable,
+            "-m",
+            "translator.cli",
+            "--dump",
+            "--dump-output",
+            "disassembly",
+            "m.vmfb",
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -165,7 +173,9 @@ def test_not_a_vmfb(tmp_path):
     expect_error_line(run_cli("--dump", bad), bad, r"byte offset \d+")
 
 
-def _function_patch(path: Path, mnemonic: str, field_pc_offset: int, fmt: str, value) -> tuple[bytes, str, int]:
+def _function_patch(
+    path: Path, mnemonic: str, field_pc_offset: int, fmt: str, value
+) -> tuple[bytes, str, int]:
     """Patches an operand of the first `mnemonic` op of any function; returns (bytes, fn, pc)."""
     data = path.read_bytes()
     module = read_module(data)
@@ -190,7 +200,11 @@ def test_out_of_range_ordinal(tensor_vmfb, tmp_path):
     bad = tmp_path / "ordinal.vmfb"
     bad.write_bytes(data)
     expect_error_line(
-        run_cli("--dump", bad), bad, rf"function {re.escape(fn)} pc 0x{pc:08X}", "import ordinal", "out of range"
+        run_cli("--dump", bad),
+        bad,
+        rf"function {re.escape(fn)} pc 0x{pc:08X}",
+        "import ordinal",
+        "out of range",
     )
 
 
@@ -201,7 +215,11 @@ def test_rodata_ordinal_out_of_range(tensor_vmfb, tmp_path):
     bad = tmp_path / "rodata.vmfb"
     bad.write_bytes(data)
     expect_error_line(
-        run_cli("--dump", bad), bad, rf"function {re.escape(fn)} pc 0x{pc:08X}", "rodata ordinal", "out of range"
+        run_cli("--dump", bad),
+        bad,
+        rf"function {re.escape(fn)} pc 0x{pc:08X}",
+        "rodata ordinal",
+        "out of range",
     )
 
 
@@ -211,11 +229,16 @@ def test_branch_into_middle_of_instruction(program, compile_mlir, tmp_path):
     try:
         data, fn, pc = _function_patch(src, "br", 1, "<I", lambda op, fn, m: op["dest_pc"] + 1)
     except AssertionError:
-        data, fn, pc = _function_patch(src, "cond_br", 3, "<I", lambda op, fn, m: op["true_dest_pc"] + 1)
+        data, fn, pc = _function_patch(
+            src, "cond_br", 3, "<I", lambda op, fn, m: op["true_dest_pc"] + 1
+        )
     bad = tmp_path / "branch.vmfb"
     bad.write_bytes(data)
     expect_error_line(
-        run_cli("--dump", bad), bad, rf"function {re.escape(fn)} pc 0x{pc:08X}", "not the start of a block"
+        run_cli("--dump", bad),
+        bad,
+        rf"function {re.escape(fn)} pc 0x{pc:08X}",
+        "not the start of a block",
     )
 
 

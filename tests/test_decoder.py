@@ -452,7 +452,9 @@ def test_rodata_ordinal_out_of_range(main_patcher):
     expect_invalid(bad, function="main", pc=op.pc, reason=rf"rodata ordinal {n} out of range")
 
 
-@pytest.mark.parametrize("mnemonic, field", [("global.load.ref", "type_def"), ("list.alloc", "element_type")])
+@pytest.mark.parametrize(
+    "mnemonic, field", [("global.load.ref", "type_def"), ("list.alloc", "element_type")]
+)
 def test_type_ordinal_out_of_range(main_patcher, mnemonic, field):
     p = main_patcher
     op = p.op(mnemonic)
@@ -549,14 +551,37 @@ def test_call_result_register_bank_mismatch(main_patcher):
 
 
 def test_return_count_mismatch(neg_bytes):
-    # callee1 returns one i32; point its return's list at zero operands.
+    # callee1 returns one i32. Make its return list empty and end the function right
+    # there (bytecode_length - 2, dropping the register): decodes, but fails the cconv.
     p = Patcher(neg_bytes, 0)
     ret = p.op("return")
-    bad = p.patch_field(ret, "operands", 0)  # count 0; the old register becomes trailing junk
-    # The leftover 2 bytes decode as more code (or run off the end): either way invalid.
-    with pytest.raises(InvalidModuleError) as info:
-        decode_and_verify(bad)
-    assert info.value.function == p.fn.name
+    assert (
+        len(ret["operands"]) == 1 and ret.pc + ret.length == p.module.descriptors[0].bytecode_length
+    )
+    out = bytearray(p.patch_field(ret, "operands", 0))
+    pos = descriptor_file_offset(p.data, p.module, 0)
+    struct.pack_into("<i", out, pos + 4, p.module.descriptors[0].bytecode_length - 2)
+    expect_invalid(
+        bytes(out), function=p.fn.name, pc=ret.pc, reason=r"expected 1 return values, got 0"
+    )
+
+
+def test_return_count_changed_in_place(neg_bytes):
+    # Same, without fixing up the length: the dropped register is decoded as the next
+    # instruction (opcode 0x00, global.load.i32), which runs off the end of the function.
+    p = Patcher(neg_bytes, 0)
+    ret = p.op("return")
+    bad = p.patch_field(ret, "operands", 0)
+    field_pc = field_offsets(ret)["operands"]
+    expect_invalid(bad, function=p.fn.name, pc=field_pc + 2, reason="overrun")
+
+
+def test_return_register_bank_mismatch(main_patcher):
+    p = main_patcher
+    ret = p.op("return")
+    list_pc = field_offsets(ret)["operands"]
+    bad = p.patch(list_pc + 2, "<H", 0x8000)  # first result is an i32
+    expect_invalid(bad, function="main", pc=ret.pc, reason="expected a i32 register, got ref")
 
 
 # -- negative: opcodes ----------------------------------------------------------------
@@ -592,7 +617,9 @@ def test_unknown_ext_f64_opcode(main_patcher):
     code = _unused(isa.EXT_F64)
     out = bytearray(p.data)
     out[p.base + op.pc : p.base + op.pc + 2] = bytes([isa.PREFIX_EXT_F64, code])
-    expect_invalid(bytes(out), function="main", pc=op.pc, reason=rf"unknown ext_f64 opcode 0x{code:02X}")
+    expect_invalid(
+        bytes(out), function="main", pc=op.pc, reason=rf"unknown ext_f64 opcode 0x{code:02X}"
+    )
 
 
 def test_cond_break_opcode_patched_in(main_patcher):
@@ -660,7 +687,10 @@ def test_block_count_mismatch(main_patcher):
     d = p.module.descriptors[MAIN]
     bad = p.patch_descriptor(block_count=d.block_count + 1)
     expect_invalid(
-        bad, function="main", pc=0, reason=rf"has {d.block_count} blocks but its descriptor says {d.block_count + 1}"
+        bad,
+        function="main",
+        pc=0,
+        reason=rf"has {d.block_count} blocks but its descriptor says {d.block_count + 1}",
     )
 
 
@@ -728,9 +758,7 @@ def test_fuzz_bytecode_region(neg_bytes, tensor_bytes, which, count):
             if e.function is not None:
                 assert e.pc is not None or "blocks" in e.reason, str(e)
         except Exception as e:  # noqa: BLE001 - the point of the test
-            raise AssertionError(
-                f"mutation {i} of {which}: {type(e).__name__}: {e}"
-            ) from e
+            raise AssertionError(f"mutation {i} of {which}: {type(e).__name__}: {e}") from e
         else:
             outcomes["ok"] += 1
     print(f"fuzz {which}: {outcomes}")
