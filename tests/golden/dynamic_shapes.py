@@ -77,13 +77,13 @@ _RODATA = (
     (64, 6),
     (128, 21),
     (192, 19),
-    (256, 37120),
-    (37376, 6),
-    (37440, 6),
-    (37504, 6),
-    (37568, 38),
-    (37632, 49),
-    (37696, 49),
+    (256, 33464),
+    (33728, 6),
+    (33792, 6),
+    (33856, 6),
+    (33920, 38),
+    (33984, 49),
+    (34048, 49),
 )
 
 _GLOBAL_BYTES = 0
@@ -396,7 +396,7 @@ def _bind(ctx):
                     r0 = r2 = None
                     raise vm_fail(
                         i4,
-                        'HAL device `__device_0` not found or unavailable: #hal.device.target<"local", [#hal.executable.target<"llvm-cpu", "embedded-elf-x86_64", {cpu = "generic", cpu_features = "", data_layout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128", iree.encoding.resolver = #iree_cpu.cpu_encoding_resolver<>, max_stack_allocation_size = 32768 : i64, native_vector_size = 16 : i64, target_triple = "x86_64-unknown-unknown-eabi-elf"}>]>',
+                        'HAL device `__device_0` not found or unavailable: #hal.device.target<"local", [#hal.executable.target<"llvm-cpu", "embedded-elf-x86_64", {cpu = "generic", cpu_features = "", data_layout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128", debug_symbols = false, iree.encoding.resolver = #iree_cpu.cpu_encoding_resolver<>, max_stack_allocation_size = 32768 : i64, native_vector_size = 16 : i64, target_triple = "x86_64-unknown-unknown-eabi-elf"}>]>',
                         "__init",
                         None,
                     )

@@ -60,11 +60,11 @@ _RODATA = (
     (64, 6),
     (128, 21),
     (192, 19),
-    (256, 15080),
-    (15360, 41),
-    (15424, 6),
-    (15488, 6),
-    (15552, 6),
+    (256, 13832),
+    (14144, 41),
+    (14208, 6),
+    (14272, 6),
+    (14336, 6),
 )
 
 _GLOBAL_BYTES = 0
@@ -233,7 +233,7 @@ def _bind(ctx):
                     r0 = r2 = None
                     raise vm_fail(
                         i4,
-                        'HAL device `__device_0` not found or unavailable: #hal.device.target<"local", [#hal.executable.target<"llvm-cpu", "embedded-elf-x86_64", {cpu = "generic", cpu_features = "", data_layout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128", iree.encoding.resolver = #iree_cpu.cpu_encoding_resolver<>, max_stack_allocation_size = 32768 : i64, native_vector_size = 16 : i64, target_triple = "x86_64-unknown-unknown-eabi-elf"}>]>',
+                        'HAL device `__device_0` not found or unavailable: #hal.device.target<"local", [#hal.executable.target<"llvm-cpu", "embedded-elf-x86_64", {cpu = "generic", cpu_features = "", data_layout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128", debug_symbols = false, iree.encoding.resolver = #iree_cpu.cpu_encoding_resolver<>, max_stack_allocation_size = 32768 : i64, native_vector_size = 16 : i64, target_triple = "x86_64-unknown-unknown-eabi-elf"}>]>',
                         "__init",
                         None,
                     )

@@ -68,12 +68,12 @@ _RODATA = (
     (64, 6),
     (128, 21),
     (192, 19),
-    (256, 4768),
-    (5056, 34),
-    (5120, 6),
-    (5184, 6),
-    (5248, 6),
-    (5312, 48),
+    (256, 3192),
+    (3456, 34),
+    (3520, 6),
+    (3584, 6),
+    (3648, 6),
+    (3712, 48),
 )
 
 _GLOBAL_BYTES = 0
@@ -326,7 +326,7 @@ def _bind(ctx):
                     r0 = r2 = None
                     raise vm_fail(
                         i4,
-                        'HAL device `__device_0` not found or unavailable: #hal.device.target<"local", [#hal.executable.target<"llvm-cpu", "embedded-elf-x86_64", {cpu = "generic", cpu_features = "", data_layout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128", iree.encoding.resolver = #iree_cpu.cpu_encoding_resolver<>, max_stack_allocation_size = 32768 : i64, native_vector_size = 16 : i64, target_triple = "x86_64-unknown-unknown-eabi-elf"}>]>',
+                        'HAL device `__device_0` not found or unavailable: #hal.device.target<"local", [#hal.executable.target<"llvm-cpu", "embedded-elf-x86_64", {cpu = "generic", cpu_features = "", data_layout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128", debug_symbols = false, iree.encoding.resolver = #iree_cpu.cpu_encoding_resolver<>, max_stack_allocation_size = 32768 : i64, native_vector_size = 16 : i64, target_triple = "x86_64-unknown-unknown-eabi-elf"}>]>',
                         "__init",
                         None,
                     )

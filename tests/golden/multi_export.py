@@ -88,10 +88,10 @@ _RODATA = (
     (128, 6),
     (192, 21),
     (256, 19),
-    (320, 3656),
-    (4032, 6),
-    (4096, 6),
-    (4160, 41),
+    (320, 2472),
+    (2816, 6),
+    (2880, 6),
+    (2944, 41),
 )
 
 _GLOBAL_BYTES = 0
@@ -281,7 +281,7 @@ def _bind(ctx):
                     r0 = r2 = r3 = r4 = None
                     raise vm_fail(
                         i1,
-                        'HAL device `__device_0` not found or unavailable: #hal.device.target<"local", [#hal.executable.target<"llvm-cpu", "embedded-elf-x86_64", {cpu = "generic", cpu_features = "", data_layout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128", iree.encoding.resolver = #iree_cpu.cpu_encoding_resolver<>, max_stack_allocation_size = 32768 : i64, native_vector_size = 16 : i64, target_triple = "x86_64-unknown-unknown-eabi-elf"}>]>',
+                        'HAL device `__device_0` not found or unavailable: #hal.device.target<"local", [#hal.executable.target<"llvm-cpu", "embedded-elf-x86_64", {cpu = "generic", cpu_features = "", data_layout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128", debug_symbols = false, iree.encoding.resolver = #iree_cpu.cpu_encoding_resolver<>, max_stack_allocation_size = 32768 : i64, native_vector_size = 16 : i64, target_triple = "x86_64-unknown-unknown-eabi-elf"}>]>',
                         "__init",
                         None,
                     )
