@@ -297,7 +297,6 @@ def _build_ext(rows, b: str) -> None:
         _row(rows, 0x10 + i, f"{name}.{b}", _f(_UN, b))
 
 
-_MATH_UNARY = ("atan",)
 _MATH = [
     ("atan", 1), ("atan2", 2), ("cos", 1), ("sin", 1), ("exp", 1), ("exp2", 1),
     ("expm1", 1), ("log", 1), ("log10", 1), ("log1p", 1), ("log2", 1), ("pow", 2),

@@ -14,7 +14,6 @@ from translator.cconv import CConv
 from translator.codegen import cfg
 from translator.codegen.ops import OpRenderer
 from translator.codegen.regtypes import RegisterKinds
-from translator.errors import InvalidModuleError
 from translator.ir import Function
 
 

@@ -9,10 +9,9 @@ mnemonic: `add.i32` -> `add_i32`); buffer and list ops call `runtime_support.vm.
 from __future__ import annotations
 
 import math
-import struct
 
 from translator.codegen.names import NameTable
-from translator.codegen.regtypes import HIGH, NARROW, WIDE
+from translator.codegen.regtypes import HIGH
 from translator.ir import IMPORT_BIT, Function, Op, Reg
 
 # Runtime helper modules by mnemonic family.
@@ -88,7 +87,7 @@ class OpRenderer:
             return self.reg(v)
         return str(v)
 
-    def moves_after(self, op: Op, extra_reads=()) -> list[str]:
+    def moves_after(self, op: Op) -> list[str]:
         """`rX = None` for ref operands read with the move bit (ownership moved away)."""
         written = {w.ordinal for w in op.writes() if w.is_ref}
         moved = []
@@ -294,8 +293,6 @@ class OpRenderer:
             yield "line", f"# {loc}"
         if m == "return":
             vals = [self.reg(r) for r in term["operands"]]
-            for line in self.moves_after(term, ()):
-                pass  # returned refs leave the frame anyway
             yield "line", "return " + ", ".join(vals) if vals else "return"
         elif m == "fail":
             yield "line", f"raise {self._fail_expr(term)}"
@@ -333,10 +330,4 @@ class OpRenderer:
             raise NotImplementedError(f"terminator vm.{m}")
 
 
-def float_bits(value: float, width: int) -> int:
-    if width == 32:
-        return struct.unpack("<I", struct.pack("<f", value))[0]
-    return struct.unpack("<Q", struct.pack("<d", value))[0]
-
-
-__all__ = ["OpRenderer", "helper_name", "NARROW", "WIDE", "HIGH"]
+__all__ = ["OpRenderer", "helper_name"]
