@@ -113,6 +113,9 @@ class ModuleContext:
             attr = python_name(export_name)
             if not hasattr(type(self), attr) and attr not in self.__dict__:
                 setattr(self, attr, wrapper)
+        # The VM's module lifecycle hooks, found by export name like IREE's context does.
+        deinit = exports.get("__deinit")
+        self._deinit = self._functions[deinit[0]] if deinit is not None else None
         init = exports.get("__init")
         if init is not None:
             self._call_vm("__init", self._functions[init[0]], ())
@@ -244,7 +247,7 @@ class ModuleContext:
         return tuple(self._exports)
 
     def close(self) -> None:
-        deinit = self._functions.get("__deinit")
+        deinit, self._deinit = self._deinit, None
         if deinit is not None:
             self._call_vm("__deinit", deinit, ())
         self.refs[:] = [None] * len(self.refs)

@@ -167,3 +167,33 @@ def test_pyree_run_matches_iree_run_module(program, function, inputs, compile_ml
     assert theirs.returncode == 0, theirs.stderr
     assert ours.returncode == 0, ours.stderr
     assert ours.stdout == theirs.stdout
+
+
+def test_close_runs_deinit_once(tmp_path):
+    """`close()` calls the module's `__deinit` export (found by export name), once."""
+    src = tmp_path / "lifecycle.mlir"
+    src.write_text(
+        textwrap.dedent(
+            """
+            vm.module @m {
+              vm.global.i32 mutable @counter : i32
+              vm.func @__deinit() {
+                %c = vm.global.load.i32 @counter : i32
+                %one = vm.const.i32 1
+                %n = vm.add.i32 %c, %one : i32
+                vm.global.store.i32 %n, @counter : i32
+                vm.return
+              }
+              vm.export @__deinit
+            }
+            """
+        )
+    )
+    vmfb = tmp_path / "lifecycle.vmfb"
+    subprocess.run(["iree-compile", "--compile-mode=vm", str(src), "-o", str(vmfb)], check=True)
+    pkg = load_package(write_package(read_module_file(vmfb), tmp_path / "out", "lifecycle"))
+    ctx = pkg.load(device="local-sync")
+    assert bytes(ctx.rwdata[:4]) == b"\0\0\0\0"
+    ctx.close()
+    ctx.close()
+    assert int.from_bytes(ctx.rwdata[:4], "little") == 1
