@@ -159,7 +159,6 @@ def _bind(ctx):
         i26 = mul_i64(i22, i18)
         i28 = mul_i64(i26, i24)
         r5 = hal_buffer_view_buffer(r0)
-        r0 = None
         r0 = hal_device_allocator(r3)
         r6 = rodata_tensor
         hal_buffer_assert(r5, r6, r0, i28, i4, i20)
@@ -273,7 +272,6 @@ def _bind(ctx):
         i32 = mul_i64(i28, i24)
         i34 = mul_i64(i32, i30)
         r4 = hal_buffer_view_buffer(r0)
-        r0 = None
         r0 = hal_device_allocator(r2)
         r5 = rodata_tensor
         hal_buffer_assert(r4, r5, r0, i34, i8, i26)

@@ -135,7 +135,6 @@ def _bind(ctx):
         r1 = global_load_ref(refs, 0, "!hal.device")
         r2 = global_load_ref(refs, 1, "!hal.executable")
         r3 = hal_command_buffer_create(r1, i5, i4, i14, i4)
-        r1 = None
         r1 = rodata_matmul_dispatch_0_matmul_3x4x5_f32
         i14 = hal_executable_lookup_function(r2, r1)
         r1 = None
@@ -177,22 +176,18 @@ def _bind(ctx):
         r4 = global_load_ref(refs, 2, "!hal.command_buffer")
         r5 = rodata_input0
         hal_buffer_view_assert(r0, r5, i2, i1, [i6, i8])
-        r5 = None
         r5 = hal_buffer_view_buffer(r0)
-        r0 = None
         r0 = hal_device_allocator(r3)
         r6 = rodata_tensor
         hal_buffer_assert(r5, r6, r0, i12, i0, i3)
         r7 = rodata_input1
         hal_buffer_view_assert(r1, r7, i2, i1, [i8, i10])
-        r7 = None
         r7 = hal_buffer_view_buffer(r1)
         r1 = None
         hal_buffer_assert(r7, r6, r0, i14, i0, i3)
-        r6 = r0 = None
+        r6 = None
         r0 = hal_fence_create(r3, i18)
         r1 = hal_device_queue_alloca(r3, i20, r2, r0, i18, i4, i3, i16, i18)
-        r2 = None
         r2 = hal_fence_create(r3, i18)
         hal_device_queue_execute_indirect(
             r3, i20, r0, r2, r4, i18, [(r5, i18, i12), (r7, i18, i14), (r1, i18, i16)]
@@ -225,7 +220,6 @@ def _bind(ctx):
         r1 = global_load_ref(refs, 0, "!hal.device")
         r2 = global_load_ref(refs, 1, "!hal.executable")
         r3 = hal_command_buffer_create(r1, i5, i4, i14, i4)
-        r1 = None
         r1 = rodata_batch_matmul_dispatch_0_batch_matmul_2x3
         i14 = hal_executable_lookup_function(r2, r1)
         r1 = None
@@ -267,22 +261,18 @@ def _bind(ctx):
         r4 = global_load_ref(refs, 3, "!hal.command_buffer")
         r5 = rodata_input0
         hal_buffer_view_assert(r0, r5, i2, i1, [i6, i8, i10])
-        r5 = None
         r5 = hal_buffer_view_buffer(r0)
-        r0 = None
         r0 = hal_device_allocator(r3)
         r6 = rodata_tensor
         hal_buffer_assert(r5, r6, r0, i12, i0, i3)
         r7 = rodata_input1
         hal_buffer_view_assert(r1, r7, i2, i1, [i6, i10, i6])
-        r7 = None
         r7 = hal_buffer_view_buffer(r1)
         r1 = None
         hal_buffer_assert(r7, r6, r0, i14, i0, i3)
-        r6 = r0 = None
+        r6 = None
         r0 = hal_fence_create(r3, i18)
         r1 = hal_device_queue_alloca(r3, i20, r2, r0, i18, i4, i3, i16, i18)
-        r2 = None
         r2 = hal_fence_create(r3, i18)
         hal_device_queue_execute_indirect(
             r3, i20, r0, r2, r4, i18, [(r5, i18, i12), (r7, i18, i14), (r1, i18, i16)]
@@ -353,7 +343,6 @@ def _bind(ctx):
                     # tests/corpus/tensor_matmul.mlir:6:8
                     r1 = fn0()
                     global_store_ref(refs, 2, "!hal.command_buffer", r1)
-                    r1 = None
                     # tests/corpus/tensor_matmul.mlir:14:8
                     r1 = fn2()
                     global_store_ref(refs, 3, "!hal.command_buffer", r1)

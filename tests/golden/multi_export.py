@@ -178,7 +178,6 @@ def _bind(ctx):
         r2 = global_load_ref(refs, 0, "!hal.device")
         r3 = hal_fence_create(r2, i6)
         r4 = hal_device_queue_alloca(r2, i8, r0, r3, i6, i5, i12, i10, i6)
-        r0 = None
         r0 = hal_fence_create(r2, i6)
         hal_device_queue_copy(r2, i8, r3, r0, r1, i6, r4, i6, i10, i6)
         r2 = r3 = r1 = None
@@ -213,13 +212,11 @@ def _bind(ctx):
         r3 = global_load_ref(refs, 1, "!hal.executable")
         r4 = rodata_input0
         hal_buffer_view_assert(r0, r4, i7, i6, [i16])
-        r4 = None
         r4 = hal_buffer_view_buffer(r0)
-        r0 = None
         r0 = hal_device_allocator(r2)
         r5 = rodata_tensor
         hal_buffer_assert(r4, r5, r0, i14, i5, i18)
-        r5 = r0 = None
+        r5 = None
         r0 = hal_fence_create(r2, i10)
         r5 = hal_device_queue_alloca(r2, i12, r1, r0, i10, i9, i18, i14, i10)
         r1 = None
@@ -300,7 +297,7 @@ def _bind(ctx):
                 if i1:
                     r1 = rodata_5_elf
                     r6 = hal_executable_create(r4, i6, r5, r1, r0)
-                    r4 = r5 = r1 = r0 = None
+                    r4 = r5 = r0 = None
                     # tests/corpus/multi_export.mlir:25:8
                     r1 = global_load_ref(refs, 0, "!hal.device")
                     r7 = hal_device_allocator(r1)

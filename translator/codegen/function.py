@@ -60,6 +60,12 @@ def parameter_names(cc: CConv) -> list[str]:
     return names
 
 
+def _overwritten_by(op) -> frozenset[int]:
+    """Ref registers `op` assigns without reading them first."""
+    read = {r.ordinal for r in op.reads() if r.is_ref}
+    return frozenset(r.ordinal for r in op.writes() if r.is_ref and r.ordinal not in read)
+
+
 class FunctionEmitter:
     def __init__(self, renderer: OpRenderer, fn: Function, cc: CConv, ref_count: int) -> None:
         self.r = renderer
@@ -72,8 +78,9 @@ class FunctionEmitter:
     # -- pieces shared by both strategies --------------------------------------------
     def block_ops(self, w: _Writer, index: int) -> None:
         block = self.fn.blocks[index]
-        for op in block.ops[:-1]:
-            w.extend(self.r.render_op(self.fn, op, self.kinds.before(op)))
+        body = block.ops[:-1]
+        for op, nxt in zip(body, block.ops[1:]):
+            w.extend(self.r.render_op(self.fn, op, self.kinds.before(op), _overwritten_by(nxt)))
 
     def remap(self, w: _Writer, block: int, pairs) -> None:
         term = self.fn.blocks[block].ops[-1]

@@ -87,9 +87,13 @@ class OpRenderer:
             return self.reg(v)
         return str(v)
 
-    def moves_after(self, op: Op) -> list[str]:
-        """`rX = None` for ref operands read with the move bit (ownership moved away)."""
-        written = {w.ordinal for w in op.writes() if w.is_ref}
+    def moves_after(self, op: Op, overwritten: frozenset[int] = frozenset()) -> list[str]:
+        """`rX = None` for ref operands read with the move bit (ownership moved away).
+
+        Registers in `overwritten` are assigned by the very next statement, which
+        releases the old value just the same, so they need no separate line.
+        """
+        written = {w.ordinal for w in op.writes() if w.is_ref} | overwritten
         moved = []
         for f in op.spec.fields:
             if f.write:
@@ -108,7 +112,9 @@ class OpRenderer:
         return self.locations(self.current_function_ordinal, op.pc)
 
     # -- ops ------------------------------------------------------------------------
-    def render_op(self, fn: Function, op: Op, kinds) -> list[str]:
+    def render_op(
+        self, fn: Function, op: Op, kinds, overwritten: frozenset[int] = frozenset()
+    ) -> list[str]:
         self.current_function = fn.name
         self.current_function_ordinal = fn.ordinal
         lines = []
@@ -116,7 +122,7 @@ class OpRenderer:
         if loc:
             lines.append(f"# {loc}")
         lines += self._render(fn, op, kinds)
-        lines += self.moves_after(op)
+        lines += self.moves_after(op, overwritten)
         return lines
 
     def _assign(self, op: Op, expr: str) -> list[str]:
