@@ -42,24 +42,13 @@ def make_device(device):
 def default_modules(device, parameters=None) -> dict[str, object]:
     """The import modules a context provides unless the caller overrides them."""
     from runtime_support.hal.module import HalModule
+    from runtime_support.modules.check import CheckModule
 
-    modules: dict[str, object] = {"hal": HalModule([device])}
-    try:
-        from runtime_support.modules.check import CheckModule
-    except ImportError:  # pragma: no cover - optional module
-        CheckModule = None
-    if CheckModule is not None:
-        try:
-            modules["check"] = CheckModule(device)
-        except TypeError:
-            modules["check"] = CheckModule()
     if parameters is not None:
-        try:
-            from runtime_support.modules.io_parameters import IoParametersModule
-        except ImportError as e:
-            raise ValueError("parameters are not supported by this build of pyree yet") from e
-        modules["io_parameters"] = IoParametersModule(device, parameters)
-    return modules
+        # io_parameters (external .irpa weights) is not implemented yet: say so up front
+        # rather than failing later on an unresolved import.
+        raise ValueError("parameters= is not supported yet: the io_parameters module is missing")
+    return {"hal": HalModule([device]), "check": CheckModule()}
 
 
 def python_name(name: str) -> str:
