@@ -159,14 +159,22 @@ def _plain_view(arr: np.ndarray) -> np.ndarray:
 class IreeSession:
     """One loaded module in one VM context (state persists across calls)."""
 
-    def __init__(self, vmfb_path, driver: str = "local-sync"):
+    def __init__(self, vmfb_path, driver: str = "local-sync", parameters=None):
+        """`parameters`: None or `(scope, path)` pairs in `--parameters` order (scope ""
+        for an unscoped file); each scope gets one index holding its files, in order."""
         _require_runtime()
         self.path = Path(vmfb_path)
         self.instance = rt.VmInstance()
         self.device = rt.get_device(driver)
-        hal_module = rt.create_hal_module(self.instance, self.device)
+        modules = [rt.create_hal_module(self.instance, self.device)]
+        if parameters is not None:
+            indices: dict = {}
+            for scope, file in parameters:
+                indices.setdefault(scope, rt.ParameterIndex()).load(str(file))
+            providers = [index.create_provider(scope=scope) for scope, index in indices.items()]
+            modules.append(rt.create_io_parameters_module(self.instance, *providers))
         self.module = rt.VmModule.copy_buffer(self.instance, self.path.read_bytes())
-        self.context = rt.VmContext(self.instance, modules=[hal_module, self.module])
+        self.context = rt.VmContext(self.instance, modules=[*modules, self.module])
 
     def signature(self, function: str) -> Signature:
         fn = self._lookup(function)
@@ -256,6 +264,7 @@ class IreeSession:
         ]
 
 
-def iree_run(vmfb_path, function: str, inputs, driver: str = "local-sync") -> list:
+def iree_run(vmfb_path, function: str, inputs, driver: str = "local-sync", parameters=None) -> list:
     """Run one export of a fresh module instance under iree.runtime; numpy results."""
-    return IreeSession(vmfb_path, driver=driver).call(function, list(inputs))
+    session = IreeSession(vmfb_path, driver=driver, parameters=parameters)
+    return session.call(function, list(inputs))
