@@ -43,12 +43,19 @@ def default_modules(device, parameters=None) -> dict[str, object]:
     """The import modules a context provides unless the caller overrides them."""
     from runtime_support.hal.module import HalModule
     from runtime_support.modules.check import CheckModule
+    from runtime_support.modules.hal_inline import HalInlineModule
+    from runtime_support.modules.hal_loader import HalLoaderModule
+    from runtime_support.modules.io_parameters import IoParametersModule
 
-    if parameters is not None:
-        # io_parameters (external .irpa weights) is not implemented yet: say so up front
-        # rather than failing later on an unresolved import.
-        raise ValueError("parameters= is not supported yet: the io_parameters module is missing")
-    return {"hal": HalModule([device]), "check": CheckModule()}
+    # `parameters`: None, [(scope, path)], {scope: path(s)}... (params.build_providers).
+    # io_parameters is always there: without parameters a lookup fails with NOT_FOUND.
+    return {
+        "hal": HalModule([device]),
+        "hal_inline": HalInlineModule(),
+        "hal_loader": HalLoaderModule(),
+        "check": CheckModule(),
+        "io_parameters": IoParametersModule(parameters),
+    }
 
 
 def python_name(name: str) -> str:
@@ -94,11 +101,13 @@ class ModuleContext:
         self._lock = threading.Lock()
         self._functions = bind(self)
         self._exports: dict[str, Callable] = {}
+        self._vm_exports: dict[str, Callable] = {}
         for export_name, (function, arg_codes, result_codes, declaration) in exports.items():
             wrapper = self._make_export(
                 export_name, self._functions[function], arg_codes, result_codes, declaration
             )
             self._exports[export_name] = wrapper
+            self._vm_exports[export_name] = self._functions[function]
             attr = python_name(export_name)
             if not hasattr(type(self), attr) and attr not in self.__dict__:
                 setattr(self, attr, wrapper)
@@ -173,12 +182,30 @@ class ModuleContext:
         result_codes: tuple[str, ...],
         declaration: str | None,
     ) -> Callable:
-        """The numpy-level method for one export (arguments checked before any call)."""
+        """The numpy-level method for one export (arguments checked before any call).
+
+        Coarse-fences exports take `(args..., wait_fence, signal_fence)` at the VM level:
+        those declared `async`, and, since iree-turbine exports carry no declaration, those
+        named `NAME$async` whose last two arguments are refs. They can be called two ways:
+
+        * `ctx.main_async(x)`: the wrapper passes a null wait fence and a fresh signal fence,
+          waits for it, and returns numpy results (like the synchronous export);
+        * `ctx.main_async(x, wait_fence, signal_fence)` with fences from `ctx.create_fence()`
+          (or None): nothing waits; the work runs once `wait_fence` is reached and results
+          come back as device values (`HalBufferView`) that are valid once `signal_fence`
+          is reached (`signal_fence.wait()`, then `.to_numpy()`). They can be passed on to
+          the next call, fence-ordered, without a round trip through numpy.
+
+        A ref argument takes a numpy array (made into a buffer view), None (a null ref) or
+        a VM ref object (`HalBufferView`, `Fence`, ...) as is.
+        """
         decl = abi.parse_declaration(declaration)
         codes = list(arg_codes)
-        fences = bool(decl and decl.is_async and codes[-2:] == ["r", "r"])
-        if fences:
-            codes = codes[:-2]  # wait and signal fences are supplied here
+        coarse_fences = codes[-2:] == ["r", "r"] and (
+            decl.is_async if decl is not None else name.endswith("$async")
+        )
+        if coarse_fences:
+            codes = codes[:-2]  # wait and signal fences
         arg_types = [t for _, t in decl.arguments] if decl else []
         arg_names = [n for n, _ in decl.arguments] if decl else []
         if len(arg_types) != len(codes):
@@ -188,14 +215,18 @@ class ModuleContext:
             result_types = [None] * len(result_codes)
         device = self.device
         hal = self.modules["hal"]
+        from runtime_support.hal.fence import Fence
+        from runtime_support.vm.refs import ref_type_name
 
         def convert(args):
-            if len(args) != len(codes):
-                raise TypeError(f"{name}() takes {len(codes)} argument(s), got {len(args)}")
             out = []
             for value, code, ty, arg in zip(args, codes, arg_types, arg_names):
                 if code == "r":
-                    if value is None or not isinstance(ty, (abi.TensorType, type(None))):
+                    if (
+                        value is None
+                        or ref_type_name(value) is not None
+                        or not isinstance(ty, (abi.TensorType, type(None)))
+                    ):
                         out.append(value)
                     else:
                         out.append(abi.to_buffer_view(value, arg, ty, device))
@@ -203,25 +234,63 @@ class ModuleContext:
                     out.append(abi.to_scalar(value, arg, code))
             return out
 
+        def results(result, convert_result):
+            if not result_codes:
+                return None
+            if len(result_codes) == 1:
+                return convert_result(result, result_types[0])
+            return tuple(convert_result(v, t) for v, t in zip(result, result_types))
+
         def export(*args):
+            user_fences = coarse_fences and len(args) == len(codes) + 2
+            if len(args) != len(codes) and not user_fences:
+                expected = f"{len(codes)} argument(s)"
+                if coarse_fences:
+                    expected += f" (or {len(codes) + 2} with wait and signal fences)"
+                raise TypeError(f"{name}() takes {expected}, got {len(args)}")
+            if user_fences:
+                fences = args[len(codes) :]
+                for label, fence in zip(("wait_fence", "signal_fence"), fences):
+                    if fence is not None and not isinstance(fence, Fence):
+                        raise TypeError(
+                            f"{name}(): {label} must be a fence from create_fence() or None, "
+                            f"got {type(fence).__name__}"
+                        )
+                vm_args = convert(args[: len(codes)]) + list(fences)
+                result = self._call_vm(name, fn, tuple(vm_args))
+                return results(result, lambda v, t: v)
             vm_args = convert(args)
             signal = None
-            if fences:
+            if coarse_fences:
                 signal = hal.fence_create(device, 0)
                 vm_args += [None, signal]
             result = self._call_vm(name, fn, tuple(vm_args))
             if signal is not None:
                 hal.fence_await(-1, 0, [signal])
-            if not result_codes:
-                return None
-            if len(result_codes) == 1:
-                return abi.from_vm(result, result_types[0])
-            return tuple(abi.from_vm(v, t) for v, t in zip(result, result_types))
+            return results(result, abi.from_vm)
 
         export.__name__ = python_name(name)
         export.__qualname__ = f"{type(self).__name__}.{export.__name__}"
         export.__doc__ = declaration or f"{name}: no ABI declaration"
         return export
+
+    def create_fence(self):
+        """A new unsignaled fence on this context's device, for the explicit-fence form of
+        coarse-fences exports (`ctx.main_async(x, wait, signal)`); `fence.signal()`
+        reaches it, `fence.wait(timeout=None)` waits for it (raising the VMError of a
+        failed one), `fence.is_reached` polls it."""
+        return self.modules["hal"].fence_create(self.device, 0)
+
+    def call_vm(self, name: str, *args):
+        """Calls export `name` with VM-level values in cconv order (ints, floats,
+        `HalBufferView` and other ref objects, None for null; coarse-fences exports
+        take their two fences too) and returns VM-level results: no numpy marshalling,
+        no ABI checks beyond the VM's own. For tools and tests that need device values."""
+        try:
+            fn = self._vm_exports[name]
+        except KeyError:
+            raise AttributeError(f"no export named {name!r}") from None
+        return self._call_vm(name, fn, args)
 
     def call(self, name: str, *args):
         """Calls an export by its VM name (for names that are not identifiers)."""
