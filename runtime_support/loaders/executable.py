@@ -10,8 +10,10 @@ are safe to read. From there this module does the rest, the same for every forma
 Dispatch runs every workgroup of a grid. The fast path is one native call per worker: a
 tiny loop compiled once per process with llvmlite (`_NativeLoop`) that walks a range of
 tiles `t` (x = t % X, y = (t / X) % Y, z = t / (X * Y): z outermost, x fastest, as the
-upstream inline executor does) and returns the first nonzero kernel result. Without
-llvmlite, or with `native=False`, a ctypes loop makes one foreign call per workgroup.
+upstream inline executor does) and returns the first nonzero kernel result, with
+denormals flushed to zero for its duration as in IREE (`_FPU_IR`). Without llvmlite, or
+with `native=False`, a ctypes loop makes one foreign call per workgroup (and leaves the
+thread's FPU state alone: no flushing).
 Several workers split the tile range into contiguous slices, each with its own
 workgroup state (processor id, local memory); ctypes releases the GIL during the native
 call, so the slices really run in parallel.
@@ -22,6 +24,7 @@ from __future__ import annotations
 import concurrent.futures
 import ctypes
 import dataclasses
+import platform
 import struct
 import threading
 import weakref
@@ -84,10 +87,76 @@ class LibraryMemory:
 
 # --- the native workgroup loop ------------------------------------------------------------
 
+# Kernels run with denormals flushed to zero, as IREE runs them: its inline command buffer
+# (local-sync) pushes IREE_FPU_STATE_FLAG_FLUSH_DENORMALS_TO_ZERO around every dispatch
+# ("we are running on a borrowed thread, we know nothing about the floating point state")
+# and its task workers (local-task) set it for their threads. Without it, results that
+# involve denormals differ from IREE's and denormal operands take slow microcode paths.
+# The loop saves the thread's FPU control state, sets the flush bits, runs its tiles and
+# restores the state, so Python code on the same thread never sees the change.
+# x86-64: MXCSR FTZ (bit 15) | DAZ (bit 6). AArch64: FPCR FZ (bit 24).
+_FPU_IR = {
+    "x86_64": (
+        """
+declare void @llvm.x86.sse.stmxcsr(ptr)
+declare void @llvm.x86.sse.ldmxcsr(ptr)
+define internal i64 @pyree_fpu_push() {
+  %slot = alloca i32
+  call void @llvm.x86.sse.stmxcsr(ptr %slot)
+  %old = load i32, ptr %slot
+  %new = or i32 %old, 32832
+  store i32 %new, ptr %slot
+  call void @llvm.x86.sse.ldmxcsr(ptr %slot)
+  %ret = zext i32 %old to i64
+  ret i64 %ret
+}
+define internal void @pyree_fpu_pop(i64 %state) {
+  %slot = alloca i32
+  %old = trunc i64 %state to i32
+  store i32 %old, ptr %slot
+  call void @llvm.x86.sse.ldmxcsr(ptr %slot)
+  ret void
+}
+"""
+    ),
+    "aarch64": (
+        """
+declare i64 @llvm.aarch64.get.fpcr()
+declare void @llvm.aarch64.set.fpcr(i64)
+define internal i64 @pyree_fpu_push() {
+  %old = call i64 @llvm.aarch64.get.fpcr()
+  %new = or i64 %old, 16777216
+  call void @llvm.aarch64.set.fpcr(i64 %new)
+  ret i64 %old
+}
+define internal void @pyree_fpu_pop(i64 %state) {
+  call void @llvm.aarch64.set.fpcr(i64 %state)
+  ret void
+}
+"""
+    ),
+}
+_FPU_IR_DEFAULT = """
+define internal i64 @pyree_fpu_push() {
+  ret i64 0
+}
+define internal void @pyree_fpu_pop(i64 %state) {
+  ret void
+}
+"""
+
+
+def _fpu_ir() -> str:
+    machine = platform.machine().lower()
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+    return _FPU_IR.get(machine, _FPU_IR_DEFAULT)
+
+
 _LOOP_IR = r"""
 define i32 @pyree_run_tiles(ptr %fn, ptr %env, ptr %ds, ptr %wg,
                             i64 %cx, i64 %cy, i64 %begin, i64 %end) {
 entry:
+  %fpu = call i64 @pyree_fpu_push()
   %py = getelementptr i8, ptr %wg, i64 4
   %pz = getelementptr i8, ptr %wg, i64 8
   %empty = icmp uge i64 %begin, %end
@@ -126,8 +195,10 @@ next:
   %more = icmp ult i64 %t1, %end
   br i1 %more, label %loop, label %done
 fail:
+  call void @pyree_fpu_pop(i64 %fpu)
   ret i32 %rc
 done:
+  call void @pyree_fpu_pop(i64 %fpu)
   ret i32 0
 }
 
@@ -160,7 +231,7 @@ class _NativeLoop:
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         target_machine = llvm.Target.from_default_triple().create_target_machine(opt=2)
-        module = llvm.parse_assembly(_LOOP_IR)
+        module = llvm.parse_assembly(_fpu_ir() + _LOOP_IR)
         module.verify()
         self._engine = llvm.create_mcjit_compiler(module, target_machine)
         self._engine.finalize_object()
