@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import StatusCode, VMError
+from ..vm import args as vm_args
 from . import element_types
 from .allocator import HalAllocator
 from .buffer import HalBuffer, WHOLE_BUFFER
@@ -61,55 +62,21 @@ def _u32(value: int) -> int:
 
 
 def _invalid(name: str, message: str) -> VMError:
-    return VMError(StatusCode.INVALID_ARGUMENT, f"hal.{name}: {message}")
+    return vm_args.invalid("hal", name, message)
 
 
 def _deref(value, cls, name: str, arg: str, nullable: bool = False):
     """check_deref: `value` must be a `cls` (or None when `nullable`)."""
-    if value is None:
-        if nullable:
-            return None
-        raise _invalid(name, f"argument '{arg}' is null; expected {_TYPE_NAMES[cls]}")
-    if not isinstance(value, cls):
-        raise _invalid(
-            name, f"argument '{arg}' is {type(value).__name__}; expected {_TYPE_NAMES[cls]}"
-        )
-    return value
-
-
-def _vm_buffer_type():
-    try:
-        from ..vm.buffer import VMBuffer
-    except ImportError:
-        return None
-    return VMBuffer
+    return vm_args.deref(value, cls, _TYPE_NAMES[cls], "hal", name, arg, nullable)
 
 
 def _host_bytes(value, name: str, arg: str, nullable: bool = False):
-    """A `!vm.buffer` argument → (byte memoryview, readonly), or None when null.
-
-    Accepts VMBuffer (`.data` memoryview, `.readonly`) and, for hosts and tests,
-    bytes / bytearray / memoryview.
-    """
-    if value is None:
-        if nullable:
-            return None
-        raise _invalid(name, f"argument '{arg}' is null; expected !vm.buffer")
-    vm_buffer = _vm_buffer_type()
-    if (vm_buffer is not None and isinstance(value, vm_buffer)) or (
-        hasattr(value, "data") and hasattr(value, "readonly")  # a VMBuffer-like host object
-    ):
-        data = memoryview(value.data).cast("B")
-        return data, bool(value.readonly) or data.readonly
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        data = memoryview(value).cast("B")
-        return data, data.readonly
-    raise _invalid(name, f"argument '{arg}' is {type(value).__name__}; expected !vm.buffer")
+    """A `!vm.buffer` argument → (byte memoryview, readonly), or None when null."""
+    return vm_args.vm_bytes(value, "hal", name, arg, nullable)
 
 
 def _text(value, name: str, arg: str) -> str:
-    data, _ = _host_bytes(value, name, arg)
-    return bytes(data).decode("utf-8", errors="replace")
+    return vm_args.vm_text(value, "hal", name, arg)
 
 
 def _host_range(

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from ..errors import StatusCode, VMError
 from ..hal.buffer import HalBuffer, WHOLE_BUFFER
-from ..hal.buffer_view import HalBufferView
 from ..hal.device import has_cpu_feature
 from ..hal.module import HalModule
+from ..vm import args as vm_args
 from ..vm.buffer import VMBuffer
 
 # Usage bits of an inline allocation: TRANSFER | DISPATCH_STORAGE | MAPPING (module.c).
@@ -27,25 +27,19 @@ _INLINE_MEMORY = 0x46
 
 
 def _invalid(name: str, message: str) -> VMError:
-    return VMError(StatusCode.INVALID_ARGUMENT, f"hal_inline.{name}: {message}")
+    return vm_args.invalid("hal_inline", name, message)
 
 
 def _hal_buffer(value, name: str, arg: str = "buffer") -> HalBuffer:
-    if not isinstance(value, HalBuffer):
-        what = "null" if value is None else type(value).__name__
-        raise _invalid(name, f"argument '{arg}' is {what}; expected !hal.buffer")
-    return value
+    return vm_args.deref(value, HalBuffer, "!hal.buffer", "hal_inline", name, arg)
 
 
 def _vm_buffer(value, name: str, arg: str) -> VMBuffer:
-    if not isinstance(value, VMBuffer):
-        what = "null" if value is None else type(value).__name__
-        raise _invalid(name, f"argument '{arg}' is {what}; expected !vm.buffer")
-    return value
+    return vm_args.deref(value, VMBuffer, "!vm.buffer", "hal_inline", name, arg)
 
 
 def _text(value, name: str, arg: str) -> str:
-    return _vm_buffer(value, name, arg).tobytes().decode("utf-8", errors="replace")
+    return vm_args.vm_text(_vm_buffer(value, name, arg), "hal_inline", name, arg)
 
 
 def storage_of(buffer: HalBuffer) -> VMBuffer:
@@ -175,4 +169,4 @@ class HalInlineModule:
         return 0, 0
 
 
-__all__ = ["HalInlineModule", "HalBufferView", "storage_of"]
+__all__ = ["HalInlineModule", "storage_of"]

@@ -13,31 +13,26 @@ import numpy as np
 from ..errors import StatusCode, VMError
 from ..hal.executable import HalExecutable
 from ..loaders import supported_formats
+from ..vm import args as vm_args
 from ..vm.buffer import VMBuffer
 
 MAX_BINDINGS = 32
 
 
 def _invalid(name: str, message: str) -> VMError:
-    return VMError(StatusCode.INVALID_ARGUMENT, f"hal_loader.{name}: {message}")
+    return vm_args.invalid("hal_loader", name, message)
 
 
 def _vm_buffer(value, name: str, arg: str) -> VMBuffer:
-    if not isinstance(value, VMBuffer):
-        what = "null" if value is None else type(value).__name__
-        raise _invalid(name, f"argument '{arg}' is {what}; expected !vm.buffer")
-    return value
+    return vm_args.deref(value, VMBuffer, "!vm.buffer", "hal_loader", name, arg)
 
 
 def _executable(value, name: str) -> HalExecutable:
-    if not isinstance(value, HalExecutable):
-        what = "null" if value is None else type(value).__name__
-        raise _invalid(name, f"argument 'executable' is {what}; expected !hal.executable")
-    return value
+    return vm_args.deref(value, HalExecutable, "!hal.executable", "hal_loader", name, "executable")
 
 
 def _text(value, name: str, arg: str) -> str:
-    return _vm_buffer(value, name, arg).tobytes().decode("utf-8", errors="replace")
+    return vm_args.vm_text(_vm_buffer(value, name, arg), "hal_loader", name, arg)
 
 
 class HalLoaderModule:

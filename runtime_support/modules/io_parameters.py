@@ -47,6 +47,7 @@ from ..hal.buffer import (
 )
 from ..hal.fence import Fence
 from ..params.index import ParameterEntry, ParameterProviders, build_providers, splat_bytes
+from ..vm import args as vm_args
 from ..vm.list import VMList
 
 _KEY = struct.Struct("<II")
@@ -63,35 +64,21 @@ _MODULE = "io_parameters"
 
 
 def _error(code: StatusCode, name: str, message: str) -> VMError:
-    return VMError(code, f"{_MODULE}.{name}: {message}")
+    return vm_args.error(code, _MODULE, name, message)
 
 
 def _invalid(name: str, message: str) -> VMError:
-    return _error(StatusCode.INVALID_ARGUMENT, name, message)
+    return vm_args.invalid(_MODULE, name, message)
 
 
 def _bytes_arg(value, name: str, arg: str, nullable: bool = False) -> memoryview | None:
     """A `!vm.buffer` argument (VMBuffer, or bytes-like for hosts and tests) as bytes."""
-    if value is None:
-        if nullable:
-            return None
-        raise _invalid(name, f"argument '{arg}' is null; expected !vm.buffer")
-    data = getattr(value, "data", None)
-    if data is not None and hasattr(value, "readonly"):
-        return memoryview(data).cast("B")
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return memoryview(value).cast("B")
-    raise _invalid(name, f"argument '{arg}' is {type(value).__name__}; expected !vm.buffer")
+    data = vm_args.vm_bytes(value, _MODULE, name, arg, nullable)
+    return None if data is None else data[0]
 
 
 def _ref_arg(value, cls, type_name: str, name: str, arg: str, nullable: bool = False):
-    if value is None:
-        if nullable:
-            return None
-        raise _invalid(name, f"argument '{arg}' is null; expected {type_name}")
-    if not isinstance(value, cls):
-        raise _invalid(name, f"argument '{arg}' is {type(value).__name__}; expected {type_name}")
-    return value
+    return vm_args.deref(value, cls, type_name, _MODULE, name, arg, nullable)
 
 
 class _Span:
