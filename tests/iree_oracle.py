@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from abi_inputs import Signature, TypeSpec, numpy_dtype, parse_signature
+from abi_inputs import Signature, TypeSpec, numpy_dtype, parse_signature, parse_type
 
 try:
     import iree.runtime as rt
@@ -122,6 +122,18 @@ def export_signatures(vmfb_path) -> dict:
     return _export_signatures_cached(str(p.resolve()), p.stat().st_mtime_ns)
 
 
+_DTYPE_ELEMENTS = {
+    np.dtype(np.float32): "f32",
+    np.dtype(np.float64): "f64",
+    np.dtype(np.float16): "f16",
+    np.dtype(np.int8): "i8",
+    np.dtype(np.int16): "i16",
+    np.dtype(np.int32): "i32",
+    np.dtype(np.int64): "i64",
+    np.dtype(np.bool_): "i1",
+}
+
+
 def _hal_element_type(element: str):
     try:
         return getattr(rt.HalElementType, _HAL_ELEMENT_TYPES[element])
@@ -193,6 +205,12 @@ class IreeSession:
         return fn
 
     def _push_arg(self, args, spec: TypeSpec, value):
+        if spec.kind == "opaque" and isinstance(value, np.ndarray):
+            # An export without an ABI declaration (iree-turbine's): a ref argument takes
+            # a buffer view of the array's own shape and element type (as the contract
+            # has pyree do).
+            spec = parse_type(f"tensor<{''.join(f'{d}x' for d in value.shape)}"
+                              f"{_DTYPE_ELEMENTS[value.dtype]}>")
         if spec.kind == "tensor":
             arr = np.asarray(value)
             if spec.element == "i1":

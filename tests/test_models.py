@@ -35,6 +35,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO_ROOT, compiler_version, persistent_cache_dir
+from iree_oracle import iree_run
 from test_translate_run import load_package
 from translator.codegen import write_package
 from translator.reader import read_module_file
@@ -161,46 +162,7 @@ def model_artifacts(tmp_path_factory):
 # --- iree.runtime --------------------------------------------------------------------------------
 
 
-def iree_call(vmfb, function: str, inputs, irpa=None, scope=None) -> np.ndarray:
-    """`function(*inputs)` of `vmfb` under iree.runtime local-sync, with an io_parameters
-    module over `irpa` (parameter scope `scope`) when given; the one result as numpy."""
-    import iree.runtime as rt
-
-    instance = rt.VmInstance()
-    device = rt.get_device("local-sync")
-    modules = [rt.create_hal_module(instance, device)]
-    if irpa is not None:
-        index = rt.ParameterIndex()
-        index.load(str(irpa))
-        provider = index.create_provider(scope=scope)
-        modules.insert(0, rt.create_io_parameters_module(instance, provider))
-    vm = rt.VmModule.copy_buffer(instance, Path(vmfb).read_bytes())
-    context = rt.VmContext(instance, modules=modules + [vm])
-    args, rets = rt.VmVariantList(len(inputs)), rt.VmVariantList(1)
-    for value in inputs:
-        element = {np.dtype(np.float32): "FLOAT_32", np.dtype(np.int64): "INT_64"}[value.dtype]
-        args.push_ref(
-            device.allocator.allocate_buffer_copy(
-                memory_type=rt.MemoryType.DEVICE_LOCAL,
-                allowed_usage=rt.BufferUsage.DEFAULT,
-                device=device,
-                buffer=np.ascontiguousarray(value),
-                element_type=getattr(rt.HalElementType, element),
-            )
-        )
-    context.invoke(vm.lookup_function(function), args, rets)
-    out = rets.get_as_object(0, rt.HalBufferView)
-    assert int(out.element_type) == int(rt.HalElementType.FLOAT_32)
-    return np.array(out.map().asarray(tuple(out.shape), np.dtype(np.float32)), copy=True)
-
-
 # --- pyree ---------------------------------------------------------------------------------------
-
-
-def _io_parameters_missing() -> str | None:
-    if importlib.util.find_spec("runtime_support.modules.io_parameters") is None:
-        return "runtime_support.modules.io_parameters is not implemented yet"
-    return None
 
 
 def translate_and_load(art, tmp_path, device="local-sync"):
@@ -215,10 +177,6 @@ def translate_and_load(art, tmp_path, device="local-sync"):
 @pytest.mark.parametrize("model", MODELS)
 def test_model_matches_iree_runtime_and_torch(model, params, model_artifacts, tmp_path):
     art = model_artifacts(model, params)
-    if params == "external":
-        reason = _io_parameters_missing()
-        if reason:
-            pytest.skip(reason)
     x = np.load(art.input)
     expected = np.load(art.expected)
     pkg, ctx = translate_and_load(art, tmp_path)
@@ -226,7 +184,8 @@ def test_model_matches_iree_runtime_and_torch(model, params, model_artifacts, tm
     assert pkg.EXPORTS == {"main$async": None, "main": None, "__init": None}
 
     ours = ctx.main(x)
-    theirs = iree_call(art.vmfb, "main", [x], art.irpa, art.scope)
+    parameters = [(art.scope, art.irpa)] if art.irpa is not None else None
+    [theirs] = iree_run(art.vmfb, "main", [x], parameters=parameters)
     assert ours.dtype == np.float32 and ours.shape == expected.shape
     assert (
         ours.tobytes() == theirs.tobytes()
@@ -327,7 +286,7 @@ def test_kernels_flush_denormals_like_iree(device, tmp_path):
     a = np.array([1e-20, 1e-40, 3e-39, -1e-20, 1.0, 2.0, 1e-30, 0.5], np.float32)
     b = np.array([1e-20, 1.0, 2.0, 1e-21, 1e-40, 1.0, 1e-10, 1e-38], np.float32)
     ours = pkg.load(device=device).f(a, b)
-    theirs = iree_call(vmfb, "f", [a, b])
+    [theirs] = iree_run(vmfb, "f", [a, b])
     assert ours.tobytes() == theirs.tobytes()
     assert ours[0] == 0 and ours[1] == 0  # a denormal result, a denormal operand
     assert np.float32(1e-20) * np.float32(1e-20) != 0  # numpy still has gradual underflow
