@@ -39,6 +39,7 @@ import fnmatch
 import hashlib
 import importlib.util
 import json
+import math
 import re
 import struct
 import subprocess
@@ -463,22 +464,15 @@ def _tensor_parts(mlir_type: str) -> tuple[list[int | None], str] | None:
     return dims, rest.split(",")[0].strip()
 
 
-def _bits(element: str) -> int:
-    code = element_type_code(element)
-    return code & 0xFF
-
-
 def _view_shape(mlir_type: str, nbytes: int) -> tuple[list[int], str]:
     """A result's shape (one dynamic dimension is inferred from the byte count)."""
     dims, element = _tensor_parts(mlir_type)
-    known = 1
-    for d in dims:
-        known *= d if d is not None else 1
-    if dims.count(None) == 1:
-        count = nbytes * 8 // _bits(element) if _bits(element) >= 8 else nbytes * 8 // _bits(element)
-        dims[dims.index(None)] = count // known if known else 0
-    elif None in dims:
+    if dims.count(None) > 1:
         raise ValueError(f"cannot infer the shape of a {mlir_type} result")
+    if None in dims:
+        known = math.prod(d for d in dims if d is not None)
+        count = nbytes * 8 // (element_type_code(element) & 0xFF)
+        dims[dims.index(None)] = count // known if known else 0
     return dims, element
 
 
