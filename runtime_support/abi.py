@@ -139,16 +139,38 @@ def _closing_paren(text: str, start: int) -> int:
     raise ValueError("unbalanced parentheses")
 
 
-def parse_declaration(text: str | None) -> Declaration | None:
-    """The parsed declaration, or None when there is none or it cannot be read."""
+def _symbol_end(text: str, start: int, name: str | None) -> int:
+    """End of the symbol name at `start` (just after `@`): quoted, the known export name, or
+    a plain run up to `(`. Export names are untrusted and may hold any character."""
+    if text.startswith('"', start):
+        i = start + 1
+        while i < len(text) and text[i] != '"':
+            i += 2 if text[i] == "\\" else 1
+        return i + 1
+    if name is not None and text.startswith(name + "(", start):
+        return start + len(name)
+    m = re.compile(r"[^(\s]+").match(text, start)
+    if m is None:
+        raise ValueError("no function name")
+    return m.end()
+
+
+def parse_declaration(text: str | None, name: str | None = None) -> Declaration | None:
+    """The parsed declaration, or None when there is none or it cannot be read.
+
+    `name`, the export's VM name, lets a name with parentheses or spaces be skipped whole.
+    """
     if not text:
         return None
-    m = re.match(r"\s*(sync|async)\s+func\s+@([^(\s]+)\(", text)
+    m = re.match(r"\s*(sync|async)\s+func\s+@", text)
     if not m:
         return None
     try:
-        close = _closing_paren(text, m.end() - 1)
-        args_text = text[m.end() : close]
+        end = _symbol_end(text, m.end(), name)
+        if not text.startswith("(", end):
+            return None
+        close = _closing_paren(text, end)
+        args_text = text[end + 1 : close]
         rest = text[close + 1 :].strip()
         results_text = ""
         if rest.startswith("->"):
@@ -158,7 +180,10 @@ def parse_declaration(text: str | None) -> Declaration | None:
             else:
                 results_text = rest
         return Declaration(
-            m.group(1) == "async", m.group(2), _parse_list(args_text), _parse_list(results_text)
+            m.group(1) == "async",
+            text[m.end() : end],
+            _parse_list(args_text),
+            _parse_list(results_text),
         )
     except (ValueError, IndexError):
         return None

@@ -199,7 +199,7 @@ class ModuleContext:
         A ref argument takes a numpy array (made into a buffer view), None (a null ref) or
         a VM ref object (`HalBufferView`, `Fence`, ...) as is.
         """
-        decl = abi.parse_declaration(declaration)
+        decl = abi.parse_declaration(declaration, name)
         codes = list(arg_codes)
         coarse_fences = codes[-2:] == ["r", "r"] and (
             decl.is_async if decl is not None else name.endswith("$async")

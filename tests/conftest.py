@@ -233,7 +233,8 @@ def compile_mlir_cached(src_path, flags, cache_dir) -> Path:
         os.unlink(tmp)
         raise CompileError(f"iree-compile timed out after {COMPILE_TIMEOUT_S}s: {' '.join(cmd)}")
     if res.returncode != 0:
-        os.unlink(tmp)
+        if os.path.exists(tmp):  # iree-compile removes its output file on some errors
+            os.unlink(tmp)
         raise CompileError(
             f"iree-compile failed ({res.returncode}): {' '.join(cmd)}\n{res.stderr[-4000:]}"
         )

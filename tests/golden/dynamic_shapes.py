@@ -1,6 +1,6 @@
-"""Package 'dynamic_shapes': translated by pyree from a .vmfb.
+"""Package translated by pyree from the VM module named in VM_MODULE_NAME.
 
-VM module 'module': 3 functions, 19 imports, 11 rodata segments.
+3 functions, 19 imports, 11 rodata segments.
 Generated code; regenerate with pyree-translate rather than editing.
 """
 
@@ -16,6 +16,10 @@ from runtime_support.vm.numerics import (
 )
 from runtime_support.vm.globals import global_load_ref, global_store_ref
 from runtime_support.context import vm_fail
+
+#: The VM module's own name (from the vmfb) and the package name it was written as.
+VM_MODULE_NAME = "module"
+PACKAGE_NAME = "dynamic_shapes"
 
 #: Export name -> its `iree.abi.declaration` (None where the module has none).
 EXPORTS = {

@@ -1,6 +1,6 @@
-"""Package 'elementwise': translated by pyree from a .vmfb.
+"""Package translated by pyree from the VM module named in VM_MODULE_NAME.
 
-VM module 'module': 3 functions, 18 imports, 9 rodata segments.
+3 functions, 18 imports, 9 rodata segments.
 Generated code; regenerate with pyree-translate rather than editing.
 """
 
@@ -8,6 +8,10 @@ from runtime_support.context import ModuleContext
 from runtime_support.vm.numerics import add_i64, trunc_i64_i32
 from runtime_support.vm.globals import global_load_ref, global_store_ref
 from runtime_support.context import vm_fail
+
+#: The VM module's own name (from the vmfb) and the package name it was written as.
+VM_MODULE_NAME = "module"
+PACKAGE_NAME = "elementwise"
 
 #: Export name -> its `iree.abi.declaration` (None where the module has none).
 EXPORTS = {

@@ -1,6 +1,6 @@
-"""Package 'lists_buffers': translated by pyree from a .vmfb.
+"""Package translated by pyree from the VM module named in VM_MODULE_NAME.
 
-VM module 'module': 2 functions, 0 imports, 1 rodata segments.
+2 functions, 0 imports, 1 rodata segments.
 Generated code; regenerate with pyree-translate rather than editing.
 """
 
@@ -22,6 +22,10 @@ from runtime_support.vm.buffer import (
     buffer_store_i32,
     buffer_store_i64,
 )
+
+#: The VM module's own name (from the vmfb) and the package name it was written as.
+VM_MODULE_NAME = "module"
+PACKAGE_NAME = "lists_buffers"
 
 #: Export name -> its `iree.abi.declaration` (None where the module has none).
 EXPORTS = {

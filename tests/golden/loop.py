@@ -1,11 +1,15 @@
-"""Package 'loop': translated by pyree from a .vmfb.
+"""Package translated by pyree from the VM module named in VM_MODULE_NAME.
 
-VM module 'module': 1 functions, 0 imports, 0 rodata segments.
+1 functions, 0 imports, 0 rodata segments.
 Generated code; regenerate with pyree-translate rather than editing.
 """
 
 from runtime_support.context import ModuleContext
 from runtime_support.vm.numerics import add_i32, div_i32_u, fma_i32, rem_i32_u
+
+#: The VM module's own name (from the vmfb) and the package name it was written as.
+VM_MODULE_NAME = "module"
+PACKAGE_NAME = "loop"
 
 #: Export name -> its `iree.abi.declaration` (None where the module has none).
 EXPORTS = {

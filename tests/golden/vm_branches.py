@@ -1,6 +1,6 @@
-"""Package 'vm_branches': translated by pyree from a .vmfb.
+"""Package translated by pyree from the VM module named in VM_MODULE_NAME.
 
-VM module 'vm_branches': 3 functions, 0 imports, 0 rodata segments.
+3 functions, 0 imports, 0 rodata segments.
 Generated code; regenerate with pyree-translate rather than editing.
 """
 
@@ -15,6 +15,10 @@ from runtime_support.vm.numerics import (
     ext_i32_i64_u,
     mul_i64,
 )
+
+#: The VM module's own name (from the vmfb) and the package name it was written as.
+VM_MODULE_NAME = "vm_branches"
+PACKAGE_NAME = "vm_branches"
 
 #: Export name -> its `iree.abi.declaration` (None where the module has none).
 EXPORTS = {

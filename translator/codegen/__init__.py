@@ -16,7 +16,8 @@ from pathlib import Path
 import jinja2
 
 from translator.codegen.function import FunctionEmitter
-from translator.codegen.names import NameTable, comment_text
+from translator.codegen.escape import comment_text, docstring_literal, string_literal
+from translator.codegen.names import NameTable
 from translator.codegen.ops import HELPER_MODULES, OpRenderer
 from translator.decoder import decode_function
 from translator.module import (
@@ -81,7 +82,17 @@ class _Locations:
 
 
 def _pyrepr(value) -> str:
-    return repr(value)
+    """Literals of untrusted text go through the one checked escaping path."""
+    if isinstance(value, str):
+        return string_literal(value)
+    if isinstance(value, (tuple, list)):
+        items = [_pyrepr(v) for v in value]
+        if isinstance(value, tuple):
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        return "[" + ", ".join(items) + "]"
+    if value is None or isinstance(value, (bool, int)):
+        return repr(value)
+    raise TypeError(f"no literal for {type(value).__name__}")
 
 
 def _environment() -> jinja2.Environment:
@@ -125,9 +136,9 @@ def generate(module: Module, name: str, source_name: str = "") -> GeneratedPacka
         if decl:
             code.docstring = decl
         elif exports:
-            code.docstring = f"VM export {exports[0]!r} (cconv {cconvs[k].text!r}); no ABI declaration."
+            code.docstring = f"VM export {string_literal(exports[0])} (cconv {string_literal(cconvs[k].text)}); no ABI declaration."
         else:
-            code.docstring = f"Internal VM function {k} (cconv {cconvs[k].text!r})."
+            code.docstring = f"Internal VM function {k} (cconv {string_literal(cconvs[k].text)})."
         if len(fn.blocks) > 1:
             if code.structured:
                 structured += 1
@@ -163,15 +174,19 @@ def generate(module: Module, name: str, source_name: str = "") -> GeneratedPacka
                 module.signatures[e.internal_ordinal].attr("iree.abi.declaration"),
             )
         )
-    docstring = (
-        f'"""Package {name!r}: translated by pyree from {comment_text(source_name) or "a .vmfb"}.\n\n'
-        f"VM module {comment_text(module.name)!r}: {module.function_count} functions, "
-        f"{len(module.imports)} imports, {len(module.rodata)} rodata segments.\n"
+    # No vmfb text inside the docstring: names travel as checked literals and comments.
+    docstring = docstring_literal(
+        f"Package translated by pyree from the VM module named in VM_MODULE_NAME.\n\n"
+        f"{module.function_count} functions, {len(module.imports)} imports, "
+        f"{len(module.rodata)} rodata segments.\n"
         "Generated code; regenerate with pyree-translate rather than editing.\n"
-        '"""'
     )
+    header_comment = comment_text(f"Source: {source_name}") if source_name else None
     source = _environment().get_template("module.py.j2").render(
         docstring=docstring,
+        header_comment=header_comment,
+        module_name=module.name,
+        package_name=name,
         helper_imports=helper_imports,
         exports=[(e.local_name, module.signatures[e.internal_ordinal].attr("iree.abi.declaration")) for e in module.exports],
         cconvs=[(e.local_name, cconvs[e.internal_ordinal].text) for e in module.exports],

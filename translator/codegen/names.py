@@ -11,6 +11,8 @@ import builtins
 import keyword
 import re
 
+from translator.codegen.escape import comment_text  # noqa: F401  (re-exported)
+
 _RESERVED = set(dir(builtins)) | {
     "rwdata", "refs", "ctx", "block", "np", "self", "load", "EXPORTS", "CCONVS",
     "ModuleContext", "vm_fail",
@@ -68,11 +70,3 @@ class NameTable:
     def rodata(self, i: int) -> str:
         return self.rodata_names[i]
 
-
-_UNPRINTABLE = re.compile(r"[^\x20-\x7e]")
-
-
-def comment_text(text: str, limit: int = 200) -> str:
-    """Text safe inside a `#` comment: one line, printable ASCII only."""
-    text = _UNPRINTABLE.sub("?", text)
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from translator.codegen.escape import comment_text, string_literal as lit
 from translator.codegen.names import NameTable
 from translator.codegen.regtypes import HIGH
 from translator.ir import IMPORT_BIT, Function, Op, Reg
@@ -175,7 +176,7 @@ class OpRenderer:
                 inner = t[len("!vm.list<") : -1] if t.startswith("!vm.list<") else t
                 if inner == "!vm.opaque":  # the element type of variant lists
                     inner = "?"
-                return self._assign(op, f"{self.use('list', 'list_alloc')}({inner!r}, {f('initial_capacity')})")
+                return self._assign(op, f"{self.use('list', 'list_alloc')}({lit(inner)}, {f('initial_capacity')})")
             args = [f(fs.name) if fs.kind != "type" else repr(self.module.types[v[fs.name]]) for fs in op.spec.fields if not fs.write]
             call = f"{self.use('list', helper_name(m))}({', '.join(args)})"
             return self._assign(op, call) if op.writes() else [call]
@@ -187,7 +188,7 @@ class OpRenderer:
             return self._assign(op, f("source"))
         if m == "cast.any.ref":
             t = self.module.types[v["result_type"]]
-            return self._assign(op, f"{self.use('globals', 'cast_any_ref')}({f('operand')}, {t!r})")
+            return self._assign(op, f"{self.use('globals', 'cast_any_ref')}({f('operand')}, {lit(t)})")
         if m in ("call", "call.variadic"):
             return self._call(op)
         if m == "import.resolved":
@@ -198,7 +199,7 @@ class OpRenderer:
             return [" = ".join(regs) + " = None"] if regs else []
         if m in ("trace", "print"):
             name = v["event_name"].decode("utf-8", errors="replace")
-            return [f"pass  # vm.{m} {name!r}"]
+            return [f"pass  # vm.{m} {comment_text(repr(name))}"]
         if m == "fail":
             return [f"if {f('status')}:", f"    raise {self._fail_expr(op)}"]
         raise NotImplementedError(f"no Python rendering for vm.{m}")
@@ -207,7 +208,7 @@ class OpRenderer:
         msg = op["message"].decode("utf-8", errors="replace")
         loc = self.location(op)
         self.use("context", "vm_fail")
-        return f"vm_fail({self.field_text(op, 'status')}, {msg!r}, {self.current_function!r}, {loc!r})"
+        return f"vm_fail({self.field_text(op, 'status')}, {lit(msg)}, {lit(self.current_function)}, {lit(loc) if loc is not None else None})"
 
     def _global(self, op: Op, f) -> list[str]:
         m = op.mnemonic
@@ -217,8 +218,8 @@ class OpRenderer:
             t = self.module.types[op["type_def"]]
             where = f("global") if indirect else str(op["global"])
             if kind == "load":
-                return self._assign(op, f"{self.use('globals', 'global_load_ref')}(refs, {where}, {t!r})")
-            return [f"{self.use('globals', 'global_store_ref')}(refs, {where}, {t!r}, {f('value')})"]
+                return self._assign(op, f"{self.use('globals', 'global_load_ref')}(refs, {where}, {lit(t)})")
+            return [f"{self.use('globals', 'global_store_ref')}(refs, {where}, {lit(t)}, {f('value')})"]
         where = f("byte_offset") if indirect else str(op["byte_offset"])
         if kind == "load":
             return self._assign(op, f"{self.use('globals', f'global_load_{bank}')}(rwdata, {where})")
