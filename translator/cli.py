@@ -47,9 +47,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--dump-output",
-        choices=("all", "metadata", "disassembly"),
+        choices=("all", "metadata", "disassembly", "executables"),
         default="all",
-        help="with --dump: which parts to print (as iree-dump-module --output=...)",
+        help="with --dump: which parts to print (as iree-dump-module --output=...); "
+        "executables (pyree's own) lists the kernels each executable carries",
     )
     p.add_argument(
         "--bytecode-offsets",
@@ -67,6 +68,10 @@ def dump_text(module, *, output: str = "all", offsets: bool = False) -> str:
     from translator.verifier import function_cconvs, verify_function
 
     parts = []
+    if output == "executables":  # pyree's own: what iree-dump-module shows as raw .rodata
+        from translator.executables import format_executables
+
+        return format_executables(module)
     if output in ("all", "metadata"):
         parts.append(format_metadata(module))
     if output in ("all", "disassembly"):
@@ -98,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         if not name.isidentifier() or keyword.iskeyword(name):
             print(f"pyree-translate: --name {name!r} is not a valid Python identifier", file=sys.stderr)
             return 2
-        out = write_package(module, Path(args.output_dir), name, format_code=not args.no_format, source_name=path.name)
+        out = write_package(module, Path(args.output_dir), name, format_code=not args.no_format, source_name=Path(path).name)
         print(out)
         return 0
     except InvalidModuleError as e:

@@ -1,0 +1,1 @@
+"""The `cuda` device: IREE's `cuda-nvptx-fb` executables run through the CUDA driver."""
