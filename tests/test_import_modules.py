@@ -32,7 +32,16 @@ from translator.errors import InvalidModuleError
 from translator.imports import check_imports
 from translator.module import FLAG_OPTIONAL, ImportFunction, Signature
 
-HOSTILE_NAMES = ["a\nb", "a\rb", "a\u2028b", "a\u2029b", "a\x85b", "a\x0bb\x0cc", "a\x1cb", "a'\"b\\"]
+HOSTILE_NAMES = [
+    "a\nb",
+    "a\rb",
+    "a\u2028b",
+    "a\u2029b",
+    "a\x85b",
+    "a\x0bb\x0cc",
+    "a\x1cb",
+    "a'\"b\\",
+]
 
 MODULE_CLASSES = (HalModule, HalInlineModule, HalLoaderModule, IoParametersModule, CheckModule)
 
@@ -102,7 +111,9 @@ def test_declared_checks_and_unsigned_masking():
     with pytest.raises(VMError) as e:
         hal.buffer_view_create(None, 0, 4, 0x20000020, 1, [1])
     assert e.value.code == StatusCode.INVALID_ARGUMENT
-    assert e.value.message == "hal.buffer_view.create: argument 'buffer' is null; expected !hal.buffer"
+    assert (
+        e.value.message == "hal.buffer_view.create: argument 'buffer' is null; expected !hal.buffer"
+    )
     with pytest.raises(VMError) as e:
         hal.command_buffer_dispatch(
             hal.command_buffer_create(device, 1, 3, 0, 0), None, 0, 1, 1, 1, 0, [], []

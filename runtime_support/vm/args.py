@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import linecache
 
 from ..errors import StatusCode, VMError
 from . import numerics
@@ -275,7 +276,9 @@ def _fits(decl: ImportDecl, fn) -> list[str]:
         else:
             ok = code == kind.code
         if not ok:
-            raise TypeError(f"{where}: {arg!r} is cconv {code!r}, not a {type(kind).__name__} ({kind.code})")
+            raise TypeError(
+                f"{where}: {arg!r} is cconv {code!r}, not a {type(kind).__name__} ({kind.code})"
+            )
     return params
 
 
@@ -307,7 +310,10 @@ def vm_import(full_name: str, cconv: str, /, **args: Arg):
             + [f"    {line}" for line in lines]
             + [f"    return _body({signature})"]
         )
-        exec(compile(source, f"<vm_import {full_name}>", "exec"), ns)
+        filename = f"<vm_import {full_name}>"
+        # Registered so tracebacks through the checks show their source.
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        exec(compile(source, filename, "exec"), ns)
         wrapper = functools.update_wrapper(ns[fn.__name__], fn)
         wrapper.__vm_import__ = decl
         return wrapper
@@ -327,23 +333,12 @@ def import_module(prefix: str):
                 if decl is None:
                     continue
                 if not decl.full_name.startswith(prefix + "."):
-                    raise TypeError(f"{cls.__name__}.{attr}: {decl.full_name!r} is not in {prefix!r}")
+                    raise TypeError(
+                        f"{cls.__name__}.{attr}: {decl.full_name!r} is not in {prefix!r}"
+                    )
                 table[decl.full_name] = decl.cconv
         cls.IMPORTS = table
         cls.MODULE_NAME = prefix
         return cls
 
     return build
-
-
-# --------------------------------------------------------------------------- for bodies
-
-
-def deref(value, cls, type_name: str, module: str, name: str, arg: str, nullable: bool = False):
-    """`value` must be a `cls` (or None when `nullable`); INVALID_ARGUMENT otherwise. For
-    checks a declaration cannot express (values built inside a method)."""
-    if value is None and nullable:
-        return None
-    if not isinstance(value, cls):
-        raise bad_argument(f"{module}.{name}", arg, type_name, value)
-    return value
