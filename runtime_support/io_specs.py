@@ -40,6 +40,7 @@ from fractions import Fraction
 import numpy as np
 
 from runtime_support.errors import StatusCode
+from runtime_support.vm.numerics import wrap_int
 
 
 class SpecError(Exception):
@@ -243,11 +244,7 @@ def _strtoull(text: str) -> int | None:
     return (-v) % 2**64 if m.group(1) == "-" else v
 
 
-def _wrap(v: int, bits: int, signed: bool) -> int:
-    v &= (1 << bits) - 1
-    if signed and v >= 1 << (bits - 1):
-        v -= 1 << bits
-    return v
+_wrap = wrap_int
 
 
 # (mantissa bits excluding the implicit one, min normal exponent, max exponent)

@@ -20,6 +20,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtime_support.vm.numerics import wrap_i32, wrap_i64
 from translator.isa import OpSpec
 
 REF_BIT = 0x8000
@@ -68,9 +69,9 @@ class Imm:
     @property
     def value(self) -> int | float:
         if self.type == "i32":
-            return self.bits - (1 << 32) if self.bits & 0x80000000 else self.bits
+            return wrap_i32(self.bits)
         if self.type == "i64":
-            return self.bits - (1 << 64) if self.bits & (1 << 63) else self.bits
+            return wrap_i64(self.bits)
         if self.type == "f32":
             return struct.unpack("<f", struct.pack("<I", self.bits))[0]
         return struct.unpack("<d", struct.pack("<Q", self.bits))[0]

@@ -10,6 +10,7 @@ and strings print up to their first NUL as C would.
 
 from __future__ import annotations
 
+from runtime_support.vm.numerics import wrap_i32
 from translator.cconv import format_items, parse_fragment, split_cconv
 from translator.module import (
     FEATURE_EXT_F32,
@@ -30,10 +31,7 @@ def _c(s: str) -> str:
     return s.split("\0", 1)[0]
 
 
-def _i32(v: int) -> int:
-    """v as C's %d prints a 32-bit value."""
-    v &= 0xFFFFFFFF
-    return v - (1 << 32) if v & 0x80000000 else v
+_i32 = wrap_i32  # v as C's %d prints a 32-bit value
 
 
 def section_header(title: str) -> list[str]:

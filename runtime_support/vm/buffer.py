@@ -29,6 +29,7 @@ import struct
 import sys
 
 from runtime_support.errors import StatusCode, VMError
+from runtime_support.vm.numerics import wrap_i32, wrap_i64
 from runtime_support.vm.refs import register_ref_type
 
 if sys.byteorder != "little":  # pragma: no cover
@@ -383,12 +384,7 @@ class VMBuffer:
 register_ref_type("!vm.buffer", VMBuffer)
 
 
-def _w32(v: int) -> int:
-    return ((v + 0x80000000) & 0xFFFFFFFF) - 0x80000000
-
-
-def _w64(v: int) -> int:
-    return ((v + (1 << 63)) & ((1 << 64) - 1)) - (1 << 63)
+_w32, _w64 = wrap_i32, wrap_i64
 
 
 _pack_native_f = struct.Struct("f").pack  # C cast: no OverflowError for large doubles

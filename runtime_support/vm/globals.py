@@ -8,6 +8,7 @@ from __future__ import annotations
 import struct
 
 from runtime_support.errors import StatusCode, VMError
+from runtime_support.vm.numerics import wrap_i32, wrap_i64
 from runtime_support.vm.refs import check_ref_type, type_matches
 
 _I32 = struct.Struct("<i")
@@ -47,14 +48,7 @@ def _storer(s: struct.Struct, fix):
     return store
 
 
-def _w32(v: int) -> int:
-    v &= 0xFFFFFFFF
-    return v - 0x100000000 if v & 0x80000000 else v
-
-
-def _w64(v: int) -> int:
-    v &= 0xFFFFFFFFFFFFFFFF
-    return v - (1 << 64) if v >> 63 else v
+_w32, _w64 = wrap_i32, wrap_i64
 
 
 global_load_i32 = _loader(_I32)

@@ -62,6 +62,7 @@ __all__ = [
     "f32",
     "wrap_i32",
     "wrap_i64",
+    "wrap_int",
     "to_u32",
     "to_u64",
     "bits_f32",
@@ -125,6 +126,12 @@ def wrap_i32(x: int) -> int:
 
 def wrap_i64(x: int) -> int:
     return ((x + _S64) & M64) - _S64
+
+
+def wrap_int(x: int, bits: int, signed: bool = True) -> int:
+    """`x` modulo 2**bits, as a signed or unsigned `bits`-wide integer (any width)."""
+    x &= (1 << bits) - 1
+    return x - (1 << bits) if signed and x >> (bits - 1) else x
 
 
 def to_u32(x: int) -> int:
