@@ -68,6 +68,17 @@ def python_name(name: str) -> str:
     return ident
 
 
+def is_coarse_fences(name: str, arg_codes, declaration: str | None) -> bool:
+    """Whether an export takes `(args..., wait_fence, signal_fence)` (IREE's `coarse-fences`
+    ABI model): declared `async`, or, since iree-turbine exports carry no declaration,
+    named `NAME$async`; either way its last two arguments must be refs."""
+    codes = list(arg_codes)
+    if codes[-2:] != ["r", "r"]:
+        return False
+    decl = abi.parse_declaration(declaration, name)
+    return decl.is_async if decl is not None else name.endswith("$async")
+
+
 def vm_fail(status: int, message: str, function: str, location: str | None) -> VMError:
     """The error `vm.fail` raises (status is already known to be non-zero)."""
     return VMError(status, message, function=function, location=location)
@@ -201,9 +212,7 @@ class ModuleContext:
         """
         decl = abi.parse_declaration(declaration, name)
         codes = list(arg_codes)
-        coarse_fences = codes[-2:] == ["r", "r"] and (
-            decl.is_async if decl is not None else name.endswith("$async")
-        )
+        coarse_fences = is_coarse_fences(name, codes, declaration)
         if coarse_fences:
             codes = codes[:-2]  # wait and signal fences
         arg_types = [t for _, t in decl.arguments] if decl else []

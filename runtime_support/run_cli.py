@@ -35,6 +35,7 @@ import traceback
 
 import numpy as np
 
+from runtime_support.context import is_coarse_fences
 from runtime_support.errors import LoaderError, StatusCode, VMError
 from runtime_support.io_format import (
     DEFAULT_MAX_ELEMENT_COUNT,
@@ -54,6 +55,10 @@ class RunError(Exception):
         self.code = code
         self.message = message
         super().__init__(f"{code.name}; {message}")
+
+
+def _cconv_arg_codes(cconv: str) -> list[str]:
+    return list(cconv[1:].partition("_")[0])
 
 
 def parse_cconv(cconv: str) -> tuple[list[str], list[str]]:
@@ -95,6 +100,41 @@ def load_package(package_dir: str):
         del sys.modules[name]
         raise
     return module
+
+
+def default_function(exports) -> str:
+    """The export to run when `--function` is left out, by iree-run-module's rule: the one
+    export whose name neither starts with `__` (module initializers) nor holds a `$`
+    (`main$async` twins and other special ABIs)."""
+    candidates = [n for n in exports if not n.startswith("__") and "$" not in n]
+    if not candidates:
+        raise RunError(
+            StatusCode.INVALID_ARGUMENT,
+            "no exported functions found in module; at least one must be present",
+        )
+    if len(candidates) > 1:
+        raise RunError(
+            StatusCode.INVALID_ARGUMENT,
+            "more than one exported function present; "
+            "--function= must be specified explicitly",
+        )
+    return candidates[0]
+
+
+def lookup_export(ctx, name: str):
+    """The numpy-level callable of export `name` (its VM name, which need not be a Python
+    identifier: `i32i32.i32`), or None. Contexts with `call(name, ...)` are asked by VM
+    name; other objects by attribute (the name as is, then its identifier form)."""
+    exports = getattr(ctx, "exports", None)
+    call = getattr(ctx, "call", None)
+    if callable(call) and isinstance(exports, (tuple, list, dict)) and name in exports:
+        return lambda *args: call(name, *args)
+    method = getattr(ctx, name, None) if name.isidentifier() else None
+    if method is None:
+        from runtime_support.context import python_name
+
+        method = getattr(ctx, python_name(name), None)
+    return method if callable(method) else None
 
 
 def _guess_arg_type(spec: str) -> str:
@@ -187,18 +227,15 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
     exports = dict(getattr(pkg, "EXPORTS", {}) or {})
     name = args.function
     if not name:
-        if len(exports) != 1:
-            return _fail(
-                stderr,
-                "INVALID_ARGUMENT; more than one exported function present; "
-                "--function= must be specified explicitly",
-            )
-        name = next(iter(exports))
+        try:
+            name = default_function(exports)
+        except RunError as e:
+            return _fail(stderr, f"{e}; creating run context")
     if exports and name not in exports:
         return _fail(
             stderr,
             f"NOT_FOUND; no function `{name}` exported by module; "
-            f"looking up function '{name}'",
+            f"looking up function '{name}'; creating run context",
         )
 
     cconv = (getattr(pkg, "CCONVS", None) or {}).get(name)
@@ -208,6 +245,10 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
             arg_types, result_types = parse_cconv(cconv)
         except ValueError as e:
             return _fail(stderr, f"UNIMPLEMENTED; {e}")
+        if is_coarse_fences(name, _cconv_arg_codes(cconv), exports.get(name)):
+            # async-external: the package's wrapper supplies and waits on the two fences,
+            # as iree-run-module does, so the command line gives only the user's inputs.
+            arg_types = arg_types[:-2]
 
     try:
         ctx = pkg.load(
@@ -217,12 +258,12 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
         return _fail(stderr, f"{_status_text(e)}; creating run context")
     except LoaderError as e:
         return _fail(stderr, f"INTERNAL; {e}; creating run context")
-    method = getattr(ctx, name, None)
+    method = lookup_export(ctx, name)
     if method is None:
         return _fail(
             stderr,
             f"NOT_FOUND; no function `{name}` exported by module; "
-            f"looking up function '{name}'",
+            f"looking up function '{name}'; creating run context",
         )
 
     # Inputs.

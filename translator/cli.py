@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         if not name.isidentifier() or keyword.iskeyword(name):
             print(f"pyree-translate: --name {name!r} is not a valid Python identifier", file=sys.stderr)
             return 2
-        out = write_package(module, Path(args.output_dir), name, format_code=not args.no_format, source_name=path.name)
+        out = write_package(module, Path(args.output_dir), name, format_code=not args.no_format, source_name=Path(path).name)
         print(out)
         return 0
     except InvalidModuleError as e:

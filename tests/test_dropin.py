@@ -1,0 +1,142 @@
+"""pyree-run as a drop-in for iree-run-module on real translated packages (issue 13).
+
+Each test compiles a small MLIR program with the pinned iree-compile, translates it with
+`pyree-translate`, and runs the same command line through `pyree-run` and
+`iree-run-module`, comparing stdout and exit status byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import shutil
+import subprocess
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from runtime_support.run_cli import load_package, main as run_main
+from translator.cli import main as translate_main
+
+HAVE_IREE = shutil.which("iree-run-module") is not None and shutil.which("iree-compile") is not None
+pytestmark = pytest.mark.skipif(not HAVE_IREE, reason="needs iree-base-compiler/iree-base-runtime")
+
+CPU = (
+    "--iree-hal-target-device=local",
+    "--iree-hal-local-target-device-backends=llvm-cpu",
+    "--iree-llvmcpu-target-cpu=generic",
+)
+ASYNC = CPU + ("--iree-execution-model=async-external",)
+
+
+@pytest.fixture(scope="module")
+def build(compile_mlir, tmp_path_factory):
+    """build(mlir_text, flags=CPU, name=...) -> (vmfb path, translated package dir)."""
+    root = tmp_path_factory.mktemp("dropin")
+
+    def _build(text: str, flags=CPU, name: str = "m"):
+        key = hashlib.sha256((text + "\0".join(flags)).encode()).hexdigest()[:12]
+        src = root / f"{name}_{key}.mlir"
+        if not src.exists():
+            src.write_text(text)
+        vmfb = Path(compile_mlir(src, flags))
+        pkg = root / "out" / f"{name}_{key}"
+        if not pkg.exists():
+            local = root / f"{name}_{key}.vmfb"
+            shutil.copyfile(vmfb, local)
+            rc, _, err = cli(translate_main, [local, "-o", root / "out", "--name", pkg.name])
+            assert rc == 0, err
+        return vmfb, pkg
+
+    return _build
+
+
+def cli(entry, argv, cwd=None):
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = entry([str(a) for a in argv])
+    return rc, out.getvalue(), err.getvalue()
+
+
+def iree_run(modules, args, cwd=None):
+    p = subprocess.run(
+        ["iree-run-module", "--device=local-sync", *[f"--module={m}" for m in modules], *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
+    return p.returncode, p.stdout, p.stderr
+
+
+def pyree_run(pkg, args, extra=()):
+    return cli(run_main, [pkg, "--device=local-sync", *extra, *args])
+
+
+def same_as_iree(vmfb, pkg, args):
+    ref = iree_run([vmfb], args)
+    ours = pyree_run(pkg, args)
+    assert (ours[0], ours[1]) == (ref[0], ref[1]), (ours[2], ref[2])
+    return ours
+
+
+# -- export names that are not Python identifiers -------------------------------------
+
+DOTTED = """
+func.func @"i32i32.i32"(%a: i32, %b: i32) -> i32 {
+  %c = arith.addi %a, %b : i32
+  return %c : i32
+}
+func.func @"f.x-y"(%a: tensor<2xf32>) -> tensor<2xf32> {
+  %c = arith.addf %a, %a : tensor<2xf32>
+  return %c : tensor<2xf32>
+}
+"""
+
+
+def test_dotted_export_names_run_by_vm_name(build):
+    vmfb, pkg = build(DOTTED, name="dotted")
+    same_as_iree(vmfb, pkg, ["--function=i32i32.i32", "--input=3", "--input=4"])
+    rc, out, _ = same_as_iree(vmfb, pkg, ["--function=f.x-y", "--input=2xf32=1 2.5"])
+    assert rc == 0 and out.endswith("2xf32=2 5\n")
+
+
+def test_dotted_export_names_from_python(build):
+    _, pkg = build(DOTTED, name="dotted")
+    ctx = load_package(pkg).load(device="local-sync")
+    assert ctx.call("i32i32.i32", 3, 4) == 7
+    assert "i32i32.i32" in ctx.exports
+
+
+# -- --function left out ----------------------------------------------------------------
+
+ONE_EXPORT = """
+util.global private mutable @g = dense<[1.0, 2.0]> : tensor<2xf32>
+func.func @only(%a: tensor<2xf32>) -> tensor<2xf32> {
+  %g = util.global.load @g : tensor<2xf32>
+  %c = arith.addf %a, %g : tensor<2xf32>
+  util.global.store %c, @g : tensor<2xf32>
+  return %c : tensor<2xf32>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "text,flags,args",
+    [
+        (ONE_EXPORT, CPU, ["--input=2xf32=4 5"]),  # an __init export next to the user's
+        (ONE_EXPORT, ASYNC, ["--input=2xf32=4 5"]),  # async-external: `$async`-free name
+        (DOTTED, CPU, ["--input=1"]),  # two user exports: an error, as in IREE
+    ],
+    ids=["with-init", "async-external", "two-exports"],
+)
+def test_function_left_out_follows_iree_run_module(build, text, flags, args):
+    vmfb, pkg = build(text, flags, name="one")
+    if text is ONE_EXPORT:
+        assert "__init" in load_package(pkg).EXPORTS
+    ref = iree_run([vmfb], args)
+    ours = pyree_run(pkg, args)
+    assert (ours[0], ours[1]) == (ref[0], ref[1]), (ours[2], ref[2])
+    if ref[0]:
+        assert ref[2].strip().endswith(ours[2].strip().split("; ", 1)[1]), (ours[2], ref[2])
