@@ -23,6 +23,17 @@ from runtime_support.vm.buffer import VMBuffer
 
 DEVICES = ("local", "local-task", "local-sync", "cuda")
 
+# Devices pyree can create now, and those the contract names that this build lacks.
+_LOCAL_DEVICES = {"local": "local-task", "local-task": "local-task", "local-sync": "local-sync"}
+_UNAVAILABLE_DEVICES = {
+    "cuda": "the CUDA device is not implemented in this build of pyree yet",
+}
+
+
+class DeviceError(VMError, ValueError):
+    """A device that cannot be created: NOT_FOUND (no such device) or UNAVAILABLE (known
+    but not usable here). Also a ValueError, as `load(device=...)` raised before."""
+
 
 def make_device(device):
     """A device object from a name (`local`, `local-task`, `local-sync`) or a device."""
@@ -30,13 +41,19 @@ def make_device(device):
 
     if not isinstance(device, str):
         return device
-    if device in ("local", "local-task"):
-        return LocalDevice("local-task")
-    if device == "local-sync":
-        return LocalDevice("local-sync")
-    if device == "cuda":
-        raise ValueError("device 'cuda' is not supported by this build of pyree yet")
-    raise ValueError(f"unknown device {device!r}; expected one of {', '.join(DEVICES)}")
+    kind = _LOCAL_DEVICES.get(device)
+    if kind is not None:
+        return LocalDevice(kind)
+    usable = ", ".join(_LOCAL_DEVICES)
+    if device in _UNAVAILABLE_DEVICES:
+        raise DeviceError(
+            StatusCode.UNAVAILABLE,
+            f"device '{device}' is not available: {_UNAVAILABLE_DEVICES[device]}; "
+            f"use one of {usable}",
+        )
+    raise DeviceError(
+        StatusCode.NOT_FOUND, f"no device '{device}' in pyree; use one of {usable}"
+    )
 
 
 def default_modules(device, parameters=None) -> dict[str, object]:
@@ -110,6 +127,7 @@ class ModuleContext:
         self.rodata = self._map_rodata(Path(package_file).with_name("rodata.bin"), rodata)
         self.imports = tuple(self._resolve(name, cconv, optional) for name, cconv, optional in imports)
         self._lock = threading.Lock()
+        self._closed = False
         self._functions = bind(self)
         self._exports: dict[str, Callable] = {}
         self._vm_exports: dict[str, Callable] = {}
@@ -137,7 +155,15 @@ class ModuleContext:
         # A private copy-on-write mapping: the VM sees read-only buffers, yet kernels
         # that write into imported constants (hal-abi.md §I) touch only this context's
         # private pages, never the file or another context.
-        with open(path, "rb") as f:
+        try:
+            f = open(path, "rb")
+        except OSError as e:
+            raise VMError(
+                StatusCode.DATA_LOSS,
+                f"package {path.parent.name} is incomplete: cannot read its constants file "
+                f"{path.name} ({e.strerror or e}); translate the .vmfb again",
+            ) from None
+        with f:
             size = os.fstat(f.fileno()).st_size
             mapped = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY) if size else bytearray()
         view = memoryview(mapped)
@@ -173,6 +199,11 @@ class ModuleContext:
 
     # -- calls -----------------------------------------------------------------------
     def _call_vm(self, name: str, fn: Callable, args: tuple):
+        if self._closed:
+            raise VMError(
+                StatusCode.FAILED_PRECONDITION,
+                f"calling {name!r} on a closed context; load() a new one",
+            )
         if not self._lock.acquire(blocking=False):
             raise RuntimeError(
                 f"context is already running a call in another thread; use one context "
@@ -317,4 +348,5 @@ class ModuleContext:
         deinit, self._deinit = self._deinit, None
         if deinit is not None:
             self._call_vm("__deinit", deinit, ())
+        self._closed = True
         self.refs[:] = [None] * len(self.refs)

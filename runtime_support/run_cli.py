@@ -183,8 +183,15 @@ def _write_output(mode: str, value, vm_type: str | None, max_count, stdout) -> N
             f.write(arr.tobytes())
 
 
+class OneLineArgumentParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (exit 2), not usage + error."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def _build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineArgumentParser(
         prog="pyree-run",
         description="Run an export of a pyree-generated package like iree-run-module.",
     )
@@ -205,8 +212,12 @@ def _build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
 def _fail(stderr, text: str) -> int:
-    stderr.write(text.rstrip("\n") + "\n")
+    stderr.write(" ".join(text.split("\n")).rstrip() + "\n")
     return 1
 
 
@@ -255,9 +266,13 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
             device=args.device, parameters=_parse_parameters(args.parameters)
         )
     except VMError as e:
+        if e.function is None and e.location is None:  # not raised by VM code
+            return _fail(stderr, f"{e.code.name}; {e.message}; creating run context")
         return _fail(stderr, f"{_status_text(e)}; creating run context")
     except LoaderError as e:
         return _fail(stderr, f"INTERNAL; {e}; creating run context")
+    except (OSError, ValueError, TypeError) as e:
+        return _fail(stderr, f"INVALID_ARGUMENT; {_one_line(e)}; creating run context")
     method = lookup_export(ctx, name)
     if method is None:
         return _fail(
@@ -371,8 +386,14 @@ def main(argv: list[str] | None = None) -> int:
         return run(args)
     except KeyboardInterrupt:
         return 130
-    except Exception:  # a bug in pyree: say so, do not pretend it is a module failure
-        traceback.print_exc()
+    except Exception as e:  # a bug in pyree: say so in one line (traceback on request)
+        if os.environ.get("PYREE_DEBUG"):
+            traceback.print_exc()
+        sys.stdout.flush()
+        sys.stderr.write(
+            f"INTERNAL; pyree-run failed unexpectedly: {type(e).__name__}: {_one_line(e)} "
+            "(a pyree bug; set PYREE_DEBUG=1 for the traceback)\n"
+        )
         return 1
 
 

@@ -14,6 +14,7 @@ import subprocess
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from runtime_support.run_cli import load_package, main as run_main
@@ -140,3 +141,72 @@ def test_function_left_out_follows_iree_run_module(build, text, flags, args):
     assert (ours[0], ours[1]) == (ref[0], ref[1]), (ours[2], ref[2])
     if ref[0]:
         assert ref[2].strip().endswith(ours[2].strip().split("; ", 1)[1]), (ours[2], ref[2])
+
+
+# -- every CLI error is one line --------------------------------------------------------
+
+
+def _one_line_error(err: str) -> str:
+    assert err.endswith("\n") and err.count("\n") == 1, err
+    return err
+
+
+@pytest.mark.parametrize("device,code", [("cuda", "UNAVAILABLE"), ("cpu", "NOT_FOUND")])
+def test_unusable_device_is_one_line_like_iree(build, device, code):
+    vmfb, pkg = build(DOTTED, name="dotted")
+    args = ["--function=i32i32.i32", "--input=1", "--input=2"]
+    ref = subprocess.run(
+        ["iree-run-module", f"--device={device}", f"--module={vmfb}", *args],
+        capture_output=True, text=True, timeout=60,
+    )
+    rc, out, err = cli(run_main, [pkg, f"--device={device}", *args])
+    assert rc == ref.returncode == 1 and out == ref.stdout == ""
+    assert f"{code};" in ref.stderr
+    assert _one_line_error(err).startswith(f"{code}; ") and device in err, err
+    assert err.rstrip().endswith("; creating run context")
+
+
+def test_usage_error_is_one_line_exit_2(build):
+    _, pkg = build(DOTTED, name="dotted")
+    rc, _, err = cli(run_main, [pkg, "--bogus-flag"])
+    assert rc == 2 and _one_line_error(err).startswith("pyree-run: error:"), err
+
+
+def test_missing_rodata_is_one_line(build, tmp_path):
+    _, pkg = build(ONE_EXPORT, name="one")
+    broken = tmp_path / "broken"
+    shutil.copytree(pkg, broken)
+    (broken / "rodata.bin").unlink()
+    rc, _, err = cli(run_main, [broken, "--input=2xf32=1 2"])
+    assert rc == 1 and "rodata.bin" in _one_line_error(err) and "incomplete" in err, err
+
+
+def test_closed_context_says_so(build):
+    from runtime_support.errors import StatusCode, VMError
+
+    _, pkg = build(ONE_EXPORT, name="one")
+    ctx = load_package(pkg).load(device="local-sync")
+    ctx.close()
+    with pytest.raises(VMError, match="closed context") as e:
+        ctx.only(np.ones(2, np.float32))
+    assert e.value.code == StatusCode.FAILED_PRECONDITION
+
+
+def test_unexpected_exception_is_one_line(tmp_path):
+    d = tmp_path / "bad"
+    d.mkdir()
+    (d / "__init__.py").write_text(
+        "EXPORTS = {'f': None}\n"
+        "class C:\n    def f(self):\n        raise RuntimeError('boom\\nsecond line')\n"
+        "def load(device='local', parameters=None):\n    return C()\n"
+    )
+    rc, _, err = cli(run_main, [d])
+    assert rc == 1 and _one_line_error(err).startswith("INTERNAL; ") and "boom" in err
+
+
+def test_translate_output_error_names_the_output(build, tmp_path):
+    vmfb, _ = build(DOTTED, name="dotted")
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("x")
+    rc, _, err = cli(translate_main, [vmfb, "-o", blocker])
+    assert rc == 1 and str(blocker) in _one_line_error(err) and vmfb.name not in err, err

@@ -105,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pyree-translate: error: {e.with_path(path)}", file=sys.stderr)
         return 1
     except OSError as e:
-        print(f"pyree-translate: error: {path}: {e.strerror or e}", file=sys.stderr)
+        where = e.filename or path  # the output path when writing failed, not the input's
+        print(f"pyree-translate: error: {where}: {e.strerror or e}", file=sys.stderr)
         return 1
 
 
