@@ -175,9 +175,10 @@ def _write_output(mode: str, value, vm_type: str | None, max_count, stdout) -> N
         )
     path = mode[1:]
     file_mode = "ab" if mode[0] == "+" else "wb"
-    arr = to_numpy_for_output(value, vm_type)
+    npy = path.lower().endswith(".npy")
+    arr = to_numpy_for_output(value, vm_type, npy=npy)
     with open(path, file_mode) as f:
-        if path.lower().endswith(".npy"):
+        if npy:
             np.save(f, arr, allow_pickle=False)
         else:
             f.write(arr.tobytes())
