@@ -85,6 +85,60 @@ def python_name(name: str) -> str:
     return ident
 
 
+def _shared_device(device, modules: dict):
+    """The device of the translated contexts among `modules` when `device` names the same
+    kind: modules of one VM context share one device (buffers and fences pass between
+    them); a different kind is an error."""
+    for name, module in modules.items():
+        if not isinstance(module, ContextModule):
+            continue
+        theirs = module.context.device
+        if not isinstance(device, str):
+            if device is not theirs:
+                raise DeviceError(
+                    StatusCode.INVALID_ARGUMENT,
+                    f"import module {name!r} runs on another device; pass device= its device",
+                )
+            return device
+        kind = _LOCAL_DEVICES.get(device, device)
+        if getattr(theirs, "identifier", None) != kind:
+            raise DeviceError(
+                StatusCode.INVALID_ARGUMENT,
+                f"import module {name!r} was loaded with device "
+                f"'{getattr(theirs, 'identifier', theirs)}', not '{device}'; load both with "
+                f"the same device",
+            )
+        return theirs
+    return device
+
+
+class ContextModule:
+    """A loaded translated context serving as an import module of another one, as a second
+    `--module=` does in iree-run-module: its exports become imports `NAME.EXPORT`.
+
+    Follows the import-module protocol (ARCHITECTURE.md): `IMPORTS` declares every export
+    it serves (full name -> cconv), and each is an attribute named after the export with
+    `.` replaced by `_`, taking and returning VM-level values (ints, floats, refs).
+    """
+
+    def __init__(self, context: "ModuleContext", name: str) -> None:
+        self.context = context
+        self.name = name
+        self.IMPORTS = {f"{name}.{export}": cconv for export, cconv in context.cconvs.items()}
+        for export in context.cconvs:
+            fn = context._vm_exports[export]
+            setattr(self, export.replace(".", "_"), self._bind(export, fn))
+
+    def _bind(self, export: str, fn: Callable) -> Callable:
+        call = self.context._call_vm
+
+        def imported(*args):
+            return call(export, fn, args)
+
+        imported.__name__ = python_name(export)
+        return imported
+
+
 def is_coarse_fences(name: str, arg_codes, declaration: str | None) -> bool:
     """Whether an export takes `(args..., wait_fence, signal_fence)` (IREE's `coarse-fences`
     ABI model): declared `async`, or, since iree-turbine exports carry no declaration,
@@ -118,10 +172,13 @@ class ModuleContext:
         parameters=None,
         modules: dict[str, object] | None = None,
     ) -> None:
-        self.device = make_device(device)
+        modules = {
+            name: ContextModule(module, name) if isinstance(module, ModuleContext) else module
+            for name, module in (modules or {}).items()
+        }
+        self.device = make_device(_shared_device(device, modules))
         self.modules = default_modules(self.device, parameters)
-        if modules:
-            self.modules.update(modules)
+        self.modules.update(modules)
         self.rwdata = bytearray(global_bytes)
         self.refs: list = [None] * global_refs
         self.rodata = self._map_rodata(Path(package_file).with_name("rodata.bin"), rodata)
@@ -131,6 +188,10 @@ class ModuleContext:
         self._functions = bind(self)
         self._exports: dict[str, Callable] = {}
         self._vm_exports: dict[str, Callable] = {}
+        self.cconvs = {  # export name -> VM calling convention (`0ri_r`)
+            name: f"0{''.join(args) or 'v'}_{''.join(results) or 'v'}"
+            for name, (_, args, results, _) in exports.items()
+        }
         for export_name, (function, arg_codes, result_codes, declaration) in exports.items():
             wrapper = self._make_export(
                 export_name, self._functions[function], arg_codes, result_codes, declaration

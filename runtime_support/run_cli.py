@@ -137,6 +137,26 @@ def lookup_export(ctx, name: str):
     return method if callable(method) else None
 
 
+def vm_module_name(pkg) -> str:
+    """The VM module name a package's exports are imported under (`a` in `a.add`)."""
+    name = getattr(pkg, "VM_MODULE_NAME", None)
+    return name if isinstance(name, str) and name else "module"
+
+
+def load_contexts(packages, device="local", parameters=None):
+    """Loads packages in order, each one's exports serving as imports of the later ones
+    (iree-run-module --module=a --module=b), and returns the last one's context."""
+    loaded: dict = {}
+    ctx = None
+    for pkg in packages:
+        kwargs = {"device": device, "parameters": parameters}
+        if loaded:
+            kwargs["modules"] = dict(loaded)
+        ctx = pkg.load(**kwargs)
+        loaded[vm_module_name(pkg)] = ctx
+    return ctx
+
+
 def _guess_arg_type(spec: str) -> str:
     """Argument type of a SPEC when the package gives no calling convention: integer
     literals are i32 (i64 when out of i32 range), other bare numbers f32, the rest refs.
@@ -196,7 +216,20 @@ def _build_parser() -> argparse.ArgumentParser:
         prog="pyree-run",
         description="Run an export of a pyree-generated package like iree-run-module.",
     )
-    p.add_argument("package_dir", metavar="PACKAGE_DIR")
+    p.add_argument(
+        "package_dir",
+        metavar="PACKAGE_DIR",
+        nargs="?",
+        help="the translated package to run (after any --module= packages)",
+    )
+    p.add_argument(
+        "--module",
+        action="append",
+        default=[],
+        metavar="PACKAGE_DIR",
+        help="a package to load first, in order; its exports serve as imports of the "
+        "ones after it; without PACKAGE_DIR the last --module= is the one run",
+    )
     p.add_argument("--function", default=None, metavar="NAME")
     p.add_argument("--input", action="append", default=[], metavar="SPEC")
     p.add_argument("--device", default="local")
@@ -225,17 +258,28 @@ def _fail(stderr, text: str) -> int:
 def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
-    try:
-        pkg = load_package(args.package_dir)
-    except FileNotFoundError as e:
-        stderr.write(f"pyree-run: error: {e}\n")
-        return 2
-    except Exception as e:  # a broken package: report, do not crash with a traceback
-        return _fail(
-            stderr,
-            f"INTERNAL; cannot import package {args.package_dir}: "
-            f"{type(e).__name__}: {e}",
+    paths = list(getattr(args, "module", None) or [])
+    if args.package_dir:
+        paths.append(args.package_dir)
+    if not paths:
+        stderr.write(
+            "pyree-run: error: no module given; pass a translated package directory "
+            "(PACKAGE_DIR or --module=PACKAGE_DIR) (see --help)\n"
         )
+        return 2
+    packages = []
+    for path in paths:  # like --module= in iree-run-module: the last one is the main one
+        try:
+            packages.append(load_package(path))
+        except FileNotFoundError as e:
+            stderr.write(f"pyree-run: error: {e}\n")
+            return 2
+        except Exception as e:  # a broken package: report, do not crash with a traceback
+            return _fail(
+                stderr,
+                f"INTERNAL; cannot import package {path}: {type(e).__name__}: {e}",
+            )
+    pkg = packages[-1]
     exports = dict(getattr(pkg, "EXPORTS", {}) or {})
     name = args.function
     if not name:
@@ -263,9 +307,7 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
             arg_types = arg_types[:-2]
 
     try:
-        ctx = pkg.load(
-            device=args.device, parameters=_parse_parameters(args.parameters)
-        )
+        ctx = load_contexts(packages, args.device, _parse_parameters(args.parameters))
     except VMError as e:
         if e.function is None and e.location is None:  # not raised by VM code
             return _fail(stderr, f"{e.code.name}; {e.message}; creating run context")

@@ -334,3 +334,136 @@ def test_narrow_floats_from_python(build):
 
     rc, want_out, _ = iree_run([vmfb], ["--function=scale_f8", "--input=3xf8E4M3FN=1 0.3 -448", "--input=1.7"])
     assert rc == 0 and format_results("scale_f8", [t, m]) == want_out
+
+
+# -- async-external and several modules in one context ----------------------------------
+
+ASYNC_ADD = """
+func.func @add(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %c = arith.addf %a, %b : tensor<4xf32>
+  return %c : tensor<4xf32>
+}
+func.func @pair(%a: tensor<?xf32>, %b: tensor<?xf32>) -> (tensor<?xf32>, tensor<?xf32>) {
+  %c = arith.mulf %a, %b : tensor<?xf32>
+  return %c, %a : tensor<?xf32>, tensor<?xf32>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--function=add", "--input=4xf32=1 2 3 4", "--input=4xf32=10 20 30 40"],
+        ["--function=pair", "--input=3xf32=1 2 3", "--input=3xf32=2.5"],
+    ],
+    ids=["add", "dynamic-two-results"],
+)
+def test_async_external_module_runs(build, args):
+    vmfb, pkg = build(ASYNC_ADD, ASYNC, name="asyncx")
+    rc, _, _ = same_as_iree(vmfb, pkg, args)
+    assert rc == 0
+
+
+MODULE_A = """
+module @a {
+  util.global private mutable @count = 0 : i32
+  func.func @add(%x: i32, %y: i32) -> i32 {
+    %c = arith.addi %x, %y : i32
+    %n = util.global.load @count : i32
+    %one = arith.constant 1 : i32
+    %n1 = arith.addi %n, %one : i32
+    util.global.store %n1, @count : i32
+    return %n1 : i32
+  }
+  func.func @double(%t: tensor<4xf32>) -> tensor<4xf32> {
+    %c = arith.addf %t, %t : tensor<4xf32>
+    return %c : tensor<4xf32>
+  }
+}
+"""
+MODULE_B = """
+module @b {
+  func.func private @a.add(i32, i32) -> i32
+  func.func private @a.double(tensor<4xf32>) -> tensor<4xf32>
+  func.func @run(%x: i32, %t: tensor<4xf32>) -> (i32, i32, tensor<4xf32>) {
+    %s = call @a.add(%x, %x) : (i32, i32) -> i32
+    %s2 = call @a.add(%x, %x) : (i32, i32) -> i32
+    %d = call @a.double(%t) : (tensor<4xf32>) -> tensor<4xf32>
+    %e = arith.mulf %d, %d : tensor<4xf32>
+    return %s, %s2, %e : i32, i32, tensor<4xf32>
+  }
+}
+"""
+RUN_B = ["--input=5", "--input=4xf32=1 2 3 4"]
+
+
+@pytest.mark.parametrize("layout", ["positional", "modules-only"])
+def test_several_modules_in_one_context(build, layout):
+    a_vmfb, a_pkg = build(MODULE_A, name="mod_a")
+    b_vmfb, b_pkg = build(MODULE_B, name="mod_b")
+    ref = iree_run([a_vmfb, b_vmfb], RUN_B)
+    if layout == "positional":
+        argv = [b_pkg, "--device=local-sync", f"--module={a_pkg}", *RUN_B]
+    else:
+        argv = ["--device=local-sync", f"--module={a_pkg}", f"--module={b_pkg}", *RUN_B]
+    ours = cli(run_main, argv)
+    assert ref[0] == 0 and (ours[0], ours[1]) == (ref[0], ref[1]), (ours[2], ref[2])
+    assert "i32=2" in ours[1]  # a's state is shared between b's two calls
+
+
+def test_missing_import_module_is_one_line(build):
+    _, b_pkg = build(MODULE_B, name="mod_b")
+    rc, _, err = pyree_run(b_pkg, RUN_B)
+    assert rc == 1 and _one_line_error(err).startswith("NOT_FOUND; ") and "a.add" in err
+
+
+def test_translated_context_as_import_module_from_python(build):
+    from runtime_support.io_format import format_results
+
+    a_vmfb, a_pkg = build(MODULE_A, name="mod_a")
+    b_vmfb, b_pkg = build(MODULE_B, name="mod_b")
+    a = load_package(a_pkg).load(device="local-sync")
+    b = load_package(b_pkg).load(device="local-sync", modules={"a": a})
+    got = b.run(5, np.array([1, 2, 3, 4], np.float32))
+    ref = iree_run([a_vmfb, b_vmfb], ["--function=run", *RUN_B])
+    assert format_results("run", got) == ref[1]
+    assert b.run(5, np.ones(4, np.float32))[0] == 3  # a's global kept counting
+    with pytest.raises(ValueError, match="same device"):
+        load_package(b_pkg).load(device="local", modules={"a": a})
+
+
+class PyModuleA:
+    """A custom import module in Python, standing in for module `a` (the README example)."""
+
+    IMPORTS = {"a.add": "0ii_i", "a.double": "0r_r"}
+
+    def __init__(self):
+        self.calls = 0
+
+    def add(self, x, y):
+        self.calls += 1
+        return x * 100 + y
+
+    def double(self, view):
+        from runtime_support.hal.buffer_view import HalBufferView
+
+        return HalBufferView.from_numpy(view.to_numpy() * 2)
+
+
+def test_custom_python_import_module(build):
+    _, b_pkg = build(MODULE_B, name="mod_b")
+    a = PyModuleA()
+    b = load_package(b_pkg).load(device="local-sync", modules={"a": a})
+    s, s2, e = b.run(5, np.array([1, 2, 3, 4], np.float32))
+    assert (s, s2, a.calls) == (505, 505, 2)
+    assert np.array_equal(e, (np.array([1, 2, 3, 4], np.float32) * 2) ** 2)
+
+
+def test_import_with_wrong_calling_convention_is_refused(build):
+    from runtime_support.errors import VMError
+
+    _, b_pkg = build(MODULE_B, name="mod_b")
+    bad = PyModuleA()
+    bad.IMPORTS = {"a.add": "0I_i", "a.double": "0r_r"}
+    with pytest.raises(VMError, match="calling convention"):
+        load_package(b_pkg).load(device="local-sync", modules={"a": bad})
