@@ -139,6 +139,20 @@ class ContextModule:
         return imported
 
 
+def _explain_device_mismatch(e: VMError) -> VMError:
+    """The VM's device-matching failure (`HAL device ... not found or unavailable` and a
+    dump of every target) as one sentence naming the formats and what to do."""
+    from runtime_support import executable_formats as ef
+
+    formats = [f for f in ef.formats_in_device_error(e.message) if not ef.is_supported(f)]
+    if not formats:
+        return e
+    reasons = "; ".join(ef.unsupported_reason(f) for f in formats)
+    return VMError(
+        e.code, f"module has no executables pyree can run: {reasons}", function=e.function
+    )
+
+
 def is_coarse_fences(name: str, arg_codes, declaration: str | None) -> bool:
     """Whether an export takes `(args..., wait_fence, signal_fence)` (IREE's `coarse-fences`
     ABI model): declared `async`, or, since iree-turbine exports carry no declaration,
@@ -206,7 +220,10 @@ class ModuleContext:
         self._deinit = self._functions[deinit[0]] if deinit is not None else None
         init = exports.get("__init")
         if init is not None:
-            self._call_vm("__init", self._functions[init[0]], ())
+            try:
+                self._call_vm("__init", self._functions[init[0]], ())
+            except VMError as e:
+                raise _explain_device_mismatch(e) from None
 
     # -- setup -----------------------------------------------------------------------
     @staticmethod

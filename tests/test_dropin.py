@@ -467,3 +467,45 @@ def test_import_with_wrong_calling_convention_is_refused(build):
     bad.IMPORTS = {"a.add": "0I_i", "a.double": "0r_r"}
     with pytest.raises(VMError, match="calling convention"):
         load_package(b_pkg).load(device="local-sync", modules={"a": bad})
+
+
+# -- executables pyree cannot run ---------------------------------------------------------
+
+UNRUNNABLE = {
+    "vmvx": ("--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=vmvx"),
+    "arm64": (
+        "--iree-hal-target-device=local",
+        "--iree-hal-local-target-device-backends=llvm-cpu",
+        "--iree-llvmcpu-target-triple=aarch64-unknown-linux-gnu",
+    ),
+    "vulkan": ("--iree-hal-target-backends=vulkan-spirv",),
+    "cuda": ("--iree-hal-target-backends=cuda",),
+}
+UNRUNNABLE_FORMAT = {
+    "vmvx": "vmvx-bytecode-fb",
+    "arm64": "embedded-elf-arm_64",
+    "vulkan": "vulkan-spirv-fb",
+    "cuda": "cuda-nvptx-fb",
+}
+
+
+@pytest.mark.parametrize("target", list(UNRUNNABLE))
+def test_unrunnable_executables_warn_then_fail_in_one_line(compile_mlir, tmp_path, target):
+    src = tmp_path / "m.mlir"
+    src.write_text(MODULE_A)
+    vmfb = Path(compile_mlir(src, UNRUNNABLE[target]))
+    fmt = UNRUNNABLE_FORMAT[target]
+    rc, _, err = cli(translate_main, [vmfb, "-o", tmp_path / "out", "--name", "m"])
+    assert rc == 0 and err.startswith("pyree-translate: warning:"), err
+    assert f"'{fmt}'" in _one_line_error(err) and "recompile with" in err
+    rc, _, err = cli(translate_main, [vmfb, "-o", tmp_path / "strict", "--name", "m", "--strict"])
+    assert rc == 1 and f"'{fmt}'" in _one_line_error(err) and not (tmp_path / "strict").exists()
+    rc, out, err = pyree_run(tmp_path / "out" / "m", ["--function=add", "--input=1", "--input=2"])
+    assert rc == 1 and out == "" and f"'{fmt}'" in _one_line_error(err), err
+    assert "recompile with" in err and "#hal.device.target" not in err and len(err) < 600
+
+
+def test_runnable_module_translates_without_warning(build, tmp_path):
+    vmfb, _ = build(MODULE_A, name="mod_a")
+    rc, _, err = cli(translate_main, [vmfb, "-o", tmp_path, "--strict"])
+    assert rc == 0 and err == ""

@@ -57,6 +57,11 @@ def _parser() -> argparse.ArgumentParser:
         help="with --dump: prefix instructions with their pc, like --bytecode_offsets",
     )
     p.add_argument("--no-format", action="store_true", help="do not run black on the output")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse (exit 1) a module with executables pyree cannot run, instead of warning",
+    )
     return p
 
 
@@ -80,6 +85,14 @@ def dump_text(module, *, output: str = "all", offsets: bool = False) -> str:
     return "\n".join(parts)
 
 
+def _unrunnable_formats(module) -> list[str]:
+    """One sentence per executable format in `module` that pyree has no loader for."""
+    from runtime_support import executable_formats as ef
+    from translator.summary import executable_formats
+
+    return [ef.unsupported_reason(f) for f in executable_formats(module) if not ef.is_supported(f)]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from translator.reader import read_module_file
@@ -93,6 +106,13 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 0
         from translator.codegen import write_package
+
+        unrunnable = _unrunnable_formats(module)
+        for reason in unrunnable:
+            kind = "error" if args.strict else "warning"
+            print(f"pyree-translate: {kind}: {path}: {reason}", file=sys.stderr)
+        if unrunnable and args.strict:
+            return 1
 
         name = args.name or package_name_for(path)
         if not name.isidentifier() or keyword.iskeyword(name):
