@@ -529,10 +529,10 @@ def parse_input(spec: str, arg_type: str = "r") -> ParsedInput:
                 f"`{ {v: k for k, v in _CCONV_TO_VM.items()}[vm_type] }`",
             )
         return ParsedInput(arr, "ref", parse_element_type(arr.element_type))
+    if text in ("(null)", "(ignored)"):  # a null ref, or zero for a scalar argument
+        return ParsedInput(None if vm_type == "ref" else 0.0 if vm_type[0] == "f" else 0, vm_type)
     if vm_type != "ref":
         return ParsedInput(parse_scalar(text, vm_type), vm_type)
-    if text == "(null)":
-        return ParsedInput(None, "ref")
     if text[0] == "&":
         raise SpecError(
             StatusCode.UNIMPLEMENTED,

@@ -137,6 +137,85 @@ def lookup_export(ctx, name: str):
     return method if callable(method) else None
 
 
+def pyree_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("pyree")
+    except Exception:  # not installed (run from a checkout)
+        return "unknown"
+
+
+def _translator_fingerprint() -> str:
+    """A hash of the translator and templates, so a cached package is rebuilt when the
+    code that generates it changes."""
+    import hashlib
+
+    import translator
+
+    h = hashlib.sha256(pyree_version().encode())
+    roots = [os.path.dirname(translator.__file__)]
+    templates = os.path.join(os.path.dirname(roots[0]), "templates")
+    if os.path.isdir(templates):
+        roots.append(templates)
+    for root in roots:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            for f in sorted(filenames):
+                if f.endswith((".py", ".j2")):
+                    with open(os.path.join(dirpath, f), "rb") as fh:
+                        h.update(f.encode() + b"\0" + fh.read())
+    return h.hexdigest()
+
+
+def package_cache_dir() -> str:
+    """Where `pyree-run model.vmfb` keeps translated packages: $PYREE_CACHE_DIR, else
+    $XDG_CACHE_HOME/pyree or ~/.cache/pyree."""
+    root = os.environ.get("PYREE_CACHE_DIR")
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(base, "pyree")
+    return os.path.join(root, "packages")
+
+
+def package_for(path: str) -> str:
+    """A package directory for `path`: the path itself when it is a directory; for a .vmfb
+    file, its translation in a content-addressed cache (translated once per content and
+    translator version), so `pyree-run model.vmfb` does what `iree-run-module
+    --module=model.vmfb` does."""
+    if not os.path.isfile(path):
+        return path
+    import hashlib
+    import shutil
+    import tempfile
+
+    from translator.cli import package_name_for
+
+    with open(path, "rb") as f:
+        data = f.read()
+    key = hashlib.sha256(data + _translator_fingerprint().encode()).hexdigest()[:32]
+    name = package_name_for(path)
+    entry = os.path.join(package_cache_dir(), key)
+    target = os.path.join(entry, name)
+    if os.path.isfile(os.path.join(target, "__init__.py")):
+        return target
+    from translator.codegen import write_package
+    from translator.reader import read_module_file
+
+    module = read_module_file(path)
+    os.makedirs(os.path.dirname(entry), exist_ok=True)
+    tmp = tempfile.mkdtemp(dir=os.path.dirname(entry), prefix=".tmp-")
+    try:
+        write_package(module, tmp, name, source_name=os.path.basename(path))
+        try:
+            os.rename(tmp, entry)  # atomic: a concurrent run may have won, which is fine
+        except OSError:
+            pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
 def vm_module_name(pkg) -> str:
     """The VM module name a package's exports are imported under (`a` in `a.add`)."""
     name = getattr(pkg, "VM_MODULE_NAME", None)
@@ -212,10 +291,17 @@ class OneLineArgumentParser(argparse.ArgumentParser):
 
 
 def _build_parser() -> argparse.ArgumentParser:
+    from runtime_support.context import _LOCAL_DEVICES, _UNAVAILABLE_DEVICES
+
     p = OneLineArgumentParser(
         prog="pyree-run",
-        description="Run an export of a pyree-generated package like iree-run-module.",
+        description="Run an export of a pyree-translated package (or a .vmfb, translated "
+        "into a cache on first use) like iree-run-module: same flags, same output.",
+        epilog=f"devices: {', '.join(_LOCAL_DEVICES)} (not available in this build: "
+        f"{', '.join(_UNAVAILABLE_DEVICES)}). --flagfile=FILE reads one flag per line "
+        "(# starts a comment).",
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {pyree_version()}")
     p.add_argument(
         "package_dir",
         metavar="PACKAGE_DIR",
@@ -230,11 +316,72 @@ def _build_parser() -> argparse.ArgumentParser:
         help="a package to load first, in order; its exports serve as imports of the "
         "ones after it; without PACKAGE_DIR the last --module= is the one run",
     )
-    p.add_argument("--function", default=None, metavar="NAME")
-    p.add_argument("--input", action="append", default=[], metavar="SPEC")
-    p.add_argument("--device", default="local")
-    p.add_argument("--parameters", action="append", default=[], metavar="[SCOPE=]FILE")
-    p.add_argument("--output", action="append", default=None, metavar="MODE")
+    p.add_argument(
+        "--function",
+        default=None,
+        metavar="NAME",
+        help="the export to run, by its VM name (may hold `.`); may be left out when the "
+        "module has one export not starting with `__` and without `$`",
+    )
+    p.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="an argument, in order: a scalar (`5`, `1.5`), `[SHAPEx]TYPE=VALUES` "
+        "(`2x2xi32=1 2 3 4`, `4xbf16=1 2 3 4`), `TYPE=@raw.bin`, `@file.npy` or `(null)`",
+    )
+    p.add_argument(
+        "--device",
+        default="local",
+        help="local (threaded workgroups; default), local-task (the same) or local-sync "
+        "(one thread)",
+    )
+    p.add_argument(
+        "--parameters",
+        action="append",
+        default=[],
+        metavar="[SCOPE=]FILE",
+        help="a parameter archive (.irpa, .safetensors, .gguf), optionally under a scope",
+    )
+    p.add_argument(
+        "--output",
+        action="append",
+        default=None,
+        metavar="MODE",
+        help="per result, in order: `-` prints it, `` (empty) drops it, `@f.npy`/`@f.bin` "
+        "writes it, `+f.npy`/`+f.bin` appends it",
+    )
+    p.add_argument(
+        "--expected_output",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="an expected result, in --input syntax (`(ignored)` skips one); compares "
+        "instead of printing and exits 1 on a mismatch, as iree-run-module does",
+    )
+    p.add_argument(
+        "--equality_mode",
+        choices=("approximate", "exact"),
+        default="approximate",
+        help="how --expected_output compares floats: approximate (|a-e| <= atol + "
+        "rtol*|e|, NaN equals NaN) or exact (bytes)",
+    )
+    for t, default in (("f16", 0.001), ("f32", 0.0001), ("f64", 0.0001), ("bf16", 0.01)):
+        p.add_argument(
+            f"--expected_{t}_threshold",
+            type=float,
+            default=default,
+            metavar="ATOL",
+            help=f"absolute tolerance for {t} in approximate mode (default {default})",
+        )
+    p.add_argument(
+        "--expected_rtol",
+        type=float,
+        default=1e-5,
+        metavar="RTOL",
+        help="relative tolerance for floats in approximate mode (default 1e-05)",
+    )
     p.add_argument(
         "--output_max_element_count",
         "--print_max_element_count",
@@ -242,6 +389,7 @@ def _build_parser() -> argparse.ArgumentParser:
         type=int,
         default=DEFAULT_MAX_ELEMENT_COUNT,
         metavar="N",
+        help="print at most N elements of each result, then `...` (default 1024)",
     )
     return p
 
@@ -267,10 +415,16 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
             "(PACKAGE_DIR or --module=PACKAGE_DIR) (see --help)\n"
         )
         return 2
+    try:  # a .vmfb is translated on the fly (the translator is then needed)
+        from translator.errors import InvalidModuleError
+    except ImportError:  # pragma: no cover - runtime-only install
+        InvalidModuleError = ()  # noqa: N806
     packages = []
     for path in paths:  # like --module= in iree-run-module: the last one is the main one
         try:
-            packages.append(load_package(path))
+            packages.append(load_package(package_for(path)))
+        except InvalidModuleError as e:
+            return _fail(stderr, f"INVALID_ARGUMENT; {e.with_path(path)}; loading module")
         except FileNotFoundError as e:
             stderr.write(f"pyree-run: error: {e}\n")
             return 2
@@ -377,6 +531,9 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
         results = () if raw is None else raw if isinstance(raw, tuple) else (raw,)
     types = [t if t != "ref" else None for t in result_types] if result_types else None
 
+    if getattr(args, "expected_output", None):
+        return _check_expected(args, results, result_types, stdout, stderr)
+
     # Outputs.
     try:
         if args.output is None:
@@ -410,6 +567,56 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
     return 0
 
 
+def _check_expected(args, results, result_types, stdout, stderr) -> int:
+    """--expected_output: parse each SPEC for its result's type, compare, report."""
+    from runtime_support.expected_output import Tolerances, compare, parse_expected
+
+    expected = []
+    for i, spec in enumerate(args.expected_output):
+        if result_types is not None and i < len(result_types):
+            t = result_types[i]
+        elif result_types is not None:
+            stdout.flush()
+            return _fail(
+                stderr,
+                f"INVALID_ARGUMENT; function expected fewer input values; parsing input "
+                f"`{spec.strip()}`; parsing expected function outputs; processing function outputs",
+            )
+        else:
+            t = "ref" if i >= len(results) else _guess_result_type(results[i])
+        try:
+            expected.append(parse_expected(spec, t))
+        except SpecError as e:
+            stdout.flush()
+            return _fail(
+                stderr,
+                f"{e.code.name}; "
+                + (f"{e.message}; " if e.message else "")
+                + f"parsing input `{spec}`; parsing expected function outputs; "
+                "processing function outputs",
+            )
+    tol = Tolerances(
+        mode=args.equality_mode,
+        f16=float(np.float32(args.expected_f16_threshold)),
+        f32=float(np.float32(args.expected_f32_threshold)),
+        f64=args.expected_f64_threshold,
+        bf16=float(np.float32(args.expected_bf16_threshold)),
+        rtol=args.expected_rtol,
+    )
+    text, ok = compare(list(results), result_types, expected, tol)
+    stdout.write(text)
+    stdout.flush()
+    return 0 if ok else 1
+
+
+def _guess_result_type(value) -> str:
+    from runtime_support.io_format import scalar_vm_type
+
+    if isinstance(value, (int, float, np.generic)):
+        return scalar_vm_type(value)
+    return "ref"
+
+
 def _status_text(e: VMError) -> str:
     """`LOCATION: CODE; message[; in FUNCTION]` (iree-run-module prints `<vm>:0:` when the
     module carries no source location)."""
@@ -419,8 +626,36 @@ def _status_text(e: VMError) -> str:
     return text
 
 
+def expand_flagfiles(argv: list[str]) -> list[str]:
+    """`--flagfile=FILE` (or `--flagfile FILE`) replaced by the flags in FILE, one per
+    line; blank lines and lines starting with `#` are skipped (iree's flagfile format)."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        path = None
+        if arg.startswith("--flagfile="):
+            path = arg.split("=", 1)[1]
+        elif arg == "--flagfile" and i + 1 < len(argv):
+            i += 1
+            path = argv[i]
+        if path is None:
+            out.append(arg)
+        else:
+            with open(path, encoding="utf-8") as f:
+                lines = [line.strip() for line in f]
+            out += expand_flagfiles([x for x in lines if x and not x.startswith("#")])
+        i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _build_parser()
+    try:
+        argv = expand_flagfiles(list(sys.argv[1:] if argv is None else argv))
+    except OSError as e:
+        sys.stderr.write(f"pyree-run: error: --flagfile: {e.filename}: {e.strerror}\n")
+        return 2
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse: usage error (2) or --help (0)

@@ -509,3 +509,86 @@ def test_runnable_module_translates_without_warning(build, tmp_path):
     vmfb, _ = build(MODULE_A, name="mod_a")
     rc, _, err = cli(translate_main, [vmfb, "-o", tmp_path, "--strict"])
     assert rc == 0 and err == ""
+
+
+# -- --expected_output, a .vmfb instead of a package, --flagfile, --help, --version --------
+
+EXPECT_MLIR = """
+func.func @two(%a: tensor<?xf32>, %b: i32) -> (tensor<?xf32>, i32) {
+  return %a, %b : tensor<?xf32>, i32
+}
+func.func @ints(%a: tensor<?xi32>) -> tensor<?xi32> { return %a : tensor<?xi32> }
+func.func @halves(%a: tensor<?xbf16>, %b: tensor<?xf16>) -> (tensor<?xbf16>, tensor<?xf16>) {
+  return %a, %b : tensor<?xbf16>, tensor<?xf16>
+}
+"""
+TWO = ["--function=two", "--input=3xf32=1 2 3", "--input=7"]
+EXPECT_CASES = [
+    [*TWO, "--expected_output=3xf32=1 2.00001 3", "--expected_output=(ignored)"],
+    [*TWO, "--expected_output=3xf32=1 2.1 3", "--expected_output=(ignored)"],
+    [*TWO, "--expected_output=3xf32=1 2 3", "--expected_output=7"],  # IREE: scalars never match
+    [*TWO, "--expected_output=4xf32=1 2 3 4", "--expected_output=(null)"],
+    [*TWO, "--expected_output=3xi32=1 2 3"],
+    [*TWO, "--expected_output=(ignored)", "--expected_output=7", "--expected_output=7"],
+    [*TWO, "--expected_output=3xf32=1 2 3.00003", "--expected_output=(ignored)", "--equality_mode=exact"],
+    [*TWO, "--expected_output=3xf32=1 2 3.1", "--expected_output=(ignored)", "--expected_f32_threshold=0.2"],
+    [*TWO, "--expected_output=3xf32=1 2 nan", "--expected_output=(ignored)"],
+    ["--function=ints", "--input=3xi32=1 2 3", "--expected_output=3xi32=1 2 4"],
+    ["--function=ints", "--input=3xi32=1 2 3", "--expected_output=3xi32=1 2 3"],
+    ["--function=ints", "--input=3xi32=1 2 3", "--expected_output=7"],
+    ["--function=halves", "--input=2xbf16=1 2", "--input=2xf16=1 2",
+     "--expected_output=2xbf16=1.005 2", "--expected_output=2xf16=1 2.0015"],
+    ["--function=halves", "--input=2xbf16=1 2", "--input=2xf16=1 2",
+     "--expected_output=2xbf16=1.02 2", "--expected_output=2xf16=1 2.01"],
+]
+
+
+@pytest.mark.parametrize("args", EXPECT_CASES, ids=[" ".join(a[2:]) for a in EXPECT_CASES])
+def test_expected_output_matches_iree_run_module(build, args):
+    vmfb, pkg = build(EXPECT_MLIR, name="expect")
+    ref = iree_run([vmfb], args)
+    ours = pyree_run(pkg, args)
+    assert (ours[0], ours[1]) == (ref[0], ref[1]), (ours[2], ref[2])
+    if ref[2]:  # a parse error: the same status and message, one line
+        assert ref[2].split("; `")[0].endswith(_one_line_error(ours[2]).strip()), (ours[2], ref[2])
+
+
+def test_vmfb_runs_through_a_translation_cache(build, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYREE_CACHE_DIR", str(tmp_path / "cache"))
+    a_vmfb, _ = build(MODULE_A, name="mod_a")
+    b_vmfb, _ = build(MODULE_B, name="mod_b")
+    for argv in ([b_vmfb, f"--module={a_vmfb}"], [f"--module={a_vmfb}", f"--module={b_vmfb}"]):
+        ours = cli(run_main, [*argv, "--device=local-sync", *RUN_B])
+        ref = iree_run([a_vmfb, b_vmfb], RUN_B)
+        assert (ours[0], ours[1]) == (ref[0], ref[1]), ours[2]
+    entries = sorted((tmp_path / "cache" / "packages").iterdir())
+    assert len(entries) == 2  # one package per module content, reused by the second run
+    bad = tmp_path / "bad.vmfb"
+    bad.write_bytes(b"not a module")
+    rc, _, err = cli(run_main, [bad])
+    assert rc == 1 and "bad.vmfb" in _one_line_error(err) and err.startswith("INVALID_ARGUMENT")
+
+
+def test_flagfile(build, tmp_path):
+    vmfb, pkg = build(DOTTED, name="dotted")
+    flags = tmp_path / "flags.txt"
+    flags.write_text("# the add\n--function=i32i32.i32\n\n--input=3\n--input=4\n")
+    ours = pyree_run(pkg, [f"--flagfile={flags}"])
+    ref = iree_run([vmfb], [f"--flagfile={flags}"])
+    assert (ours[0], ours[1]) == (ref[0], ref[1]) and ref[0] == 0
+    rc, _, err = pyree_run(pkg, [f"--flagfile={tmp_path / 'missing.txt'}"])
+    assert rc == 2 and "missing.txt" in _one_line_error(err)
+
+
+def test_help_and_version():
+    for entry, prog in ((run_main, "pyree-run"), (translate_main, "pyree-translate")):
+        out = io.StringIO()
+        with redirect_stdout(out), pytest.raises(SystemExit) as e:
+            entry(["--version"]) if entry is translate_main else sys.exit(entry(["--version"]))
+        assert e.value.code in (0, None) and out.getvalue().startswith(prog + " ")
+    rc, out, _ = cli(run_main, ["--help"])
+    assert rc == 0 and "local-sync" in out and "cuda" in out
+    for flag in ("--function", "--input", "--device", "--parameters", "--output ",
+                 "--expected_output", "--module", "--output_max_element_count"):
+        block = out.split(flag, 1)[1].split("\n  --", 1)[0]
+        assert len(block.split()) > 3, f"{flag} has no sentence in --help"

@@ -32,11 +32,21 @@ def package_name_for(path: str | Path) -> str:
     return name
 
 
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("pyree")
+    except Exception:  # not installed (run from a checkout)
+        return "unknown"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="pyree-translate",
         description="Translate an IREE .vmfb module into an importable Python package.",
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     p.add_argument("input", help="the .vmfb file")
     p.add_argument("-o", "--output-dir", default="out", help="where the package goes (default: ./out)")
     p.add_argument("--name", help="package name (default: the input file's stem)")
