@@ -125,9 +125,17 @@ class ContextModule:
         self.context = context
         self.name = name
         self.IMPORTS = {f"{name}.{export}": cconv for export, cconv in context.cconvs.items()}
-        for export in context.cconvs:
-            fn = context._vm_exports[export]
-            setattr(self, export.replace(".", "_"), self._bind(export, fn))
+        # Looked up by __getattr__, so no export name can shadow the attributes above.
+        self._served = {
+            export.replace(".", "_"): self._bind(export, context._vm_exports[export])
+            for export in context.cconvs
+        }
+
+    def __getattr__(self, attr: str):
+        served = self.__dict__.get("_served")
+        if served is not None and attr in served:
+            return served[attr]
+        raise AttributeError(attr)
 
     def _bind(self, export: str, fn: Callable) -> Callable:
         call = self.context._call_vm
