@@ -41,6 +41,11 @@ _ELEMENT_TYPES = {
     "bf16": 0x22000010,
     "complex<f32>": 0x23000040,
     "complex<f64>": 0x23000080,
+    "f8E5M2": element_types.FLOAT_8_E5M2,
+    "f8E4M3FN": element_types.FLOAT_8_E4M3FN,
+    "f8E5M2FNUZ": element_types.FLOAT_8_E5M2_FNUZ,
+    "f8E4M3FNUZ": element_types.FLOAT_8_E4M3_FNUZ,
+    "f8E8M0FNU": element_types.FLOAT_8_E8M0_FNU,
 }
 
 
@@ -207,10 +212,11 @@ def to_buffer_view(value, name: str, ty: ArgType | None, device) -> HalBufferVie
     """A numpy array (or buffer view) -> a new buffer view on `device`."""
     if isinstance(value, HalBufferView):
         return value
+    tagged = _tagged_element_type(value, name)
     array = np.asarray(value)
     if array.dtype == object:
         raise TypeError(f"argument {name!r}: cannot convert {type(value).__name__} to a tensor")
-    element_type = None
+    element_type = tagged
     if isinstance(ty, TensorType):
         if array.ndim != len(ty.shape):
             raise ValueError(
@@ -222,15 +228,38 @@ def to_buffer_view(value, name: str, ty: ArgType | None, device) -> HalBufferVie
                 raise ValueError(
                     f"argument {name!r}: expected {ty.describe()}, dimension {i} is {got}"
                 )
-        if not _dtype_matches(array, ty.element):
+        if tagged is not None:  # bits of a named IREE type (bf16 read by pyree-run...)
+            if ty.element_type is not None and not element_types.is_compatible(
+                tagged, ty.element_type
+            ):
+                raise TypeError(
+                    f"argument {name!r}: expected element type {ty.element}, got "
+                    f"{element_types.element_type_name(tagged)}"
+                )
+        elif not _dtype_matches(array, ty.element):
             raise TypeError(
                 f"argument {name!r}: expected element type {ty.element}, got dtype {array.dtype}"
             )
-        element_type = ty.element_type
+        else:
+            element_type = ty.element_type
         if ty.element == "i1" and array.dtype != np.bool_:
             array = array.astype(np.bool_)
     allocator = device.allocator if device is not None else None
     return HalBufferView.from_numpy(array, allocator, element_type=element_type)
+
+
+def _tagged_element_type(value, name: str) -> int | None:
+    """The element type an array says it holds (`io_specs.HalArray.element_type`, e.g.
+    bf16 bits in a uint16 array), or None for a plain array."""
+    tag = getattr(value, "element_type", None)
+    if not isinstance(tag, str):
+        return None
+    et = element_types.element_type_from_name(tag)
+    if et is None:  # e.g. `cf64`: the dtype itself says enough
+        return None
+    if element_types.byte_count(et) != np.asarray(value).dtype.itemsize:
+        raise TypeError(f"argument {name!r}: cannot pass an array of element type {tag}")
+    return et
 
 
 def to_scalar(value, name: str, code: str):
@@ -260,7 +289,14 @@ def to_scalar(value, name: str, code: str):
 def from_vm(value, ty: ArgType | None):
     """A VM result -> numpy array / Python scalar / list."""
     if isinstance(value, HalBufferView):
-        return value.to_numpy()
+        array = value.to_numpy()
+        name = element_types.element_type_name(value.element_type)
+        if not element_types.has_exact_dtype(value.element_type) and not name.startswith("0x"):
+            # bf16/f8 bits without ml_dtypes, si/ui/opaque types: say what they hold.
+            from runtime_support.io_specs import HalArray
+
+            return HalArray.wrap(array, name)
+        return array
     from runtime_support.vm.list import VMList
 
     if isinstance(value, VMList):

@@ -23,6 +23,17 @@ from runtime_support.vm.buffer import VMBuffer
 
 DEVICES = ("local", "local-task", "local-sync", "cuda")
 
+# Devices pyree can create now, and those the contract names that this build lacks.
+_LOCAL_DEVICES = {"local": "local-task", "local-task": "local-task", "local-sync": "local-sync"}
+_UNAVAILABLE_DEVICES = {
+    "cuda": "the CUDA device is not implemented in this build of pyree yet",
+}
+
+
+class DeviceError(VMError, ValueError):
+    """A device that cannot be created: NOT_FOUND (no such device) or UNAVAILABLE (known
+    but not usable here). Also a ValueError, as `load(device=...)` raised before."""
+
 
 def make_device(device):
     """A device object from a name (`local`, `local-task`, `local-sync`) or a device."""
@@ -30,13 +41,19 @@ def make_device(device):
 
     if not isinstance(device, str):
         return device
-    if device in ("local", "local-task"):
-        return LocalDevice("local-task")
-    if device == "local-sync":
-        return LocalDevice("local-sync")
-    if device == "cuda":
-        raise ValueError("device 'cuda' is not supported by this build of pyree yet")
-    raise ValueError(f"unknown device {device!r}; expected one of {', '.join(DEVICES)}")
+    kind = _LOCAL_DEVICES.get(device)
+    if kind is not None:
+        return LocalDevice(kind)
+    usable = ", ".join(_LOCAL_DEVICES)
+    if device in _UNAVAILABLE_DEVICES:
+        raise DeviceError(
+            StatusCode.UNAVAILABLE,
+            f"device '{device}' is not available: {_UNAVAILABLE_DEVICES[device]}; "
+            f"use one of {usable}",
+        )
+    raise DeviceError(
+        StatusCode.NOT_FOUND, f"no device '{device}' in pyree; use one of {usable}"
+    )
 
 
 def default_modules(device, parameters=None) -> dict[str, object]:
@@ -68,6 +85,93 @@ def python_name(name: str) -> str:
     return ident
 
 
+def _shared_device(device, modules: dict):
+    """The device of the translated contexts among `modules` when `device` names the same
+    kind: modules of one VM context share one device (buffers and fences pass between
+    them); a different kind is an error."""
+    for name, module in modules.items():
+        if not isinstance(module, ContextModule):
+            continue
+        theirs = module.context.device
+        if not isinstance(device, str):
+            if device is not theirs:
+                raise DeviceError(
+                    StatusCode.INVALID_ARGUMENT,
+                    f"import module {name!r} runs on another device; pass device= its device",
+                )
+            return device
+        kind = _LOCAL_DEVICES.get(device, device)
+        if getattr(theirs, "identifier", None) != kind:
+            raise DeviceError(
+                StatusCode.INVALID_ARGUMENT,
+                f"import module {name!r} was loaded with device "
+                f"'{getattr(theirs, 'identifier', theirs)}', not '{device}'; load both with "
+                f"the same device",
+            )
+        return theirs
+    return device
+
+
+class ContextModule:
+    """A loaded translated context serving as an import module of another one, as a second
+    `--module=` does in iree-run-module: its exports become imports `NAME.EXPORT`.
+
+    Follows the import-module protocol (ARCHITECTURE.md): `IMPORTS` declares every export
+    it serves (full name -> cconv), and each is an attribute named after the export with
+    `.` replaced by `_`, taking and returning VM-level values (ints, floats, refs).
+    """
+
+    def __init__(self, context: "ModuleContext", name: str) -> None:
+        self.context = context
+        self.name = name
+        self.IMPORTS = {f"{name}.{export}": cconv for export, cconv in context.cconvs.items()}
+        # Looked up by __getattr__, so no export name can shadow the attributes above.
+        self._served = {
+            export.replace(".", "_"): self._bind(export, context._vm_exports[export])
+            for export in context.cconvs
+        }
+
+    def __getattr__(self, attr: str):
+        served = self.__dict__.get("_served")
+        if served is not None and attr in served:
+            return served[attr]
+        raise AttributeError(attr)
+
+    def _bind(self, export: str, fn: Callable) -> Callable:
+        call = self.context._call_vm
+
+        def imported(*args):
+            return call(export, fn, args)
+
+        imported.__name__ = python_name(export)
+        return imported
+
+
+def _explain_device_mismatch(e: VMError) -> VMError:
+    """The VM's device-matching failure (`HAL device ... not found or unavailable` and a
+    dump of every target) as one sentence naming the formats and what to do."""
+    from runtime_support import executable_formats as ef
+
+    formats = [f for f in ef.formats_in_device_error(e.message) if not ef.is_supported(f)]
+    if not formats:
+        return e
+    reasons = "; ".join(ef.unsupported_reason(f) for f in formats)
+    return VMError(
+        e.code, f"module has no executables pyree can run: {reasons}", function=e.function
+    )
+
+
+def is_coarse_fences(name: str, arg_codes, declaration: str | None) -> bool:
+    """Whether an export takes `(args..., wait_fence, signal_fence)` (IREE's `coarse-fences`
+    ABI model): declared `async`, or, since iree-turbine exports carry no declaration,
+    named `NAME$async`; either way its last two arguments must be refs."""
+    codes = list(arg_codes)
+    if codes[-2:] != ["r", "r"]:
+        return False
+    decl = abi.parse_declaration(declaration, name)
+    return decl.is_async if decl is not None else name.endswith("$async")
+
+
 def vm_fail(status: int, message: str, function: str, location: str | None) -> VMError:
     """The error `vm.fail` raises (status is already known to be non-zero)."""
     return VMError(status, message, function=function, location=location)
@@ -90,18 +194,26 @@ class ModuleContext:
         parameters=None,
         modules: dict[str, object] | None = None,
     ) -> None:
-        self.device = make_device(device)
+        modules = {
+            name: ContextModule(module, name) if isinstance(module, ModuleContext) else module
+            for name, module in (modules or {}).items()
+        }
+        self.device = make_device(_shared_device(device, modules))
         self.modules = default_modules(self.device, parameters)
-        if modules:
-            self.modules.update(modules)
+        self.modules.update(modules)
         self.rwdata = bytearray(global_bytes)
         self.refs: list = [None] * global_refs
         self.rodata = self._map_rodata(Path(package_file).with_name("rodata.bin"), rodata)
         self.imports = tuple(self._resolve(name, cconv, optional) for name, cconv, optional in imports)
         self._lock = threading.Lock()
+        self._closed = False
         self._functions = bind(self)
         self._exports: dict[str, Callable] = {}
         self._vm_exports: dict[str, Callable] = {}
+        self.cconvs = {  # export name -> VM calling convention (`0ri_r`)
+            name: f"0{''.join(args) or 'v'}_{''.join(results) or 'v'}"
+            for name, (_, args, results, _) in exports.items()
+        }
         for export_name, (function, arg_codes, result_codes, declaration) in exports.items():
             wrapper = self._make_export(
                 export_name, self._functions[function], arg_codes, result_codes, declaration
@@ -116,7 +228,10 @@ class ModuleContext:
         self._deinit = self._functions[deinit[0]] if deinit is not None else None
         init = exports.get("__init")
         if init is not None:
-            self._call_vm("__init", self._functions[init[0]], ())
+            try:
+                self._call_vm("__init", self._functions[init[0]], ())
+            except VMError as e:
+                raise _explain_device_mismatch(e) from None
 
     # -- setup -----------------------------------------------------------------------
     @staticmethod
@@ -126,7 +241,15 @@ class ModuleContext:
         # A private copy-on-write mapping: the VM sees read-only buffers, yet kernels
         # that write into imported constants (hal-abi.md §I) touch only this context's
         # private pages, never the file or another context.
-        with open(path, "rb") as f:
+        try:
+            f = open(path, "rb")
+        except OSError as e:
+            raise VMError(
+                StatusCode.DATA_LOSS,
+                f"package {path.parent.name} is incomplete: cannot read its constants file "
+                f"{path.name} ({e.strerror or e}); translate the .vmfb again",
+            ) from None
+        with f:
             size = os.fstat(f.fileno()).st_size
             mapped = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY) if size else bytearray()
         view = memoryview(mapped)
@@ -173,6 +296,11 @@ class ModuleContext:
 
     # -- calls -----------------------------------------------------------------------
     def _call_vm(self, name: str, fn: Callable, args: tuple):
+        if self._closed:
+            raise VMError(
+                StatusCode.FAILED_PRECONDITION,
+                f"calling {name!r} on a closed context; load() a new one",
+            )
         if not self._lock.acquire(blocking=False):
             raise RuntimeError(
                 f"context is already running a call in another thread; use one context "
@@ -212,9 +340,7 @@ class ModuleContext:
         """
         decl = abi.parse_declaration(declaration, name)
         codes = list(arg_codes)
-        coarse_fences = codes[-2:] == ["r", "r"] and (
-            decl.is_async if decl is not None else name.endswith("$async")
-        )
+        coarse_fences = is_coarse_fences(name, codes, declaration)
         if coarse_fences:
             codes = codes[:-2]  # wait and signal fences
         arg_types = [t for _, t in decl.arguments] if decl else []
@@ -319,4 +445,5 @@ class ModuleContext:
         deinit, self._deinit = self._deinit, None
         if deinit is not None:
             self._call_vm("__deinit", deinit, ())
+        self._closed = True
         self.refs[:] = [None] * len(self.refs)

@@ -28,11 +28,11 @@ from typing import Sequence
 
 import numpy as np
 
+from runtime_support import narrow_floats
 from runtime_support.io_specs import (
     ElementType,
     HalArray,
     SpecError,
-    bf16_bits_to_float,
     element_type_for_dtype,
     parse_element_type,
 )
@@ -57,6 +57,15 @@ def element_type_of(array: np.ndarray) -> ElementType:
     dt = np.asarray(array).dtype
     if dt.kind == "i":
         return ElementType(f"i{dt.itemsize * 8}", "i", dt.itemsize * 8)
+    if dt.fields is None and dt.kind in "Vf":  # ml_dtypes' bfloat16 / float8_* types
+        from runtime_support.hal import element_types
+
+        try:
+            name = element_types.element_type_name(element_types.from_numpy_dtype(dt))
+        except ValueError:
+            name = None
+        if name in narrow_floats.NAMES:
+            return parse_element_type(name)
     return element_type_for_dtype(dt)
 
 
@@ -104,11 +113,9 @@ def _element_strings(flat: np.ndarray, et: ElementType) -> list[str]:
         else:
             vals = flat.view(f"<i{et.bits // 8}")
         return [str(v) for v in vals.tolist()]
-    if et.kind in ("f", "bf") and et.bits in (
-        (16, 32, 64) if et.kind == "f" else (16,)
-    ):
-        if et.kind == "bf":
-            vals = bf16_bits_to_float(flat.view("<u2"))
+    if (et.kind == "f" and et.bits in (16, 32, 64)) or et.name in narrow_floats.NAMES:
+        if et.name in narrow_floats.NAMES:  # widened to f32 as IREE does (NaN positive)
+            vals = narrow_floats.to_float32(flat, et.name)
         else:
             vals = flat.view(f"<f{et.bits // 8}")
         out = [_c_float(v, upper=True) for v in vals.astype(np.float64).tolist()]
@@ -268,8 +275,9 @@ def format_results(
 # ------------------------------------------------------------------- --output=@FILE
 
 
-def to_numpy_for_output(value, vm_type: str | None = None) -> np.ndarray:
-    """A result as iree-run-module writes it to .npy (scalars -> shape ())."""
+def to_numpy_for_output(value, vm_type: str | None = None, npy: bool = True) -> np.ndarray:
+    """A result as iree-run-module writes it to .npy (scalars -> shape ()); with
+    `npy=False`, for a raw `.bin` file, whose bytes any element type can give."""
     if value is None:
         raise SpecError(StatusCode.INVALID_ARGUMENT, "cannot write a null value")
     if vm_type in ("i32", "i64", "f32", "f64") or isinstance(
@@ -284,9 +292,8 @@ def to_numpy_for_output(value, vm_type: str | None = None) -> np.ndarray:
         value = bv
     if isinstance(value, np.ndarray):
         et = element_type_of(value)
-        if (
-            et.kind == "bf"
-            or et.kind == "*"
+        if npy and (
+            et.kind in ("bf", "f8", "*")
             or (et.kind == "f" and et.bits not in (16, 32, 64))
         ):
             raise SpecError(StatusCode.UNIMPLEMENTED, "unsupported data encoding")

@@ -18,7 +18,8 @@ How a SPEC is read depends on the calling-convention type of the argument it fee
   else tokens split on whitespace, `,`, `[` and `]`: one token -> splat, else exactly one
   token per element.
 
-Element types: `i`N (signless), `si`N, `ui`N, `f16`/`f32`/`f64`, `bf16` have value parsers;
+Element types: `i`N (signless), `si`N, `ui`N, `f16`/`f32`/`f64`, `bf16` and the f8 types
+(`f8E5M2`, `f8E4M3FN`, `f8E5M2FNUZ`, `f8E4M3FNUZ`, `f8E8M0FNU`) have value parsers;
 every other type with a byte-multiple size (`i1`, `cf64`, `*16`, `bf8`, `f8`...) takes one
 hex token of exactly 2*bytes digits per element (a bad hex digit counts as 0). `i1` is one
 byte per element.
@@ -39,6 +40,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from runtime_support import narrow_floats
 from runtime_support.errors import StatusCode
 from runtime_support.vm.numerics import wrap_int
 
@@ -75,7 +77,7 @@ class ElementType:
             return self.bits in (16, 32, 64)
         if self.kind == "bf":
             return self.bits == 16
-        return False
+        return self.kind == "f8"
 
     @property
     def storage_dtype(self) -> np.dtype:
@@ -90,28 +92,24 @@ class ElementType:
             return np.dtype(f"<f{self.bits // 8}")
         if self.kind == "bf" and self.bits == 16:
             return np.dtype("<u2")
+        if self.kind == "f8":
+            return np.dtype("u1")
         if self.kind == "cf" and self.bits in (64, 128):
             return np.dtype(f"<c{self.bits // 8}")
         return np.dtype(f"V{self.byte_size}")
 
 
-_NAMED_TYPES = {
-    # Named float types iree-run-module accepts by exact spelling (value parsing for these is
-    # not implemented here: see parse_element_type).
-    "f8E4M3FN": 8,
-    "f8E5M2": 8,
-    "f8E4M3FNUZ": 8,
-    "f8E5M2FNUZ": 8,
-    "f8E8M0FNU": 8,
-    "f4E2M1FN": 4,
-    "f6E2M3FN": 6,
-    "f6E3M2FN": 6,
-}
+# Named float types iree-run-module accepts by exact spelling. The 8-bit ones parse and
+# print as values (runtime_support.narrow_floats); the sub-byte ones are not supported.
+_NAMED_TYPES = {name: 8 for name in narrow_floats.NAMES if name != "bf16"}
+_SUB_BYTE_FLOATS = ("f4E2M1FN", "f6E2M3FN", "f6E3M2FN")
 
 
 def parse_element_type(text: str) -> ElementType:
-    """`f32`, `si8`, `bf16`, `i1`, `cf64`, `*16`... (iree-run-module spelling)."""
+    """`f32`, `si8`, `bf16`, `i1`, `cf64`, `*16`, `f8E4M3FN`... (iree-run-module spelling)."""
     if text in _NAMED_TYPES:
+        return ElementType(text, "f8", 8)
+    if text in _SUB_BYTE_FLOATS:
         raise SpecError(
             StatusCode.UNIMPLEMENTED,
             f"element type '{text}' is not supported by pyree-run",
@@ -311,18 +309,9 @@ def _strtof(text: str, bits: int) -> float | None:
     return value
 
 
-def _f32_bits_to_bf16(f: float) -> int:
-    """Round-to-nearest-even f32 -> bf16 (as iree-run-module converts parsed values)."""
-    u = int(np.array(f, dtype="<f4").view("<u4"))
-    if (u & 0x7F800000) == 0x7F800000 and (u & 0x007FFFFF):
-        return (u >> 16) | 0x0040  # quiet NaN
-    u += 0x7FFF + ((u >> 16) & 1)
-    return (u >> 16) & 0xFFFF
-
-
 def bf16_bits_to_float(bits: np.ndarray) -> np.ndarray:
     """bf16 bit patterns (uint16) -> float32 values."""
-    return (np.asarray(bits, dtype="<u2").astype("<u4") << 16).view("<f4")
+    return narrow_floats.to_float32(np.asarray(bits, dtype="<u2"), "bf16")
 
 
 # ------------------------------------------------------------------------ scalar inputs
@@ -387,8 +376,8 @@ def _parse_element(tok: str, et: ElementType):
         v = _parse_int_element(tok, et)
     else:
         v = _strtof(tok, 64 if et.bits == 64 else 32)
-        if v is not None and et.kind == "bf":
-            v = _f32_bits_to_bf16(v)
+        if v is not None and et.kind in ("bf", "f8"):
+            v = narrow_floats.from_float32(v, et.name)
     if v is None:
         raise SpecError(StatusCode.INVALID_ARGUMENT)
     return v
@@ -537,10 +526,10 @@ def parse_input(spec: str, arg_type: str = "r") -> ParsedInput:
                 f"`{ {v: k for k, v in _CCONV_TO_VM.items()}[vm_type] }`",
             )
         return ParsedInput(arr, "ref", parse_element_type(arr.element_type))
+    if text in ("(null)", "(ignored)"):  # a null ref, or zero for a scalar argument
+        return ParsedInput(None if vm_type == "ref" else 0.0 if vm_type[0] == "f" else 0, vm_type)
     if vm_type != "ref":
         return ParsedInput(parse_scalar(text, vm_type), vm_type)
-    if text == "(null)":
-        return ParsedInput(None, "ref")
     if text[0] == "&":
         raise SpecError(
             StatusCode.UNIMPLEMENTED,

@@ -35,6 +35,7 @@ import traceback
 
 import numpy as np
 
+from runtime_support.context import is_coarse_fences
 from runtime_support.errors import LoaderError, StatusCode, VMError
 from runtime_support.io_format import (
     DEFAULT_MAX_ELEMENT_COUNT,
@@ -54,6 +55,10 @@ class RunError(Exception):
         self.code = code
         self.message = message
         super().__init__(f"{code.name}; {message}")
+
+
+def _cconv_arg_codes(cconv: str) -> list[str]:
+    return list(cconv[1:].partition("_")[0])
 
 
 def parse_cconv(cconv: str) -> tuple[list[str], list[str]]:
@@ -97,6 +102,140 @@ def load_package(package_dir: str):
     return module
 
 
+def default_function(exports) -> str:
+    """The export to run when `--function` is left out, by iree-run-module's rule: the one
+    export whose name neither starts with `__` (module initializers) nor holds a `$`
+    (`main$async` twins and other special ABIs)."""
+    candidates = [n for n in exports if not n.startswith("__") and "$" not in n]
+    if not candidates:
+        raise RunError(
+            StatusCode.INVALID_ARGUMENT,
+            "no exported functions found in module; at least one must be present",
+        )
+    if len(candidates) > 1:
+        raise RunError(
+            StatusCode.INVALID_ARGUMENT,
+            "more than one exported function present; "
+            "--function= must be specified explicitly",
+        )
+    return candidates[0]
+
+
+def lookup_export(ctx, name: str):
+    """The numpy-level callable of export `name` (its VM name, which need not be a Python
+    identifier: `i32i32.i32`), or None. Contexts with `call(name, ...)` are asked by VM
+    name; other objects by attribute (the name as is, then its identifier form)."""
+    exports = getattr(ctx, "exports", None)
+    call = getattr(ctx, "call", None)
+    if callable(call) and isinstance(exports, (tuple, list, dict)) and name in exports:
+        return lambda *args: call(name, *args)
+    method = getattr(ctx, name, None) if name.isidentifier() else None
+    if method is None:
+        from runtime_support.context import python_name
+
+        method = getattr(ctx, python_name(name), None)
+    return method if callable(method) else None
+
+
+def pyree_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("pyree")
+    except Exception:  # not installed (run from a checkout)
+        return "unknown"
+
+
+def _translator_fingerprint() -> str:
+    """A hash of the translator and templates, so a cached package is rebuilt when the
+    code that generates it changes."""
+    import hashlib
+
+    import translator
+
+    h = hashlib.sha256(pyree_version().encode())
+    roots = [os.path.dirname(translator.__file__)]
+    templates = os.path.join(os.path.dirname(roots[0]), "templates")
+    if os.path.isdir(templates):
+        roots.append(templates)
+    for root in roots:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            for f in sorted(filenames):
+                if f.endswith((".py", ".j2")):
+                    with open(os.path.join(dirpath, f), "rb") as fh:
+                        h.update(f.encode() + b"\0" + fh.read())
+    return h.hexdigest()
+
+
+def package_cache_dir() -> str:
+    """Where `pyree-run model.vmfb` keeps translated packages: $PYREE_CACHE_DIR, else
+    $XDG_CACHE_HOME/pyree or ~/.cache/pyree."""
+    root = os.environ.get("PYREE_CACHE_DIR")
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(base, "pyree")
+    return os.path.join(root, "packages")
+
+
+def package_for(path: str) -> str:
+    """A package directory for `path`: the path itself when it is a directory; for a .vmfb
+    file, its translation in a content-addressed cache (translated once per content and
+    translator version), so `pyree-run model.vmfb` does what `iree-run-module
+    --module=model.vmfb` does."""
+    if not os.path.isfile(path):
+        return path
+    import hashlib
+    import shutil
+    import tempfile
+
+    from translator.cli import package_name_for
+
+    with open(path, "rb") as f:
+        data = f.read()
+    key = hashlib.sha256(data + _translator_fingerprint().encode()).hexdigest()[:32]
+    name = package_name_for(path)
+    entry = os.path.join(package_cache_dir(), key)
+    target = os.path.join(entry, name)
+    if os.path.isfile(os.path.join(target, "__init__.py")):
+        return target
+    from translator.codegen import write_package
+    from translator.reader import read_module_file
+
+    module = read_module_file(path)
+    os.makedirs(os.path.dirname(entry), exist_ok=True)
+    tmp = tempfile.mkdtemp(dir=os.path.dirname(entry), prefix=".tmp-")
+    try:
+        write_package(module, tmp, name, source_name=os.path.basename(path))
+        try:
+            os.rename(tmp, entry)  # atomic: a concurrent run may have won, which is fine
+        except OSError:
+            pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def vm_module_name(pkg) -> str:
+    """The VM module name a package's exports are imported under (`a` in `a.add`)."""
+    name = getattr(pkg, "VM_MODULE_NAME", None)
+    return name if isinstance(name, str) and name else "module"
+
+
+def load_contexts(packages, device="local", parameters=None):
+    """Loads packages in order, each one's exports serving as imports of the later ones
+    (iree-run-module --module=a --module=b), and returns the last one's context."""
+    loaded: dict = {}
+    ctx = None
+    for pkg in packages:
+        kwargs = {"device": device, "parameters": parameters}
+        if loaded:
+            kwargs["modules"] = dict(loaded)
+        ctx = pkg.load(**kwargs)
+        loaded[vm_module_name(pkg)] = ctx
+    return ctx
+
+
 def _guess_arg_type(spec: str) -> str:
     """Argument type of a SPEC when the package gives no calling convention: integer
     literals are i32 (i64 when out of i32 range), other bare numbers f32, the rest refs.
@@ -135,25 +274,114 @@ def _write_output(mode: str, value, vm_type: str | None, max_count, stdout) -> N
         )
     path = mode[1:]
     file_mode = "ab" if mode[0] == "+" else "wb"
-    arr = to_numpy_for_output(value, vm_type)
+    npy = path.lower().endswith(".npy")
+    arr = to_numpy_for_output(value, vm_type, npy=npy)
     with open(path, file_mode) as f:
-        if path.lower().endswith(".npy"):
+        if npy:
             np.save(f, arr, allow_pickle=False)
         else:
             f.write(arr.tobytes())
 
 
+class OneLineArgumentParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (exit 2), not usage + error."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def _build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    from runtime_support.context import _LOCAL_DEVICES, _UNAVAILABLE_DEVICES
+
+    p = OneLineArgumentParser(
         prog="pyree-run",
-        description="Run an export of a pyree-generated package like iree-run-module.",
+        description="Run an export of a pyree-translated package (or a .vmfb, translated "
+        "into a cache on first use) like iree-run-module: same flags, same output.",
+        epilog=f"devices: {', '.join(_LOCAL_DEVICES)} (not available in this build: "
+        f"{', '.join(_UNAVAILABLE_DEVICES)}). --flagfile=FILE reads one flag per line "
+        "(# starts a comment).",
     )
-    p.add_argument("package_dir", metavar="PACKAGE_DIR")
-    p.add_argument("--function", default=None, metavar="NAME")
-    p.add_argument("--input", action="append", default=[], metavar="SPEC")
-    p.add_argument("--device", default="local")
-    p.add_argument("--parameters", action="append", default=[], metavar="[SCOPE=]FILE")
-    p.add_argument("--output", action="append", default=None, metavar="MODE")
+    p.add_argument("--version", action="version", version=f"%(prog)s {pyree_version()}")
+    p.add_argument(
+        "package_dir",
+        metavar="PACKAGE_DIR",
+        nargs="?",
+        help="the translated package to run (after any --module= packages)",
+    )
+    p.add_argument(
+        "--module",
+        action="append",
+        default=[],
+        metavar="PACKAGE_DIR",
+        help="a package to load first, in order; its exports serve as imports of the "
+        "ones after it; without PACKAGE_DIR the last --module= is the one run",
+    )
+    p.add_argument(
+        "--function",
+        default=None,
+        metavar="NAME",
+        help="the export to run, by its VM name (may hold `.`); may be left out when the "
+        "module has one export not starting with `__` and without `$`",
+    )
+    p.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="an argument, in order: a scalar (`5`, `1.5`), `[SHAPEx]TYPE=VALUES` "
+        "(`2x2xi32=1 2 3 4`, `4xbf16=1 2 3 4`), `TYPE=@raw.bin`, `@file.npy` or `(null)`",
+    )
+    p.add_argument(
+        "--device",
+        default="local",
+        help="local (threaded workgroups; default), local-task (the same) or local-sync "
+        "(one thread)",
+    )
+    p.add_argument(
+        "--parameters",
+        action="append",
+        default=[],
+        metavar="[SCOPE=]FILE",
+        help="a parameter archive (.irpa, .safetensors, .gguf), optionally under a scope",
+    )
+    p.add_argument(
+        "--output",
+        action="append",
+        default=None,
+        metavar="MODE",
+        help="per result, in order: `-` prints it, `` (empty) drops it, `@f.npy`/`@f.bin` "
+        "writes it, `+f.npy`/`+f.bin` appends it",
+    )
+    p.add_argument(
+        "--expected_output",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="an expected result, in --input syntax (`(ignored)` skips one); compares "
+        "instead of printing and exits 1 on a mismatch, as iree-run-module does",
+    )
+    p.add_argument(
+        "--equality_mode",
+        choices=("approximate", "exact"),
+        default="approximate",
+        help="how --expected_output compares floats: approximate (|a-e| <= atol + "
+        "rtol*|e|, NaN equals NaN) or exact (bytes)",
+    )
+    for t, default in (("f16", 0.001), ("f32", 0.0001), ("f64", 0.0001), ("bf16", 0.01)):
+        p.add_argument(
+            f"--expected_{t}_threshold",
+            type=float,
+            default=default,
+            metavar="ATOL",
+            help=f"absolute tolerance for {t} in approximate mode (default {default})",
+        )
+    p.add_argument(
+        "--expected_rtol",
+        type=float,
+        default=1e-5,
+        metavar="RTOL",
+        help="relative tolerance for floats in approximate mode (default 1e-05)",
+    )
     p.add_argument(
         "--output_max_element_count",
         "--print_max_element_count",
@@ -161,44 +389,63 @@ def _build_parser() -> argparse.ArgumentParser:
         type=int,
         default=DEFAULT_MAX_ELEMENT_COUNT,
         metavar="N",
+        help="print at most N elements of each result, then `...` (default 1024)",
     )
     return p
 
 
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
 def _fail(stderr, text: str) -> int:
-    stderr.write(text.rstrip("\n") + "\n")
+    stderr.write(" ".join(text.split("\n")).rstrip() + "\n")
     return 1
 
 
 def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
-    try:
-        pkg = load_package(args.package_dir)
-    except FileNotFoundError as e:
-        stderr.write(f"pyree-run: error: {e}\n")
-        return 2
-    except Exception as e:  # a broken package: report, do not crash with a traceback
-        return _fail(
-            stderr,
-            f"INTERNAL; cannot import package {args.package_dir}: "
-            f"{type(e).__name__}: {e}",
+    paths = list(getattr(args, "module", None) or [])
+    if args.package_dir:
+        paths.append(args.package_dir)
+    if not paths:
+        stderr.write(
+            "pyree-run: error: no module given; pass a translated package directory "
+            "(PACKAGE_DIR or --module=PACKAGE_DIR) (see --help)\n"
         )
+        return 2
+    try:  # a .vmfb is translated on the fly (the translator is then needed)
+        from translator.errors import InvalidModuleError
+    except ImportError:  # pragma: no cover - runtime-only install
+        InvalidModuleError = ()  # noqa: N806
+    packages = []
+    for path in paths:  # like --module= in iree-run-module: the last one is the main one
+        try:
+            packages.append(load_package(package_for(path)))
+        except InvalidModuleError as e:
+            return _fail(stderr, f"INVALID_ARGUMENT; {e.with_path(path)}; loading module")
+        except FileNotFoundError as e:
+            stderr.write(f"pyree-run: error: {e}\n")
+            return 2
+        except Exception as e:  # a broken package: report, do not crash with a traceback
+            return _fail(
+                stderr,
+                f"INTERNAL; cannot import package {path}: {type(e).__name__}: {e}",
+            )
+    pkg = packages[-1]
     exports = dict(getattr(pkg, "EXPORTS", {}) or {})
     name = args.function
     if not name:
-        if len(exports) != 1:
-            return _fail(
-                stderr,
-                "INVALID_ARGUMENT; more than one exported function present; "
-                "--function= must be specified explicitly",
-            )
-        name = next(iter(exports))
+        try:
+            name = default_function(exports)
+        except RunError as e:
+            return _fail(stderr, f"{e}; creating run context")
     if exports and name not in exports:
         return _fail(
             stderr,
             f"NOT_FOUND; no function `{name}` exported by module; "
-            f"looking up function '{name}'",
+            f"looking up function '{name}'; creating run context",
         )
 
     cconv = (getattr(pkg, "CCONVS", None) or {}).get(name)
@@ -208,21 +455,27 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
             arg_types, result_types = parse_cconv(cconv)
         except ValueError as e:
             return _fail(stderr, f"UNIMPLEMENTED; {e}")
+        if is_coarse_fences(name, _cconv_arg_codes(cconv), exports.get(name)):
+            # async-external: the package's wrapper supplies and waits on the two fences,
+            # as iree-run-module does, so the command line gives only the user's inputs.
+            arg_types = arg_types[:-2]
 
     try:
-        ctx = pkg.load(
-            device=args.device, parameters=_parse_parameters(args.parameters)
-        )
+        ctx = load_contexts(packages, args.device, _parse_parameters(args.parameters))
     except VMError as e:
+        if e.function is None and e.location is None:  # not raised by VM code
+            return _fail(stderr, f"{e.code.name}; {e.message}; creating run context")
         return _fail(stderr, f"{_status_text(e)}; creating run context")
     except LoaderError as e:
         return _fail(stderr, f"INTERNAL; {e}; creating run context")
-    method = getattr(ctx, name, None)
+    except (OSError, ValueError, TypeError) as e:
+        return _fail(stderr, f"INVALID_ARGUMENT; {_one_line(e)}; creating run context")
+    method = lookup_export(ctx, name)
     if method is None:
         return _fail(
             stderr,
             f"NOT_FOUND; no function `{name}` exported by module; "
-            f"looking up function '{name}'",
+            f"looking up function '{name}'; creating run context",
         )
 
     # Inputs.
@@ -278,6 +531,9 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
         results = () if raw is None else raw if isinstance(raw, tuple) else (raw,)
     types = [t if t != "ref" else None for t in result_types] if result_types else None
 
+    if getattr(args, "expected_output", None):
+        return _check_expected(args, results, result_types, stdout, stderr)
+
     # Outputs.
     try:
         if args.output is None:
@@ -311,6 +567,56 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
     return 0
 
 
+def _check_expected(args, results, result_types, stdout, stderr) -> int:
+    """--expected_output: parse each SPEC for its result's type, compare, report."""
+    from runtime_support.expected_output import Tolerances, compare, parse_expected
+
+    expected = []
+    for i, spec in enumerate(args.expected_output):
+        if result_types is not None and i < len(result_types):
+            t = result_types[i]
+        elif result_types is not None:
+            stdout.flush()
+            return _fail(
+                stderr,
+                f"INVALID_ARGUMENT; function expected fewer input values; parsing input "
+                f"`{spec.strip()}`; parsing expected function outputs; processing function outputs",
+            )
+        else:
+            t = "ref" if i >= len(results) else _guess_result_type(results[i])
+        try:
+            expected.append(parse_expected(spec, t))
+        except SpecError as e:
+            stdout.flush()
+            return _fail(
+                stderr,
+                f"{e.code.name}; "
+                + (f"{e.message}; " if e.message else "")
+                + f"parsing input `{spec}`; parsing expected function outputs; "
+                "processing function outputs",
+            )
+    tol = Tolerances(
+        mode=args.equality_mode,
+        f16=float(np.float32(args.expected_f16_threshold)),
+        f32=float(np.float32(args.expected_f32_threshold)),
+        f64=args.expected_f64_threshold,
+        bf16=float(np.float32(args.expected_bf16_threshold)),
+        rtol=args.expected_rtol,
+    )
+    text, ok = compare(list(results), result_types, expected, tol)
+    stdout.write(text)
+    stdout.flush()
+    return 0 if ok else 1
+
+
+def _guess_result_type(value) -> str:
+    from runtime_support.io_format import scalar_vm_type
+
+    if isinstance(value, (int, float, np.generic)):
+        return scalar_vm_type(value)
+    return "ref"
+
+
 def _status_text(e: VMError) -> str:
     """`LOCATION: CODE; message[; in FUNCTION]` (iree-run-module prints `<vm>:0:` when the
     module carries no source location)."""
@@ -320,8 +626,36 @@ def _status_text(e: VMError) -> str:
     return text
 
 
+def expand_flagfiles(argv: list[str]) -> list[str]:
+    """`--flagfile=FILE` (or `--flagfile FILE`) replaced by the flags in FILE, one per
+    line; blank lines and lines starting with `#` are skipped (iree's flagfile format)."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        path = None
+        if arg.startswith("--flagfile="):
+            path = arg.split("=", 1)[1]
+        elif arg == "--flagfile" and i + 1 < len(argv):
+            i += 1
+            path = argv[i]
+        if path is None:
+            out.append(arg)
+        else:
+            with open(path, encoding="utf-8") as f:
+                lines = [line.strip() for line in f]
+            out += expand_flagfiles([x for x in lines if x and not x.startswith("#")])
+        i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _build_parser()
+    try:
+        argv = expand_flagfiles(list(sys.argv[1:] if argv is None else argv))
+    except OSError as e:
+        sys.stderr.write(f"pyree-run: error: --flagfile: {e.filename}: {e.strerror}\n")
+        return 2
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse: usage error (2) or --help (0)
@@ -330,8 +664,14 @@ def main(argv: list[str] | None = None) -> int:
         return run(args)
     except KeyboardInterrupt:
         return 130
-    except Exception:  # a bug in pyree: say so, do not pretend it is a module failure
-        traceback.print_exc()
+    except Exception as e:  # a bug in pyree: say so in one line (traceback on request)
+        if os.environ.get("PYREE_DEBUG"):
+            traceback.print_exc()
+        sys.stdout.flush()
+        sys.stderr.write(
+            f"INTERNAL; pyree-run failed unexpectedly: {type(e).__name__}: {_one_line(e)} "
+            "(a pyree bug; set PYREE_DEBUG=1 for the traceback)\n"
+        )
         return 1
 
 

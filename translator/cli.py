@@ -32,11 +32,21 @@ def package_name_for(path: str | Path) -> str:
     return name
 
 
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("pyree")
+    except Exception:  # not installed (run from a checkout)
+        return "unknown"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="pyree-translate",
         description="Translate an IREE .vmfb module into an importable Python package.",
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     p.add_argument("input", help="the .vmfb file")
     p.add_argument("-o", "--output-dir", default="out", help="where the package goes (default: ./out)")
     p.add_argument("--name", help="package name (default: the input file's stem)")
@@ -58,6 +68,11 @@ def _parser() -> argparse.ArgumentParser:
         help="with --dump: prefix instructions with their pc, like --bytecode_offsets",
     )
     p.add_argument("--no-format", action="store_true", help="do not run black on the output")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse (exit 1) a module with executables pyree cannot run, instead of warning",
+    )
     return p
 
 
@@ -85,6 +100,14 @@ def dump_text(module, *, output: str = "all", offsets: bool = False) -> str:
     return "\n".join(parts)
 
 
+def _unrunnable_formats(module) -> list[str]:
+    """One sentence per executable format in `module` that pyree has no loader for."""
+    from runtime_support import executable_formats as ef
+    from translator.summary import executable_formats
+
+    return [ef.unsupported_reason(f) for f in executable_formats(module) if not ef.is_supported(f)]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from translator.reader import read_module_file
@@ -99,6 +122,13 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         from translator.codegen import write_package
 
+        unrunnable = _unrunnable_formats(module)
+        for reason in unrunnable:
+            kind = "error" if args.strict else "warning"
+            print(f"pyree-translate: {kind}: {path}: {reason}", file=sys.stderr)
+        if unrunnable and args.strict:
+            return 1
+
         name = args.name or package_name_for(path)
         if not name.isidentifier() or keyword.iskeyword(name):
             print(f"pyree-translate: --name {name!r} is not a valid Python identifier", file=sys.stderr)
@@ -110,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pyree-translate: error: {e.with_path(path)}", file=sys.stderr)
         return 1
     except OSError as e:
-        print(f"pyree-translate: error: {path}: {e.strerror or e}", file=sys.stderr)
+        where = e.filename or path  # the output path when writing failed, not the input's
+        print(f"pyree-translate: error: {where}: {e.strerror or e}", file=sys.stderr)
         return 1
 
 

@@ -189,3 +189,21 @@ def format_metadata(module: Module) -> str:
         out.append("")
         out += [f"Locations: {len(module.locations)}", ""]
     return "\n".join(out) + "\n"
+
+
+def executable_formats(module: Module) -> list[str]:
+    """The executable formats a module carries code for, in rodata order: the embedded
+    strings its device-matching code queries `hal.executable.format` with."""
+    from runtime_support.executable_formats import FORMAT_RE
+
+    found = []
+    for seg in module.rodata:
+        if seg.external or not 0 < len(seg.data) <= 64:
+            continue
+        text = bytes(seg.data).split(b"\0", 1)[0]
+        if not all(0x20 <= b < 0x7F for b in text):
+            continue
+        name = text.decode("ascii")
+        if FORMAT_RE.fullmatch(name) and name not in found:
+            found.append(name)
+    return found

@@ -230,3 +230,30 @@ def element_type_name(element_type: int) -> str:
     if is_integer(element_type):
         return f"i{bit_count(element_type)}"
     return f"0x{element_type:08X}"
+
+
+_BY_NAME = {name: et for et, name in _NAMES.items()}
+
+
+def element_type_from_name(name: str) -> int | None:
+    """The element type for a printed name (`bf16`, `f8E4M3FN`, `si32`, `i4`...), or None.
+    (`i1` is the 8-bit boolean, as iree-run-module and compiled code store it.)"""
+    et = _BY_NAME.get(name)
+    if et is None and name.startswith(("i", "si", "ui")):
+        kind = NUMERICAL_INTEGER_SIGNED if name[0] == "s" else (
+            NUMERICAL_INTEGER_UNSIGNED if name[0] == "u" else NUMERICAL_INTEGER)
+        digits = name.lstrip("siu")
+        if digits.isdigit() and 0 < int(digits) < 256:
+            et = make_element_type(kind, int(digits))
+    return et
+
+
+def has_exact_dtype(element_type: int) -> bool:
+    """Whether `to_numpy_dtype` names this element type exactly: False for bf16 and the
+    f8 types without ml_dtypes (their bits come back as uints), signed/unsigned integer
+    types (compiled code's arrays read as signless) and opaque types."""
+    try:
+        dtype = to_numpy_dtype(element_type)
+        return from_numpy_dtype(dtype) == element_type & 0xFFFFFFFF
+    except ValueError:
+        return False

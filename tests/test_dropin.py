@@ -1,0 +1,594 @@
+"""pyree-run as a drop-in for iree-run-module on real translated packages (issue 13).
+
+Each test compiles a small MLIR program with the pinned iree-compile, translates it with
+`pyree-translate`, and runs the same command line through `pyree-run` and
+`iree-run-module`, comparing stdout and exit status byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import shutil
+import subprocess
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from runtime_support.run_cli import load_package, main as run_main
+from translator.cli import main as translate_main
+
+HAVE_IREE = shutil.which("iree-run-module") is not None and shutil.which("iree-compile") is not None
+pytestmark = pytest.mark.skipif(not HAVE_IREE, reason="needs iree-base-compiler/iree-base-runtime")
+
+CPU = (
+    "--iree-hal-target-device=local",
+    "--iree-hal-local-target-device-backends=llvm-cpu",
+    "--iree-llvmcpu-target-cpu=generic",
+)
+ASYNC = CPU + ("--iree-execution-model=async-external",)
+
+
+@pytest.fixture(scope="module")
+def build(compile_mlir, tmp_path_factory):
+    """build(mlir_text, flags=CPU, name=...) -> (vmfb path, translated package dir)."""
+    root = tmp_path_factory.mktemp("dropin")
+
+    def _build(text: str, flags=CPU, name: str = "m"):
+        key = hashlib.sha256((text + "\0".join(flags)).encode()).hexdigest()[:12]
+        src = root / f"{name}_{key}.mlir"
+        if not src.exists():
+            src.write_text(text)
+        vmfb = Path(compile_mlir(src, flags))
+        pkg = root / "out" / f"{name}_{key}"
+        if not pkg.exists():
+            local = root / f"{name}_{key}.vmfb"
+            shutil.copyfile(vmfb, local)
+            rc, _, err = cli(translate_main, [local, "-o", root / "out", "--name", pkg.name])
+            assert rc == 0, err
+        return vmfb, pkg
+
+    return _build
+
+
+def cli(entry, argv, cwd=None):
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = entry([str(a) for a in argv])
+    return rc, out.getvalue(), err.getvalue()
+
+
+def iree_run(modules, args, cwd=None):
+    p = subprocess.run(
+        ["iree-run-module", "--device=local-sync", *[f"--module={m}" for m in modules], *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
+    return p.returncode, p.stdout, p.stderr
+
+
+def pyree_run(pkg, args, extra=()):
+    return cli(run_main, [pkg, "--device=local-sync", *extra, *args])
+
+
+def same_as_iree(vmfb, pkg, args):
+    ref = iree_run([vmfb], args)
+    ours = pyree_run(pkg, args)
+    assert (ours[0], ours[1]) == (ref[0], ref[1]), (ours[2], ref[2])
+    return ours
+
+
+# -- export names that are not Python identifiers -------------------------------------
+
+DOTTED = """
+func.func @"i32i32.i32"(%a: i32, %b: i32) -> i32 {
+  %c = arith.addi %a, %b : i32
+  return %c : i32
+}
+func.func @"f.x-y"(%a: tensor<2xf32>) -> tensor<2xf32> {
+  %c = arith.addf %a, %a : tensor<2xf32>
+  return %c : tensor<2xf32>
+}
+"""
+
+
+def test_dotted_export_names_run_by_vm_name(build):
+    vmfb, pkg = build(DOTTED, name="dotted")
+    same_as_iree(vmfb, pkg, ["--function=i32i32.i32", "--input=3", "--input=4"])
+    rc, out, _ = same_as_iree(vmfb, pkg, ["--function=f.x-y", "--input=2xf32=1 2.5"])
+    assert rc == 0 and out.endswith("2xf32=2 5\n")
+
+
+def test_dotted_export_names_from_python(build):
+    _, pkg = build(DOTTED, name="dotted")
+    ctx = load_package(pkg).load(device="local-sync")
+    assert ctx.call("i32i32.i32", 3, 4) == 7
+    assert "i32i32.i32" in ctx.exports
+
+
+# -- --function left out ----------------------------------------------------------------
+
+ONE_EXPORT = """
+util.global private mutable @g = dense<[1.0, 2.0]> : tensor<2xf32>
+func.func @only(%a: tensor<2xf32>) -> tensor<2xf32> {
+  %g = util.global.load @g : tensor<2xf32>
+  %c = arith.addf %a, %g : tensor<2xf32>
+  util.global.store %c, @g : tensor<2xf32>
+  return %c : tensor<2xf32>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "text,flags,args",
+    [
+        (ONE_EXPORT, CPU, ["--input=2xf32=4 5"]),  # an __init export next to the user's
+        (ONE_EXPORT, ASYNC, ["--input=2xf32=4 5"]),  # async-external: `$async`-free name
+        (DOTTED, CPU, ["--input=1"]),  # two user exports: an error, as in IREE
+    ],
+    ids=["with-init", "async-external", "two-exports"],
+)
+def test_function_left_out_follows_iree_run_module(build, text, flags, args):
+    vmfb, pkg = build(text, flags, name="one")
+    if text is ONE_EXPORT:
+        assert "__init" in load_package(pkg).EXPORTS
+    ref = iree_run([vmfb], args)
+    ours = pyree_run(pkg, args)
+    assert (ours[0], ours[1]) == (ref[0], ref[1]), (ours[2], ref[2])
+    if ref[0]:
+        assert ref[2].strip().endswith(ours[2].strip().split("; ", 1)[1]), (ours[2], ref[2])
+
+
+# -- every CLI error is one line --------------------------------------------------------
+
+
+def _one_line_error(err: str) -> str:
+    assert err.endswith("\n") and err.count("\n") == 1, err
+    return err
+
+
+@pytest.mark.parametrize("device,code", [("cuda", "UNAVAILABLE"), ("cpu", "NOT_FOUND")])
+def test_unusable_device_is_one_line_like_iree(build, device, code):
+    vmfb, pkg = build(DOTTED, name="dotted")
+    args = ["--function=i32i32.i32", "--input=1", "--input=2"]
+    ref = subprocess.run(
+        ["iree-run-module", f"--device={device}", f"--module={vmfb}", *args],
+        capture_output=True, text=True, timeout=60,
+    )
+    rc, out, err = cli(run_main, [pkg, f"--device={device}", *args])
+    assert rc == ref.returncode == 1 and out == ref.stdout == ""
+    assert f"{code};" in ref.stderr
+    assert _one_line_error(err).startswith(f"{code}; ") and device in err, err
+    assert err.rstrip().endswith("; creating run context")
+
+
+def test_usage_error_is_one_line_exit_2(build):
+    _, pkg = build(DOTTED, name="dotted")
+    rc, _, err = cli(run_main, [pkg, "--bogus-flag"])
+    assert rc == 2 and _one_line_error(err).startswith("pyree-run: error:"), err
+
+
+def test_missing_rodata_is_one_line(build, tmp_path):
+    _, pkg = build(ONE_EXPORT, name="one")
+    broken = tmp_path / "broken"
+    shutil.copytree(pkg, broken)
+    (broken / "rodata.bin").unlink()
+    rc, _, err = cli(run_main, [broken, "--input=2xf32=1 2"])
+    assert rc == 1 and "rodata.bin" in _one_line_error(err) and "incomplete" in err, err
+
+
+def test_closed_context_says_so(build):
+    from runtime_support.errors import StatusCode, VMError
+
+    _, pkg = build(ONE_EXPORT, name="one")
+    ctx = load_package(pkg).load(device="local-sync")
+    ctx.close()
+    with pytest.raises(VMError, match="closed context") as e:
+        ctx.only(np.ones(2, np.float32))
+    assert e.value.code == StatusCode.FAILED_PRECONDITION
+
+
+def test_unexpected_exception_is_one_line(tmp_path):
+    d = tmp_path / "bad"
+    d.mkdir()
+    (d / "__init__.py").write_text(
+        "EXPORTS = {'f': None}\n"
+        "class C:\n    def f(self):\n        raise RuntimeError('boom\\nsecond line')\n"
+        "def load(device='local', parameters=None):\n    return C()\n"
+    )
+    rc, _, err = cli(run_main, [d])
+    assert rc == 1 and _one_line_error(err).startswith("INTERNAL; ") and "boom" in err
+
+
+def test_translate_output_error_names_the_output(build, tmp_path):
+    vmfb, _ = build(DOTTED, name="dotted")
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("x")
+    rc, _, err = cli(translate_main, [vmfb, "-o", blocker])
+    assert rc == 1 and str(blocker) in _one_line_error(err) and vmfb.name not in err, err
+
+
+# -- element types: every one iree-run-module prints, in and out ------------------------
+
+TYPES = {  # MLIR element type -> input spec data (iree-run-module syntax)
+    "i1": "01 00 01",
+    "i8": "-128 127 5",
+    "i16": "-3 40000 7",
+    "i32": "1 -2 2147483647",
+    "i64": "-9223372036854775808 3 4",
+    "f16": "1 65520 0.1",
+    "f32": "0.1 1e-8 -nan",
+    "f64": "0.3333333333333333 1e300 -0",
+    "bf16": "1 2.5 1e30",
+    "f8E5M2": "1 61440 1e-5",
+    "f8E4M3FN": "448 464 0.001953125",
+    "f8E5M2FNUZ": "-0 57344 inf",
+    "f8E4M3FNUZ": "240 248 0.1",
+    "f8E8M0FNU": "1.5 -3 1e30",
+}
+SPELLING = {"i1": "i1", "complex<f32>": "cf64"}
+IDENTITY = "\n".join(
+    f"func.func @id_{i}(%a: tensor<?x{t}>) -> tensor<?x{t}> {{ return %a : tensor<?x{t}> }}"
+    for i, t in enumerate(TYPES)
+)
+ARITH = """
+func.func @add_bf16(%a: tensor<4xbf16>, %b: tensor<4xbf16>) -> tensor<4xbf16> {
+  %c = arith.addf %a, %b : tensor<4xbf16>
+  return %c : tensor<4xbf16>
+}
+func.func @scale_f8(%a: tensor<3xf8E4M3FN>, %s: f32) -> (tensor<3xf8E4M3FN>, tensor<3xf32>) {
+  %e = arith.extf %a : tensor<3xf8E4M3FN> to tensor<3xf32>
+  %init = tensor.empty() : tensor<3xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
+                       iterator_types = ["parallel"]} ins(%e : tensor<3xf32>) outs(%init : tensor<3xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.mulf %x, %s : f32
+    linalg.yield %y : f32
+  } -> tensor<3xf32>
+  %t = arith.truncf %m : tensor<3xf32> to tensor<3xf8E4M3FN>
+  return %t, %m : tensor<3xf8E4M3FN>, tensor<3xf32>
+}
+"""
+TYPE_CASES = [
+    [f"--function=id_{i}", f"--input=3x{SPELLING.get(t, t)}={data}"]
+    for i, (t, data) in enumerate(TYPES.items())
+] + [
+    ["--function=id_2", "--input=3xsi16=-3 4 5"],  # signed spellings print back as given
+    ["--function=id_3", "--input=3xui32=1 2 4294967295"],
+    ["--function=id_8", "--input=5xbf16=1 2 3 4 5", "--output_max_element_count=4"],
+    ["--function=id_9", "--input=3xf8E5M2=@BIN3"],  # raw bytes from a file
+    ["--function=id_8", "--input=3xbf16=1 2 3", "--output=@OUT.bin"],
+]
+
+
+@pytest.mark.parametrize("args", TYPE_CASES, ids=[a[1] for a in TYPE_CASES])
+def test_element_types_match_iree_run_module(build, tmp_path, args):
+    vmfb, pkg = build(IDENTITY, CPU + ("--iree-input-demote-f64-to-f32=false",), name="types")
+    (tmp_path / "b3.bin").write_bytes(bytes([0x3C, 0x7C, 0xFE]))
+    args = [a.replace("@BIN3", f"@{tmp_path / 'b3.bin'}") for a in args]
+    ref_args = [a.replace("@OUT", f"@{tmp_path / 'ref'}") for a in args]
+    our_args = [a.replace("@OUT", f"@{tmp_path / 'ours'}") for a in args]
+    ref = iree_run([vmfb], ref_args)
+    ours = pyree_run(pkg, our_args)
+    assert (ours[0], ours[1]) == (ref[0], ref[1]), (ours[2], ref[2])
+    if any("@OUT" in a for a in args):
+        assert (tmp_path / "ours.bin").read_bytes() == (tmp_path / "ref.bin").read_bytes()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--function=add_bf16", "--input=4xbf16=1 2.5 -3 1e30", "--input=4xbf16=1 2.5 -3 1e30"],
+        ["--function=scale_f8", "--input=3xf8E4M3FN=1 0.3 -448", "--input=1.7"],
+    ],
+    ids=["bf16-add", "f8-scale"],
+)
+def test_narrow_float_arithmetic_matches_iree_run_module(build, args):
+    vmfb, pkg = build(ARITH, name="narrow")
+    rc, out, _ = same_as_iree(vmfb, pkg, args)
+    assert rc == 0
+    if "add_bf16" in args[0]:
+        assert out.endswith("4xbf16=2 5 -6 2.00051E+30\n")
+
+
+def test_narrow_floats_without_ml_dtypes(build):
+    """Without ml_dtypes, bf16/f8 still parse and print as IREE does (not as raw uints)."""
+    vmfb, pkg = build(ARITH, name="narrow")
+    args = ["--function=add_bf16", "--input=4xbf16=1 2.5 -3 1e30", "--input=4xbf16=1 2.5 -3 1e30"]
+    ref = iree_run([vmfb], args)
+    code = (
+        "import sys; sys.modules['ml_dtypes'] = None\n"
+        "from runtime_support.run_cli import main\n"
+        f"sys.exit(main({[str(pkg), '--device=local-sync', *args]!r}))\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert (p.returncode, p.stdout) == (ref[0], ref[1]), p.stderr
+
+
+def test_narrow_floats_from_python(build):
+    """The Python API takes and returns ml_dtypes arrays for bf16 and f8."""
+    import ml_dtypes
+    from iree_oracle import IreeSession
+
+    vmfb, pkg = build(ARITH, name="narrow")
+    ctx = load_package(pkg).load(device="local-sync")
+    a = np.array([1, 2.5, -3, 1e30], dtype=ml_dtypes.bfloat16)
+    got = ctx.add_bf16(a, a)
+    assert got.dtype == ml_dtypes.bfloat16
+    x = np.array([1, 0.3, -448], dtype=ml_dtypes.float8_e4m3fn)
+    t, m = ctx.scale_f8(x, 1.7)
+    assert t.dtype == ml_dtypes.float8_e4m3fn
+    ref = IreeSession(vmfb, driver="local-sync")
+    (want,) = ref.call("add_bf16", [a, a])
+    assert np.asarray(want).view(np.uint16).tobytes() == got.view(np.uint16).tobytes()
+    # iree.runtime's helper has no f8 types: compare with iree-run-module's printout.
+    from runtime_support.io_format import format_results
+
+    rc, want_out, _ = iree_run([vmfb], ["--function=scale_f8", "--input=3xf8E4M3FN=1 0.3 -448", "--input=1.7"])
+    assert rc == 0 and format_results("scale_f8", [t, m]) == want_out
+
+
+# -- async-external and several modules in one context ----------------------------------
+
+ASYNC_ADD = """
+func.func @add(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %c = arith.addf %a, %b : tensor<4xf32>
+  return %c : tensor<4xf32>
+}
+func.func @pair(%a: tensor<?xf32>, %b: tensor<?xf32>) -> (tensor<?xf32>, tensor<?xf32>) {
+  %c = arith.mulf %a, %b : tensor<?xf32>
+  return %c, %a : tensor<?xf32>, tensor<?xf32>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--function=add", "--input=4xf32=1 2 3 4", "--input=4xf32=10 20 30 40"],
+        ["--function=pair", "--input=3xf32=1 2 3", "--input=3xf32=2.5"],
+    ],
+    ids=["add", "dynamic-two-results"],
+)
+def test_async_external_module_runs(build, args):
+    vmfb, pkg = build(ASYNC_ADD, ASYNC, name="asyncx")
+    rc, _, _ = same_as_iree(vmfb, pkg, args)
+    assert rc == 0
+
+
+MODULE_A = """
+module @a {
+  util.global private mutable @count = 0 : i32
+  func.func @add(%x: i32, %y: i32) -> i32 {
+    %c = arith.addi %x, %y : i32
+    %n = util.global.load @count : i32
+    %one = arith.constant 1 : i32
+    %n1 = arith.addi %n, %one : i32
+    util.global.store %n1, @count : i32
+    return %n1 : i32
+  }
+  func.func @double(%t: tensor<4xf32>) -> tensor<4xf32> {
+    %c = arith.addf %t, %t : tensor<4xf32>
+    return %c : tensor<4xf32>
+  }
+}
+"""
+MODULE_B = """
+module @b {
+  func.func private @a.add(i32, i32) -> i32
+  func.func private @a.double(tensor<4xf32>) -> tensor<4xf32>
+  func.func @run(%x: i32, %t: tensor<4xf32>) -> (i32, i32, tensor<4xf32>) {
+    %s = call @a.add(%x, %x) : (i32, i32) -> i32
+    %s2 = call @a.add(%x, %x) : (i32, i32) -> i32
+    %d = call @a.double(%t) : (tensor<4xf32>) -> tensor<4xf32>
+    %e = arith.mulf %d, %d : tensor<4xf32>
+    return %s, %s2, %e : i32, i32, tensor<4xf32>
+  }
+}
+"""
+RUN_B = ["--input=5", "--input=4xf32=1 2 3 4"]
+
+
+@pytest.mark.parametrize("layout", ["positional", "modules-only"])
+def test_several_modules_in_one_context(build, layout):
+    a_vmfb, a_pkg = build(MODULE_A, name="mod_a")
+    b_vmfb, b_pkg = build(MODULE_B, name="mod_b")
+    ref = iree_run([a_vmfb, b_vmfb], RUN_B)
+    if layout == "positional":
+        argv = [b_pkg, "--device=local-sync", f"--module={a_pkg}", *RUN_B]
+    else:
+        argv = ["--device=local-sync", f"--module={a_pkg}", f"--module={b_pkg}", *RUN_B]
+    ours = cli(run_main, argv)
+    assert ref[0] == 0 and (ours[0], ours[1]) == (ref[0], ref[1]), (ours[2], ref[2])
+    assert "i32=2" in ours[1]  # a's state is shared between b's two calls
+
+
+def test_missing_import_module_is_one_line(build):
+    _, b_pkg = build(MODULE_B, name="mod_b")
+    rc, _, err = pyree_run(b_pkg, RUN_B)
+    assert rc == 1 and _one_line_error(err).startswith("NOT_FOUND; ") and "a.add" in err
+
+
+def test_translated_context_as_import_module_from_python(build):
+    from runtime_support.io_format import format_results
+
+    a_vmfb, a_pkg = build(MODULE_A, name="mod_a")
+    b_vmfb, b_pkg = build(MODULE_B, name="mod_b")
+    a = load_package(a_pkg).load(device="local-sync")
+    b = load_package(b_pkg).load(device="local-sync", modules={"a": a})
+    got = b.run(5, np.array([1, 2, 3, 4], np.float32))
+    ref = iree_run([a_vmfb, b_vmfb], ["--function=run", *RUN_B])
+    assert format_results("run", got) == ref[1]
+    assert b.run(5, np.ones(4, np.float32))[0] == 3  # a's global kept counting
+    with pytest.raises(ValueError, match="same device"):
+        load_package(b_pkg).load(device="local", modules={"a": a})
+
+
+class PyModuleA:
+    """A custom import module in Python, standing in for module `a` (the README example)."""
+
+    IMPORTS = {"a.add": "0ii_i", "a.double": "0r_r"}
+
+    def __init__(self):
+        self.calls = 0
+
+    def add(self, x, y):
+        self.calls += 1
+        return x * 100 + y
+
+    def double(self, view):
+        from runtime_support.hal.buffer_view import HalBufferView
+
+        return HalBufferView.from_numpy(view.to_numpy() * 2)
+
+
+def test_custom_python_import_module(build):
+    _, b_pkg = build(MODULE_B, name="mod_b")
+    a = PyModuleA()
+    b = load_package(b_pkg).load(device="local-sync", modules={"a": a})
+    s, s2, e = b.run(5, np.array([1, 2, 3, 4], np.float32))
+    assert (s, s2, a.calls) == (505, 505, 2)
+    assert np.array_equal(e, (np.array([1, 2, 3, 4], np.float32) * 2) ** 2)
+
+
+def test_import_with_wrong_calling_convention_is_refused(build):
+    from runtime_support.errors import VMError
+
+    _, b_pkg = build(MODULE_B, name="mod_b")
+    bad = PyModuleA()
+    bad.IMPORTS = {"a.add": "0I_i", "a.double": "0r_r"}
+    with pytest.raises(VMError, match="calling convention"):
+        load_package(b_pkg).load(device="local-sync", modules={"a": bad})
+
+
+# -- executables pyree cannot run ---------------------------------------------------------
+
+UNRUNNABLE = {
+    "vmvx": ("--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=vmvx"),
+    "arm64": (
+        "--iree-hal-target-device=local",
+        "--iree-hal-local-target-device-backends=llvm-cpu",
+        "--iree-llvmcpu-target-triple=aarch64-unknown-linux-gnu",
+    ),
+    "vulkan": ("--iree-hal-target-backends=vulkan-spirv",),
+    "cuda": ("--iree-hal-target-backends=cuda",),
+}
+UNRUNNABLE_FORMAT = {
+    "vmvx": "vmvx-bytecode-fb",
+    "arm64": "embedded-elf-arm_64",
+    "vulkan": "vulkan-spirv-fb",
+    "cuda": "cuda-nvptx-fb",
+}
+
+
+@pytest.mark.parametrize("target", list(UNRUNNABLE))
+def test_unrunnable_executables_warn_then_fail_in_one_line(compile_mlir, tmp_path, target):
+    src = tmp_path / "m.mlir"
+    src.write_text(MODULE_A)
+    vmfb = Path(compile_mlir(src, UNRUNNABLE[target]))
+    fmt = UNRUNNABLE_FORMAT[target]
+    rc, _, err = cli(translate_main, [vmfb, "-o", tmp_path / "out", "--name", "m"])
+    assert rc == 0 and err.startswith("pyree-translate: warning:"), err
+    assert f"'{fmt}'" in _one_line_error(err) and "recompile with" in err
+    rc, _, err = cli(translate_main, [vmfb, "-o", tmp_path / "strict", "--name", "m", "--strict"])
+    assert rc == 1 and f"'{fmt}'" in _one_line_error(err) and not (tmp_path / "strict").exists()
+    rc, out, err = pyree_run(tmp_path / "out" / "m", ["--function=add", "--input=1", "--input=2"])
+    assert rc == 1 and out == "" and f"'{fmt}'" in _one_line_error(err), err
+    assert "recompile with" in err and "#hal.device.target" not in err and len(err) < 600
+
+
+def test_runnable_module_translates_without_warning(build, tmp_path):
+    vmfb, _ = build(MODULE_A, name="mod_a")
+    rc, _, err = cli(translate_main, [vmfb, "-o", tmp_path, "--strict"])
+    assert rc == 0 and err == ""
+
+
+# -- --expected_output, a .vmfb instead of a package, --flagfile, --help, --version --------
+
+EXPECT_MLIR = """
+func.func @two(%a: tensor<?xf32>, %b: i32) -> (tensor<?xf32>, i32) {
+  return %a, %b : tensor<?xf32>, i32
+}
+func.func @ints(%a: tensor<?xi32>) -> tensor<?xi32> { return %a : tensor<?xi32> }
+func.func @halves(%a: tensor<?xbf16>, %b: tensor<?xf16>) -> (tensor<?xbf16>, tensor<?xf16>) {
+  return %a, %b : tensor<?xbf16>, tensor<?xf16>
+}
+"""
+TWO = ["--function=two", "--input=3xf32=1 2 3", "--input=7"]
+EXPECT_CASES = [
+    [*TWO, "--expected_output=3xf32=1 2.00001 3", "--expected_output=(ignored)"],
+    [*TWO, "--expected_output=3xf32=1 2.1 3", "--expected_output=(ignored)"],
+    [*TWO, "--expected_output=3xf32=1 2 3", "--expected_output=7"],  # IREE: scalars never match
+    [*TWO, "--expected_output=4xf32=1 2 3 4", "--expected_output=(null)"],
+    [*TWO, "--expected_output=3xi32=1 2 3"],
+    [*TWO, "--expected_output=(ignored)", "--expected_output=7", "--expected_output=7"],
+    [*TWO, "--expected_output=3xf32=1 2 3.00003", "--expected_output=(ignored)", "--equality_mode=exact"],
+    [*TWO, "--expected_output=3xf32=1 2 3.1", "--expected_output=(ignored)", "--expected_f32_threshold=0.2"],
+    [*TWO, "--expected_output=3xf32=1 2 nan", "--expected_output=(ignored)"],
+    ["--function=ints", "--input=3xi32=1 2 3", "--expected_output=3xi32=1 2 4"],
+    ["--function=ints", "--input=3xi32=1 2 3", "--expected_output=3xi32=1 2 3"],
+    ["--function=ints", "--input=3xi32=1 2 3", "--expected_output=7"],
+    ["--function=halves", "--input=2xbf16=1 2", "--input=2xf16=1 2",
+     "--expected_output=2xbf16=1.005 2", "--expected_output=2xf16=1 2.0015"],
+    ["--function=halves", "--input=2xbf16=1 2", "--input=2xf16=1 2",
+     "--expected_output=2xbf16=1.02 2", "--expected_output=2xf16=1 2.01"],
+]
+
+
+@pytest.mark.parametrize("args", EXPECT_CASES, ids=[" ".join(a[2:]) for a in EXPECT_CASES])
+def test_expected_output_matches_iree_run_module(build, args):
+    vmfb, pkg = build(EXPECT_MLIR, name="expect")
+    ref = iree_run([vmfb], args)
+    ours = pyree_run(pkg, args)
+    assert (ours[0], ours[1]) == (ref[0], ref[1]), (ours[2], ref[2])
+    if ref[2]:  # a parse error: the same status and message, one line
+        assert ref[2].split("; `")[0].endswith(_one_line_error(ours[2]).strip()), (ours[2], ref[2])
+
+
+def test_vmfb_runs_through_a_translation_cache(build, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYREE_CACHE_DIR", str(tmp_path / "cache"))
+    a_vmfb, _ = build(MODULE_A, name="mod_a")
+    b_vmfb, _ = build(MODULE_B, name="mod_b")
+    for argv in ([b_vmfb, f"--module={a_vmfb}"], [f"--module={a_vmfb}", f"--module={b_vmfb}"]):
+        ours = cli(run_main, [*argv, "--device=local-sync", *RUN_B])
+        ref = iree_run([a_vmfb, b_vmfb], RUN_B)
+        assert (ours[0], ours[1]) == (ref[0], ref[1]), ours[2]
+    entries = sorted((tmp_path / "cache" / "packages").iterdir())
+    assert len(entries) == 2  # one package per module content, reused by the second run
+    bad = tmp_path / "bad.vmfb"
+    bad.write_bytes(b"not a module")
+    rc, _, err = cli(run_main, [bad])
+    assert rc == 1 and "bad.vmfb" in _one_line_error(err) and err.startswith("INVALID_ARGUMENT")
+
+
+def test_flagfile(build, tmp_path):
+    vmfb, pkg = build(DOTTED, name="dotted")
+    flags = tmp_path / "flags.txt"
+    flags.write_text("# the add\n--function=i32i32.i32\n\n--input=3\n--input=4\n")
+    ours = pyree_run(pkg, [f"--flagfile={flags}"])
+    ref = iree_run([vmfb], [f"--flagfile={flags}"])
+    assert (ours[0], ours[1]) == (ref[0], ref[1]) and ref[0] == 0
+    rc, _, err = pyree_run(pkg, [f"--flagfile={tmp_path / 'missing.txt'}"])
+    assert rc == 2 and "missing.txt" in _one_line_error(err)
+
+
+def test_help_and_version():
+    for entry, prog in ((run_main, "pyree-run"), (translate_main, "pyree-translate")):
+        out = io.StringIO()
+        with redirect_stdout(out), pytest.raises(SystemExit) as e:
+            entry(["--version"]) if entry is translate_main else sys.exit(entry(["--version"]))
+        assert e.value.code in (0, None) and out.getvalue().startswith(prog + " ")
+    rc, out, _ = cli(run_main, ["--help"])
+    assert rc == 0 and "local-sync" in out and "cuda" in out
+    for flag in ("--function", "--input", "--device", "--parameters", "--output ",
+                 "--expected_output", "--module", "--output_max_element_count"):
+        block = out.split(flag, 1)[1].split("\n  --", 1)[0]
+        assert len(block.split()) > 3, f"{flag} has no sentence in --help"
