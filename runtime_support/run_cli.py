@@ -329,7 +329,8 @@ def _build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="SPEC",
         help="an argument, in order: a scalar (`5`, `1.5`), `[SHAPEx]TYPE=VALUES` "
-        "(`2x2xi32=1 2 3 4`, `4xbf16=1 2 3 4`), `TYPE=@raw.bin`, `@file.npy` or `(null)`",
+        "(`2x2xi32=1 2 3 4`, `4xbf16=1 2 3 4`), `TYPE=@raw.bin`, `@file.npy` or `(null)`; "
+        "`{rank}` in a path is the MPI rank under mpiexec",
     )
     p.add_argument(
         "--device",
@@ -350,7 +351,7 @@ def _build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="MODE",
         help="per result, in order: `-` prints it, `` (empty) drops it, `@f.npy`/`@f.bin` "
-        "writes it, `+f.npy`/`+f.bin` appends it",
+        "writes it, `+f.npy`/`+f.bin` appends it; `{rank}` in a path is the MPI rank",
     )
     p.add_argument(
         "--expected_output",
@@ -403,9 +404,28 @@ def _fail(stderr, text: str) -> int:
     return 1
 
 
+def process_rank() -> int:
+    """This process's MPI rank from the launcher's environment (0 outside MPI)."""
+    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
+        value = os.environ.get(var, "")
+        if value.isdigit():
+            return int(value)
+    return 0
+
+
+def _per_rank(specs: list[str] | None) -> list[str] | None:
+    """`{rank}` in input/output specs becomes this rank (mpiexec -n N pyree-run ...)."""
+    if specs is None:
+        return None
+    rank = str(process_rank())
+    return [spec.replace("{rank}", rank) for spec in specs]
+
+
 def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
+    args.input = _per_rank(args.input) or []
+    args.output = _per_rank(args.output)
     paths = list(getattr(args, "module", None) or [])
     if args.package_dir:
         paths.append(args.package_dir)
