@@ -8,6 +8,7 @@ address of the buffer's first byte, what kernels receive as a binding pointer.
 
 from __future__ import annotations
 
+import ctypes
 import threading
 
 import numpy as np
@@ -61,6 +62,12 @@ WHOLE_BUFFER = -1
 ALIGNMENT = 64
 
 
+def _writable_address(array: np.ndarray) -> int:
+    """Address of a writable, non-empty numpy array's first byte. ctypes' from_buffer is
+    about 4x cheaper than `array.ctypes.data`, and a call allocates several buffers."""
+    return ctypes.addressof(ctypes.c_char.from_buffer(array))
+
+
 class Allocation:
     """The storage under one or more buffers, with its preserve count.
 
@@ -78,22 +85,47 @@ class Allocation:
         "__weakref__",
     )
 
-    def __init__(self, array: np.ndarray, *, owner=None, readonly: bool = False) -> None:
+    def __init__(
+        self, array: np.ndarray, *, owner=None, readonly: bool = False, address: int | None = None
+    ) -> None:
         self.array = array
         # numpy never moves an array's data; `array.ctypes` builds a new object per access
         # (~1 us), and every dispatch binding asks for the address.
-        self._address = int(array.ctypes.data)
+        self._address = int(array.ctypes.data) if address is None else address
         self.owner = owner
         self.readonly = readonly
         self.preserve_count = 1
         self._lock = threading.Lock()
 
     @classmethod
-    def allocate(cls, size: int, alignment: int = ALIGNMENT) -> "Allocation":
-        """New zero-filled storage of `size` bytes whose address is `alignment`-aligned."""
-        raw = np.zeros(size + alignment, dtype=np.uint8)
-        skew = (-raw.ctypes.data) % alignment
-        return cls(raw[skew : skew + size])
+    def allocate(cls, size: int, alignment: int = ALIGNMENT, *, zero: bool = True) -> "Allocation":
+        """New storage of `size` bytes whose address is `alignment`-aligned, zero-filled
+        unless `zero` is False (for callers that overwrite every byte at once)."""
+        raw = (np.zeros if zero else np.empty)(size + alignment, dtype=np.uint8)
+        base = _writable_address(raw)
+        skew = (-base) % alignment
+        return cls(raw[skew : skew + size], address=base + skew)
+
+    @classmethod
+    def copy_of(cls, array: np.ndarray) -> "Allocation":
+        """New aligned storage holding a copy of a C-contiguous array's bytes.
+
+        This is how numpy arguments enter the VM, as iree.runtime's `allocate_buffer_copy`
+        does: never the caller's memory itself, because IREE-compiled programs may write
+        into argument buffers (tied operands, iree-org/iree#16168) or keep them in globals.
+        """
+        allocation = cls.allocate(array.nbytes, zero=False)
+        if array.nbytes:
+            try:  # memoryview slice assignment: one memcpy, no numpy dispatch
+                memoryview(allocation.array)[:] = memoryview(array).cast("B")
+            except (TypeError, ValueError, NotImplementedError):  # formats memoryview lacks
+                allocation.array[:] = array.reshape(-1).view(np.uint8)
+        return allocation
+
+    @property
+    def exclusive_owner(self) -> bool:
+        """True for storage this runtime allocated itself (not borrowed host memory)."""
+        return self.owner is None and not self.readonly
 
     @classmethod
     def wrap(cls, memory, *, readonly: bool, owner=None) -> "Allocation":
@@ -224,6 +256,20 @@ class HalBuffer:
             allowed_usage=usage | USAGE_LOCAL_CPU,
             allocator=allocator,
         )
+
+    @classmethod
+    def over(
+        cls, allocation: Allocation, memory_types: int, usage: int, allocator=None
+    ) -> "HalBuffer":
+        """A buffer spanning all of a fresh `allocation` (no range to check)."""
+        buffer = cls.__new__(cls)
+        buffer.allocation = allocation
+        buffer.offset = 0
+        buffer.length = allocation.length
+        buffer.memory_types = (memory_types | MEMORY_TYPE_LOCAL_CPU) & 0xFFFFFFFF
+        buffer.allowed_usage = (usage | USAGE_LOCAL_CPU) & 0xFFFFFFFF
+        buffer.allocator = allocator
+        return buffer
 
     def subspan(self, offset: int, length: int) -> "HalBuffer":
         """A buffer over `[offset, offset + length)` of this one, sharing storage.
