@@ -302,13 +302,20 @@ def _exact_dtypes(element: str) -> frozenset:
     return frozenset({want})
 
 
-def tensor_argument(name: str, ty: TensorType | None, device):
-    """A converter for one tensor argument: numpy array -> a new buffer view on `device`."""
+def tensor_argument(name: str, ty: TensorType | None, device, general=None):
+    """A converter for one tensor argument: numpy array -> a new buffer view on `device`.
+
+    Arrays that match the declaration exactly (dtype, static shape, C order) take the fast
+    path: one aligned copy, no checks left to make. Everything else goes to `general`
+    (by default `to_buffer_view`, which checks and converts or raises)."""
     allocator = device.allocator if device is not None else None
+    if general is None:
 
-    def general(value):
-        return to_buffer_view(value, name, ty, device)
+        def general(value):
+            return to_buffer_view(value, name, ty, device)
 
+    if ty is None and allocator is not None:
+        return _undeclared_argument(allocator, general)
     if not isinstance(ty, TensorType) or ty.element_type is None or None in ty.shape:
         return general
     dtypes = _exact_dtypes(ty.element)
@@ -316,8 +323,7 @@ def tensor_argument(name: str, ty: TensorType | None, device):
         return general
     shape = tuple(ty.shape)
     element_type = ty.element_type & 0xFFFFFFFF
-    ndarray = np.ndarray
-    allocate_copy = allocator.allocate_copy
+    ndarray, trusted, copy_of, over = np.ndarray, HalBufferView.trusted, Allocation.copy_of, HalBuffer.over
 
     def convert(value):
         if (
@@ -326,7 +332,35 @@ def tensor_argument(name: str, ty: TensorType | None, device):
             and value.shape == shape
             and value.flags.c_contiguous
         ):
-            return HalBufferView.trusted(allocate_copy(value, 0, USAGE_DEFAULT), shape, element_type)
+            buffer = over(copy_of(value), 0, USAGE_DEFAULT, allocator)
+            allocator.bytes_allocated += buffer.length
+            return trusted(buffer, shape, element_type)
+        return general(value)
+
+    return convert
+
+
+def _undeclared_argument(allocator, general):
+    """The converter for a ref argument with no declared type (iree-turbine exports carry
+    no ABI declaration): a C-ordered, native-endian array goes as a view of its own shape
+    and element type, like the general path makes it."""
+    ndarray, trusted, copy_of, over = np.ndarray, HalBufferView.trusted, Allocation.copy_of, HalBuffer.over
+    element_of: dict = {}  # dtype -> HAL element type, or None (general path)
+
+    def convert(value):
+        if type(value) is ndarray and value.flags.c_contiguous:
+            dtype = value.dtype
+            element_type = element_of.get(dtype, 0)
+            if element_type == 0:
+                try:
+                    element_type = element_types.from_numpy_dtype(dtype) if dtype.isnative else None
+                except ValueError:
+                    element_type = None
+                element_of[dtype] = element_type
+            if element_type is not None:
+                buffer = over(copy_of(value), 0, USAGE_DEFAULT, allocator)
+                allocator.bytes_allocated += buffer.length
+                return trusted(buffer, value.shape, element_type)
         return general(value)
 
     return convert
@@ -341,7 +375,8 @@ def view_to_numpy(view: HalBufferView, _probe: bool = False):
     pool, subspan or numpy view holds any of them; CPython reference counts, calibrated
     once below through this same function). The array then keeps the storage alive and
     is the only way to reach it, so later calls cannot change it nor it them. Otherwise
-    the contents are copied.
+    the contents are copied, as they are when the result is a small part of a much larger
+    allocation (the array would keep all of it alive).
     """
     buffer = view.buffer
     allocation = buffer.allocation
@@ -353,19 +388,41 @@ def view_to_numpy(view: HalBufferView, _probe: bool = False):
     )
     if _probe:
         return counts
-    dtype = element_types.to_numpy_dtype(view.element_type)
     if (
         counts == _EXCLUSIVE
-        and dtype is not None
         and allocation.owner is None
         and not allocation.readonly
         and allocation.preserve_count == 1
-        and view.encoding_type == element_types.ENCODING_DENSE_ROW_MAJOR
-        and buffer.length == view.byte_length
-        and element_types.bit_count(view.element_type) % 8 == 0
+        and view.encoding_type == _DENSE
     ):
-        return buffer.numpy_view(dtype, view.shape)
+        dtype = _RESULT_DTYPES.get(view.element_type)
+        if dtype is None:
+            dtype = _RESULT_DTYPES[view.element_type] = _whole_byte_dtype(view.element_type)
+        if dtype:
+            shape = view.shape
+            count = 1
+            for d in shape:
+                count *= d
+            nbytes = count * dtype.itemsize
+            # (not a small piece of a big arena: the array would pin all of it)
+            if buffer.length == nbytes and allocation.array.shape[0] <= 2 * nbytes + 4096:
+                start = buffer.offset
+                return allocation.array[start : start + nbytes].view(dtype).reshape(shape)
     return view.to_numpy()
+
+
+_DENSE = element_types.ENCODING_DENSE_ROW_MAJOR
+_RESULT_DTYPES: dict = {}  # element type -> numpy dtype, or False (copy path only)
+
+
+def _whole_byte_dtype(element_type: int):
+    """The numpy dtype of a whole-byte element type, else False (sub-byte, unknown)."""
+    if element_types.bit_count(element_type) % 8:
+        return False
+    try:
+        return element_types.to_numpy_dtype(element_type)
+    except ValueError:
+        return False
 
 
 def _calibrate() -> tuple:

@@ -17,8 +17,6 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
-
 from runtime_support import abi
 from runtime_support.errors import StatusCode, VMError
 from runtime_support.vm.buffer import VMBuffer
@@ -225,19 +223,12 @@ class ModuleContext:
         ref_types = (abi.TensorType, type(None))
 
         def ref_argument(arg, ty):
-            tensor = abi.tensor_argument(arg, ty, device)
-
-            def convert(value):
+            def general(value):
                 if value is None or ref_type_name(value) is not None:
                     return value  # a null ref or a VM ref object, passed as is
-                return tensor(value)
+                return abi.to_buffer_view(value, arg, ty, device)
 
-            fast_type = np.ndarray
-
-            def fast(value):
-                return tensor(value) if type(value) is fast_type else convert(value)
-
-            return fast
+            return abi.tensor_argument(arg, ty, device, general)
 
         def scalar_argument(arg, code):
             return lambda value: abi.to_scalar(value, arg, code)

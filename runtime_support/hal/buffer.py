@@ -81,9 +81,12 @@ class Allocation:
         "readonly",
         "preserve_count",
         "_address",
-        "_lock",
         "__weakref__",
     )
+
+    # One lock for every allocation's preserve count: taken only by preserve/discard (rare,
+    # never nested), and a lock per allocation cost a lock object per call argument.
+    _lock = threading.Lock()
 
     def __init__(
         self, array: np.ndarray, *, owner=None, readonly: bool = False, address: int | None = None
@@ -95,7 +98,6 @@ class Allocation:
         self.owner = owner
         self.readonly = readonly
         self.preserve_count = 1
-        self._lock = threading.Lock()
 
     @classmethod
     def allocate(cls, size: int, alignment: int = ALIGNMENT, *, zero: bool = True) -> "Allocation":
@@ -114,13 +116,17 @@ class Allocation:
         does: never the caller's memory itself, because IREE-compiled programs may write
         into argument buffers (tied operands, iree-org/iree#16168) or keep them in globals.
         """
-        allocation = cls.allocate(array.nbytes, zero=False)
-        if array.nbytes:
+        size = array.nbytes
+        raw = np.empty(size + ALIGNMENT, dtype=np.uint8)
+        base = _writable_address(raw)
+        skew = (-base) % ALIGNMENT
+        storage = raw[skew : skew + size]
+        if size:
             try:  # memoryview slice assignment: one memcpy, no numpy dispatch
-                memoryview(allocation.array)[:] = memoryview(array).cast("B")
+                memoryview(storage)[:] = memoryview(array).cast("B")
             except (TypeError, ValueError, NotImplementedError):  # formats memoryview lacks
-                allocation.array[:] = array.reshape(-1).view(np.uint8)
-        return allocation
+                storage[:] = array.reshape(-1).view(np.uint8)
+        return cls(storage, address=base + skew)
 
     @property
     def exclusive_owner(self) -> bool:
@@ -230,12 +236,7 @@ class HalBuffer:
         everything local CPU memory supports (asserts check for required bits)."""
         if size < 0:
             raise VMError(StatusCode.INVALID_ARGUMENT, f"negative allocation size {size}")
-        return cls(
-            Allocation.allocate(size, alignment),
-            memory_types=memory_types | MEMORY_TYPE_LOCAL_CPU,
-            allowed_usage=usage | USAGE_LOCAL_CPU,
-            allocator=allocator,
-        )
+        return cls.over(Allocation.allocate(size, alignment), memory_types, usage, allocator)
 
     @classmethod
     def wrap_host(
@@ -265,7 +266,7 @@ class HalBuffer:
         buffer = cls.__new__(cls)
         buffer.allocation = allocation
         buffer.offset = 0
-        buffer.length = allocation.length
+        buffer.length = allocation.array.shape[0]
         buffer.memory_types = (memory_types | MEMORY_TYPE_LOCAL_CPU) & 0xFFFFFFFF
         buffer.allowed_usage = (usage | USAGE_LOCAL_CPU) & 0xFFFFFFFF
         buffer.allocator = allocator
