@@ -23,7 +23,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CACHE = REPO / ".pyree-cache" / "bench"
-MODELS_DIR = REPO / "examples" / "models"
 
 
 def compile_flags(target_cpu: str) -> tuple[str, ...]:
@@ -70,15 +69,9 @@ def compile_program(source: Path, cache: Path, target_cpu: str) -> tuple[Path, f
 
 
 def _examples_export():
-    name = "_pyree_bench_example_models"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, MODELS_DIR / "__init__.py", submodule_search_locations=[str(MODELS_DIR)]
-        )
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return importlib.import_module(f"{name}.export")
+    from bench.models import load_examples  # examples/models/export.py, imported once
+
+    return load_examples()
 
 
 def export_model(model: str, cache: Path, target_cpu: str):

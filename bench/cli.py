@@ -71,15 +71,17 @@ def same_bits(ours, theirs) -> str | None:
 
 
 def prepare(program, args):
-    """(vmfb, main inputs, setup inputs or None, compile seconds or None)."""
+    """(vmfb, main inputs, setup inputs or None, compile seconds or None, PyTorch's output
+    or None)."""
     if program.model is not None:
         exported, seconds = build.export_model(program.model, args.cache, args.target_cpu)
-        return exported.vmfb, (np.load(exported.input),), None, seconds
+        inputs, expected = (np.load(exported.input),), np.load(exported.expected)
+        return exported.vmfb, inputs, None, seconds, expected
     vmfb, seconds = build.compile_program(program.source, args.cache, args.target_cpu)
     rng = np.random.default_rng(0)
     inputs = program.inputs(rng)
     setup = program.setup(rng) if program.setup else None
-    return vmfb, inputs, setup, seconds
+    return vmfb, inputs, setup, seconds, None
 
 
 def run_program(program, args) -> list[dict]:
@@ -87,7 +89,7 @@ def run_program(program, args) -> list[dict]:
 
     base = {"program": program.name, "title": program.title}
     try:
-        vmfb, inputs, setup, compile_s = prepare(program, args)
+        vmfb, inputs, setup, compile_s, expected = prepare(program, args)
     except Exception as e:  # noqa: BLE001 - a program that does not build is a table row
         return [dict(base, status=f"does not build: {one_line(e)}")]
     base["compile_s"] = compile_s
@@ -131,6 +133,11 @@ def run_program(program, args) -> list[dict]:
             row["status"] = f"fails: {one_line(e)}"
             continue
         diff = same_bits(out_ours, out_theirs)
+        if expected is not None and diff is None:  # (JSON only) how far both are from eager
+            got = np.asarray(as_list(out_ours)[0], np.float64)
+            row["rel_err_vs_torch"] = float(
+                np.max(np.abs(got - expected)) / max(np.max(np.abs(expected)), 1e-30)
+            )
         del out_ours, out_theirs
         if diff is not None:
             row["status"] = f"results differ from IREE: {diff}"

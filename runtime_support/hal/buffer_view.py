@@ -23,7 +23,7 @@ class HalBufferView:
         encoding_type: int = element_types.ENCODING_DENSE_ROW_MAJOR,
     ) -> None:
         self.buffer = buffer
-        self.shape = tuple(int(d) for d in shape)
+        self.shape = tuple(map(int, shape))  # (a generator here costs ~1 us per view)
         self.element_type = element_type & 0xFFFFFFFF
         self.encoding_type = encoding_type & 0xFFFFFFFF
 
