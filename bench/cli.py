@@ -104,12 +104,17 @@ def run_program(program, args) -> list[dict]:
         ours_device, theirs_device = DEVICE_PAIRS[pair]
         row = dict(base, pair=pair, devices=f"{ours_device} / {theirs_device}", status="ok")
         rows.append(row)
-        t0 = time.perf_counter()
-        theirs_program = IreeProgram(vmfb, theirs_device)
-        theirs = theirs_program.function("main")
-        row["iree_load_s"] = time.perf_counter() - t0
-        if setup is not None:
-            theirs_program.function("setup")(*setup)
+        try:
+            t0 = time.perf_counter()
+            theirs_program = IreeProgram(vmfb, theirs_device)
+            theirs = theirs_program.function("main")
+            row["iree_load_s"] = time.perf_counter() - t0
+            if setup is not None:
+                theirs_program.function("setup")(*setup)
+            out_theirs, row["iree_first_call_s"] = timing.first_call(theirs, inputs)
+        except Exception as e:  # noqa: BLE001 - nothing to check pyree against
+            row["status"] = f"IREE fails: {one_line(e)}"
+            continue
         ours = None
         try:
             t0 = time.perf_counter()
@@ -122,7 +127,6 @@ def run_program(program, args) -> list[dict]:
             ours = ctx.main
         except Exception as e:  # noqa: BLE001 - IndentationError, RecursionError, VMError...
             row["status"] = f"does not load: {one_line(e)}"
-        out_theirs, row["iree_first_call_s"] = timing.first_call(theirs, inputs)
         if ours is None:
             _, samples = timing.interleave(lambda *a: None, theirs, inputs, **MODES[args.mode])
             row["iree"] = timing.stats(samples)
@@ -142,7 +146,11 @@ def run_program(program, args) -> list[dict]:
         if diff is not None:
             row["status"] = f"results differ from IREE: {diff}"
             continue
-        ta, tb = timing.interleave(ours, theirs, inputs, **MODES[args.mode])
+        try:
+            ta, tb = timing.interleave(ours, theirs, inputs, **MODES[args.mode])
+        except Exception as e:  # noqa: BLE001 - a call that fails later (state, resources)
+            row["status"] = f"fails while timed: {one_line(e)}"
+            continue
         row["pyree"], row["iree"] = timing.stats(ta), timing.stats(tb)
         row["ratio"] = row["pyree"]["median_us"] / row["iree"]["median_us"]
         del ctx, ours
@@ -264,6 +272,7 @@ def main(argv=None) -> int:
         "iree": _version("iree-base-runtime"),
         "iree_compiler": _version("iree-base-compiler"),
         "chain_length": CHAIN_LENGTH,
+        "argv": sys.argv[1:] if argv is None else list(argv),
     }
     warm_up_imports()
     rows = []

@@ -59,3 +59,17 @@ def test_a_package_that_does_not_load_is_a_row(tmp_path, capsys, monkeypatch):
     assert row["status"].startswith("does not load: IndentationError")
     assert "pyree" not in row and row["iree"]["reps"] >= 5  # IREE is still timed alone
     assert "does not load" in text
+
+
+def test_an_iree_failure_is_a_row(tmp_path, capsys, monkeypatch):
+    import bench.iree_side
+
+    class Broken:
+        def __init__(self, vmfb, driver):
+            raise RuntimeError("no such driver")
+
+    monkeypatch.setattr(bench.iree_side, "IreeProgram", Broken)
+    data, _ = _run(tmp_path, capsys, "--devices", "sync")
+    (row,) = data["rows"]
+    assert row["status"] == "IREE fails: RuntimeError: no such driver"
+    assert "pyree" not in row and "iree" not in row
