@@ -82,6 +82,19 @@ def test_arguments_are_copied_like_iree(vmfb, package, device):
     assert [r.tobytes() for r in ours] == [r.tobytes() for r in theirs]
 
 
+def test_why_arguments_are_copied(package):
+    """The premise of the rule: with the pinned compiler this program writes into the
+    buffer of its argument %acc (a buffer view passed as is shows it), so importing the
+    caller's numpy array zero-copy would change the caller's array."""
+    from runtime_support.hal.buffer_view import HalBufferView
+
+    lhs, rhs = f32(1, 2, 3, 4).reshape(2, 2), f32(1, 0, 0, 1).reshape(2, 2)
+    acc = HalBufferView.from_numpy(np.full((2, 2), 100, np.float32))
+    result, _ = package.load(device="local-sync").matmul_acc(lhs, rhs, acc)
+    assert result.tolist() == (lhs @ rhs + 100).tolist()
+    assert acc.to_numpy().tolist() == result.tolist()  # the argument's buffer was written
+
+
 @pytest.mark.parametrize("device", ["local-sync", "local"])
 def test_module_state_never_aliases_caller_arrays(vmfb, package, device):
     """A global that stores an argument, and a result read from a global: later mutation
