@@ -312,6 +312,41 @@ class ModuleContext:
         export.__doc__ = declaration or f"{name}: no ABI declaration"
         return export
 
+    def wrap_array(self, array):
+        """A `HalBufferView` over a numpy array's own memory, without a copy: the opt-in
+        form of zero-copy arguments (numpy arguments are otherwise copied, as iree.runtime
+        copies them). Pass it where the export takes the array. The program then reads the
+        array's memory during the call and may write into it (IREE-compiled programs
+        write into argument buffers with tied operands, iree-org/iree#16168) or keep it in
+        a global past the call; use it only where that is what the caller wants. The array
+        must be writable, C-contiguous, native-endian and 64-byte aligned, as kernels
+        assume of bindings (`runtime_support.hal.buffer.aligned_empty` makes one)."""
+        import numpy as np
+
+        from runtime_support.hal import element_types
+        from runtime_support.hal.buffer import ALIGNMENT, USAGE_DEFAULT
+        from runtime_support.hal.buffer_view import HalBufferView
+
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"wrap_array() takes a numpy array, got {type(array).__name__}")
+        problems = [
+            what
+            for what, ok in (
+                ("writable", array.flags.writeable),
+                ("C-contiguous", array.flags.c_contiguous),
+                ("native-endian", array.dtype.isnative),
+                (f"{ALIGNMENT}-byte aligned", array.ctypes.data % ALIGNMENT == 0),
+            )
+            if not ok
+        ]
+        if problems:
+            raise ValueError(f"wrap_array(): the array is not {', '.join(problems)}")
+        element_type = element_types.from_numpy_dtype(array.dtype)
+        buffer = self.device.allocator.import_host(
+            array.reshape(-1).view(np.uint8), False, 0, USAGE_DEFAULT, owner=array
+        )
+        return HalBufferView(buffer, array.shape, element_type)
+
     def create_fence(self):
         """A new unsignaled fence on this context's device, for the explicit-fence form of
         coarse-fences exports (`ctx.main_async(x, wait, signal)`); `fence.signal()`

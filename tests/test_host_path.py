@@ -189,3 +189,26 @@ def test_allocation_copy_of_is_aligned_and_private():
         assert allocation.address == allocation.array.ctypes.data or array.nbytes == 0
         assert allocation.array.tobytes() == array.tobytes()
         assert not np.shares_memory(allocation.array, array)
+
+
+def test_wrap_array_is_the_opt_in_zero_copy_argument(package):
+    from runtime_support.hal.buffer import aligned_empty
+
+    ctx = package.load(device="local-sync")
+    lhs, rhs = f32(1, 2, 3, 4).reshape(2, 2), f32(1, 0, 0, 1).reshape(2, 2)
+    acc = aligned_empty((2, 2), np.float32)
+    acc[:] = 100
+    result, _ = ctx.matmul_acc(lhs, rhs, ctx.wrap_array(acc))
+    assert result.tolist() == (lhs @ rhs + 100).tolist()
+    assert acc.tolist() == result.tolist()  # no copy: the program wrote the caller's memory
+    x = aligned_empty(4, np.int32)
+    x[:] = np.arange(4)
+    view = ctx.wrap_array(x)
+    x[:] = 3  # the view is the array's memory
+    assert ctx.mul(view, np.arange(4, dtype=np.int32)).tolist() == (3 * np.arange(4)).tolist()
+    with pytest.raises(ValueError, match="not C-contiguous, 64-byte aligned"):
+        ctx.wrap_array(np.zeros(9, np.float32)[1::2])
+    frozen = aligned_empty(4, np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="not writable"):
+        ctx.wrap_array(frozen)

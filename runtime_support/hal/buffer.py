@@ -68,6 +68,18 @@ def _writable_address(array: np.ndarray) -> int:
     return ctypes.addressof(ctypes.c_char.from_buffer(array))
 
 
+def aligned_empty(shape, dtype, alignment: int = ALIGNMENT) -> np.ndarray:
+    """An uninitialised numpy array whose data is `alignment`-aligned (for zero-copy
+    arguments: ModuleContext.wrap_array)."""
+    dtype = np.dtype(dtype)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    count = 1
+    for d in shape:
+        count *= d
+    storage = Allocation.allocate(count * dtype.itemsize, alignment, zero=False).array
+    return storage.view(dtype).reshape(shape)
+
+
 class Allocation:
     """The storage under one or more buffers, with its preserve count.
 
