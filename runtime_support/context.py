@@ -196,8 +196,13 @@ class ModuleContext:
           is reached (`signal_fence.wait()`, then `.to_numpy()`). They can be passed on to
           the next call, fence-ordered, without a round trip through numpy.
 
-        A ref argument takes a numpy array (made into a buffer view), None (a null ref) or
-        a VM ref object (`HalBufferView`, `Fence`, ...) as is.
+        A ref argument takes a numpy array (copied into a new buffer view, as iree.runtime
+        does; `wrap_array` is the zero-copy opt-in), None (a null ref) or a VM ref object
+        (`HalBufferView`, `Fence`, ...) as is. Tensor results come back as numpy arrays
+        the caller owns (abi.view_to_numpy: zero-copy when nothing else can reach them).
+
+        Everything the declaration fixes is worked out here, once: per-argument converters
+        (abi.tensor_argument), arity, which results are tensors. A call only runs them.
         """
         decl = abi.parse_declaration(declaration, name)
         codes = list(arg_codes)
