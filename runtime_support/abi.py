@@ -9,11 +9,13 @@ call raises `TypeError`/`ValueError` naming the argument and no kernel is launch
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 
 from runtime_support.hal import element_types
+from runtime_support.hal.buffer import USAGE_DEFAULT, Allocation, HalBuffer
 from runtime_support.hal.buffer_view import HalBufferView
 
 _NARROW_BITS = {"i8": 8, "i16": 16}
@@ -216,6 +218,8 @@ def to_buffer_view(value, name: str, ty: ArgType | None, device) -> HalBufferVie
     array = np.asarray(value)
     if array.dtype == object:
         raise TypeError(f"argument {name!r}: cannot convert {type(value).__name__} to a tensor")
+    if not array.dtype.isnative:  # the device is little-endian: pass values, not bytes
+        array = array.astype(array.dtype.newbyteorder("="))
     element_type = tagged
     if isinstance(ty, TensorType):
         if array.ndim != len(ty.shape):
@@ -309,3 +313,157 @@ def from_vm(value, ty: ArgType | None):
             value &= (1 << bits) - 1
             return value - (1 << bits) if value >> (bits - 1) else value
     return value
+
+
+# -- the per-call fast paths ---------------------------------------------------------
+#
+# Everything an export's declaration fixes (shape, accepted dtypes, element type) is
+# worked out once per export at load time; a call then only compares. Anything off the
+# fast path (other dtypes, non-contiguous arrays, lists, dynamic dims) takes the general,
+# fully checked path above, so errors and results are the same either way.
+
+
+def _exact_dtypes(element: str) -> frozenset:
+    """The numpy dtypes whose bytes pass unchanged for `element` (what _dtype_matches
+    accepts, minus the conversions: i1 from integer arrays goes the general way)."""
+    code = _ELEMENT_TYPES.get(element)
+    want = element_types.to_numpy_dtype(code) if code is not None else None
+    if want is None:
+        return frozenset()
+    want = np.dtype(want)
+    if element == "i1":
+        return frozenset({np.dtype(np.bool_)})
+    if want.kind in "iu":  # signless: either signedness, native byte order
+        return frozenset({np.dtype(f"i{want.itemsize}"), np.dtype(f"u{want.itemsize}")})
+    return frozenset({want})
+
+
+def tensor_argument(name: str, ty: TensorType | None, device, general=None):
+    """A converter for one tensor argument: numpy array -> a new buffer view on `device`.
+
+    Arrays that match the declaration exactly (dtype, static shape, C order) take the fast
+    path: one aligned copy, no checks left to make. Everything else goes to `general`
+    (by default `to_buffer_view`, which checks and converts or raises)."""
+    allocator = device.allocator if device is not None else None
+    if general is None:
+
+        def general(value):
+            return to_buffer_view(value, name, ty, device)
+
+    if ty is None and allocator is not None:
+        return _undeclared_argument(allocator, general)
+    if not isinstance(ty, TensorType) or ty.element_type is None or None in ty.shape:
+        return general
+    dtypes = _exact_dtypes(ty.element)
+    if not dtypes or allocator is None:
+        return general
+    shape = tuple(ty.shape)
+    element_type = ty.element_type & 0xFFFFFFFF
+    ndarray, trusted, copy_of, over = np.ndarray, HalBufferView.trusted, Allocation.copy_of, HalBuffer.over
+
+    def convert(value):
+        if (
+            type(value) is ndarray
+            and value.dtype in dtypes
+            and value.shape == shape
+            and value.flags.c_contiguous
+        ):
+            buffer = over(copy_of(value), 0, USAGE_DEFAULT, allocator)
+            allocator.bytes_allocated += buffer.length
+            return trusted(buffer, shape, element_type)
+        return general(value)
+
+    return convert
+
+
+def _undeclared_argument(allocator, general):
+    """The converter for a ref argument with no declared type (iree-turbine exports carry
+    no ABI declaration): a C-ordered, native-endian array goes as a view of its own shape
+    and element type, like the general path makes it."""
+    ndarray, trusted, copy_of, over = np.ndarray, HalBufferView.trusted, Allocation.copy_of, HalBuffer.over
+    element_of: dict = {}  # dtype -> HAL element type, or None (general path)
+
+    def convert(value):
+        if type(value) is ndarray and value.flags.c_contiguous:
+            dtype = value.dtype
+            element_type = element_of.get(dtype, 0)
+            if element_type == 0:
+                try:
+                    element_type = element_types.from_numpy_dtype(dtype) if dtype.isnative else None
+                except ValueError:
+                    element_type = None
+                element_of[dtype] = element_type
+            if element_type is not None:
+                buffer = over(copy_of(value), 0, USAGE_DEFAULT, allocator)
+                allocator.bytes_allocated += buffer.length
+                return trusted(buffer, value.shape, element_type)
+        return general(value)
+
+    return convert
+
+
+def view_to_numpy(view: HalBufferView, _probe: bool = False):
+    """A result buffer view -> a numpy array the caller owns.
+
+    Zero-copy when nothing else can see the memory: storage this runtime allocated (not
+    borrowed host memory, rodata or a parameter file) with no other reference to the
+    view, its buffer, its allocation or the allocation's base array (no global, list,
+    pool, subspan or numpy view holds any of them; CPython reference counts, calibrated
+    once below through this same function). The array then keeps the storage alive and
+    is the only way to reach it, so later calls cannot change it nor it them. Otherwise
+    the contents are copied, as they are when the result is a small part of a much larger
+    allocation (the array would keep all of it alive).
+    """
+    buffer = view.buffer
+    allocation = buffer.allocation
+    counts = (
+        sys.getrefcount(view),
+        sys.getrefcount(buffer),
+        sys.getrefcount(allocation),
+        sys.getrefcount(allocation.array.base),
+    )
+    if _probe:
+        return counts
+    if (
+        counts == _EXCLUSIVE
+        and allocation.owner is None
+        and not allocation.readonly
+        and allocation.preserve_count == 1
+        and view.encoding_type == _DENSE
+    ):
+        dtype = _RESULT_DTYPES.get(view.element_type)
+        if dtype is None:
+            dtype = _RESULT_DTYPES[view.element_type] = _whole_byte_dtype(view.element_type)
+        if dtype:
+            shape = view.shape
+            count = 1
+            for d in shape:
+                count *= d
+            nbytes = count * dtype.itemsize
+            # (not a small piece of a big arena: the array would pin all of it)
+            if buffer.length == nbytes and allocation.array.shape[0] <= 2 * nbytes + 4096:
+                start = buffer.offset
+                return allocation.array[start : start + nbytes].view(dtype).reshape(shape)
+    return view.to_numpy()
+
+
+_DENSE = element_types.ENCODING_DENSE_ROW_MAJOR
+_RESULT_DTYPES: dict = {}  # element type -> numpy dtype, or False (copy path only)
+
+
+def _whole_byte_dtype(element_type: int):
+    """The numpy dtype of a whole-byte element type, else False (sub-byte, unknown)."""
+    if element_types.bit_count(element_type) % 8:
+        return False
+    try:
+        return element_types.to_numpy_dtype(element_type)
+    except ValueError:
+        return False
+
+
+def _calibrate() -> tuple:
+    view = HalBufferView(HalBuffer(Allocation.allocate(4)), (1,), _ELEMENT_TYPES["f32"])
+    return view_to_numpy(view, True)
+
+
+_EXCLUSIVE = _calibrate()

@@ -335,8 +335,13 @@ class ModuleContext:
           is reached (`signal_fence.wait()`, then `.to_numpy()`). They can be passed on to
           the next call, fence-ordered, without a round trip through numpy.
 
-        A ref argument takes a numpy array (made into a buffer view), None (a null ref) or
-        a VM ref object (`HalBufferView`, `Fence`, ...) as is.
+        A ref argument takes a numpy array (copied into a new buffer view, as iree.runtime
+        does; `wrap_array` is the zero-copy opt-in), None (a null ref) or a VM ref object
+        (`HalBufferView`, `Fence`, ...) as is. Tensor results come back as numpy arrays
+        the caller owns (abi.view_to_numpy: zero-copy when nothing else can reach them).
+
+        Everything the declaration fixes is worked out here, once: per-argument converters
+        (abi.tensor_argument), arity, which results are tensors. A call only runs them.
         """
         decl = abi.parse_declaration(declaration, name)
         codes = list(arg_codes)
@@ -352,24 +357,38 @@ class ModuleContext:
             result_types = [None] * len(result_codes)
         device = self.device
         hal = self.modules["hal"]
+        from runtime_support.hal.buffer_view import HalBufferView
         from runtime_support.hal.fence import Fence
         from runtime_support.vm.refs import ref_type_name
 
+        # Per-argument converters, built once: a call only runs them (abi.tensor_argument).
+        ref_types = (abi.TensorType, type(None))
+
+        def ref_argument(arg, ty):
+            def general(value):
+                if value is None or ref_type_name(value) is not None:
+                    return value  # a null ref or a VM ref object, passed as is
+                return abi.to_buffer_view(value, arg, ty, device)
+
+            return abi.tensor_argument(arg, ty, device, general)
+
+        def scalar_argument(arg, code):
+            return lambda value: abi.to_scalar(value, arg, code)
+
+        converters = tuple(
+            (ref_argument(arg, ty) if isinstance(ty, ref_types) else (lambda v: v))
+            if code == "r"
+            else scalar_argument(arg, code)
+            for code, ty, arg in zip(codes, arg_types, arg_names)
+        )
+        arity = len(codes)
+        result_count = len(result_codes)
+        tensor_results = tuple(
+            isinstance(t, (abi.TensorType, type(None))) for t in result_types
+        )
+
         def convert(args):
-            out = []
-            for value, code, ty, arg in zip(args, codes, arg_types, arg_names):
-                if code == "r":
-                    if (
-                        value is None
-                        or ref_type_name(value) is not None
-                        or not isinstance(ty, (abi.TensorType, type(None)))
-                    ):
-                        out.append(value)
-                    else:
-                        out.append(abi.to_buffer_view(value, arg, ty, device))
-                else:
-                    out.append(abi.to_scalar(value, arg, code))
-            return out
+            return [c(v) for c, v in zip(converters, args)]
 
         def results(result, convert_result):
             if not result_codes:
@@ -378,38 +397,97 @@ class ModuleContext:
                 return convert_result(result, result_types[0])
             return tuple(convert_result(v, t) for v, t in zip(result, result_types))
 
+        def to_numpy(result):
+            """VM results -> numpy; buffer views through abi.view_to_numpy, each held by
+            exactly one local when it is called (its zero-copy check counts references)."""
+            if result_count == 1:
+                if type(result) is HalBufferView and tensor_results[0]:
+                    return abi.view_to_numpy(result)
+                return abi.from_vm(result, result_types[0])
+            if result_count == 0:
+                return None
+            pending = list(result)
+            del result
+            out = []
+            for i in range(result_count):
+                value = pending[i]
+                pending[i] = None
+                if type(value) is HalBufferView and tensor_results[i]:
+                    out.append(abi.view_to_numpy(value))
+                else:
+                    out.append(abi.from_vm(value, result_types[i]))
+            return tuple(out)
+
+        def call_and_wait(vm_args):
+            """A coarse-fences call with a fresh signal fence, waited for. Returns the
+            VM results (its frame ends here, so they are held once; see to_numpy)."""
+            signal = hal.fence_create(device, 0)
+            vm_args += [None, signal]
+            result = self._call_vm(name, fn, vm_args)
+            hal.fence_await(-1, 0, [signal])
+            return result
+
         def export(*args):
-            user_fences = coarse_fences and len(args) == len(codes) + 2
-            if len(args) != len(codes) and not user_fences:
-                expected = f"{len(codes)} argument(s)"
+            if len(args) == arity:
+                vm_args = [c(v) for c, v in zip(converters, args)]
+                if not coarse_fences:
+                    return to_numpy(self._call_vm(name, fn, vm_args))
+                return to_numpy(call_and_wait(vm_args))
+            if not (coarse_fences and len(args) == arity + 2):
+                expected = f"{arity} argument(s)"
                 if coarse_fences:
-                    expected += f" (or {len(codes) + 2} with wait and signal fences)"
+                    expected += f" (or {arity + 2} with wait and signal fences)"
                 raise TypeError(f"{name}() takes {expected}, got {len(args)}")
-            if user_fences:
-                fences = args[len(codes) :]
-                for label, fence in zip(("wait_fence", "signal_fence"), fences):
-                    if fence is not None and not isinstance(fence, Fence):
-                        raise TypeError(
-                            f"{name}(): {label} must be a fence from create_fence() or None, "
-                            f"got {type(fence).__name__}"
-                        )
-                vm_args = convert(args[: len(codes)]) + list(fences)
-                result = self._call_vm(name, fn, tuple(vm_args))
-                return results(result, lambda v, t: v)
-            vm_args = convert(args)
-            signal = None
-            if coarse_fences:
-                signal = hal.fence_create(device, 0)
-                vm_args += [None, signal]
-            result = self._call_vm(name, fn, tuple(vm_args))
-            if signal is not None:
-                hal.fence_await(-1, 0, [signal])
-            return results(result, abi.from_vm)
+            fences = args[arity:]
+            for label, fence in zip(("wait_fence", "signal_fence"), fences):
+                if fence is not None and not isinstance(fence, Fence):
+                    raise TypeError(
+                        f"{name}(): {label} must be a fence from create_fence() or None, "
+                        f"got {type(fence).__name__}"
+                    )
+            vm_args = convert(args[:arity]) + list(fences)
+            result = self._call_vm(name, fn, vm_args)
+            return results(result, lambda v, t: v)
 
         export.__name__ = python_name(name)
         export.__qualname__ = f"{type(self).__name__}.{export.__name__}"
         export.__doc__ = declaration or f"{name}: no ABI declaration"
         return export
+
+    def wrap_array(self, array):
+        """A `HalBufferView` over a numpy array's own memory, without a copy: the opt-in
+        form of zero-copy arguments (numpy arguments are otherwise copied, as iree.runtime
+        copies them). Pass it where the export takes the array. The program then reads the
+        array's memory during the call and may write into it (IREE-compiled programs
+        write into argument buffers with tied operands, iree-org/iree#16168) or keep it in
+        a global past the call; use it only where that is what the caller wants. The array
+        must be writable, C-contiguous, native-endian and 64-byte aligned, as kernels
+        assume of bindings (`runtime_support.hal.buffer.aligned_empty` makes one)."""
+        import numpy as np
+
+        from runtime_support.hal import element_types
+        from runtime_support.hal.buffer import ALIGNMENT, USAGE_DEFAULT
+        from runtime_support.hal.buffer_view import HalBufferView
+
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"wrap_array() takes a numpy array, got {type(array).__name__}")
+        problems = [
+            what
+            for what, ok in (
+                ("writable", array.flags.writeable),
+                ("C-contiguous", array.flags.c_contiguous),
+                ("native-endian", array.dtype.isnative),
+                (f"{ALIGNMENT}-byte aligned", array.ctypes.data % ALIGNMENT == 0),
+            )
+            if not ok
+        ]
+        if problems:
+            raise ValueError(f"wrap_array(): the array is not {', '.join(problems)}")
+        element_type = element_types.from_numpy_dtype(array.dtype)
+        buffer = self.device.allocator.import_host(
+            array.reshape(-1).view(np.uint8), False, 0, USAGE_DEFAULT, owner=array
+        )
+        return HalBufferView(buffer, array.shape, element_type)
 
     def create_fence(self):
         """A new unsignaled fence on this context's device, for the explicit-fence form of

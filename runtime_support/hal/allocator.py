@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import StatusCode, VMError
-from .buffer import HalBuffer, USAGE_SHARING_IMMUTABLE, WHOLE_BUFFER
+from .buffer import Allocation, HalBuffer, USAGE_SHARING_IMMUTABLE, WHOLE_BUFFER
 
 
 class HalAllocator:
@@ -21,6 +21,14 @@ class HalAllocator:
             raise VMError(StatusCode.INVALID_ARGUMENT, f"allocation size {size} is negative")
         buffer = HalBuffer.allocate(size, memory_types, usage, allocator=self)
         self.bytes_allocated += size
+        return buffer
+
+    def allocate_copy(self, array, memory_types: int, usage: int) -> HalBuffer:
+        """A new buffer holding a copy of a C-contiguous numpy array's bytes (what
+        iree.runtime's `allocate_buffer_copy` does; see Allocation.copy_of for why numpy
+        arguments are copied rather than imported)."""
+        buffer = HalBuffer.over(Allocation.copy_of(array), memory_types, usage, self)
+        self.bytes_allocated += buffer.length
         return buffer
 
     def import_host(

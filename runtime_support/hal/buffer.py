@@ -8,6 +8,7 @@ address of the buffer's first byte, what kernels receive as a binding pointer.
 
 from __future__ import annotations
 
+import ctypes
 import threading
 
 import numpy as np
@@ -61,6 +62,24 @@ WHOLE_BUFFER = -1
 ALIGNMENT = 64
 
 
+def _writable_address(array: np.ndarray) -> int:
+    """Address of a writable, non-empty numpy array's first byte. ctypes' from_buffer is
+    about 4x cheaper than `array.ctypes.data`, and a call allocates several buffers."""
+    return ctypes.addressof(ctypes.c_char.from_buffer(array))
+
+
+def aligned_empty(shape, dtype, alignment: int = ALIGNMENT) -> np.ndarray:
+    """An uninitialised numpy array whose data is `alignment`-aligned (for zero-copy
+    arguments: ModuleContext.wrap_array)."""
+    dtype = np.dtype(dtype)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    count = 1
+    for d in shape:
+        count *= d
+    storage = Allocation.allocate(count * dtype.itemsize, alignment, zero=False).array
+    return storage.view(dtype).reshape(shape)
+
+
 class Allocation:
     """The storage under one or more buffers, with its preserve count.
 
@@ -74,26 +93,57 @@ class Allocation:
         "readonly",
         "preserve_count",
         "_address",
-        "_lock",
         "__weakref__",
     )
 
-    def __init__(self, array: np.ndarray, *, owner=None, readonly: bool = False) -> None:
+    # One lock for every allocation's preserve count: taken only by preserve/discard (rare,
+    # never nested), and a lock per allocation cost a lock object per call argument.
+    _lock = threading.Lock()
+
+    def __init__(
+        self, array: np.ndarray, *, owner=None, readonly: bool = False, address: int | None = None
+    ) -> None:
         self.array = array
         # numpy never moves an array's data; `array.ctypes` builds a new object per access
         # (~1 us), and every dispatch binding asks for the address.
-        self._address = int(array.ctypes.data)
+        self._address = int(array.ctypes.data) if address is None else address
         self.owner = owner
         self.readonly = readonly
         self.preserve_count = 1
-        self._lock = threading.Lock()
 
     @classmethod
-    def allocate(cls, size: int, alignment: int = ALIGNMENT) -> "Allocation":
-        """New zero-filled storage of `size` bytes whose address is `alignment`-aligned."""
-        raw = np.zeros(size + alignment, dtype=np.uint8)
-        skew = (-raw.ctypes.data) % alignment
-        return cls(raw[skew : skew + size])
+    def allocate(cls, size: int, alignment: int = ALIGNMENT, *, zero: bool = True) -> "Allocation":
+        """New storage of `size` bytes whose address is `alignment`-aligned, zero-filled
+        unless `zero` is False (for callers that overwrite every byte at once)."""
+        raw = (np.zeros if zero else np.empty)(size + alignment, dtype=np.uint8)
+        base = _writable_address(raw)
+        skew = (-base) % alignment
+        return cls(raw[skew : skew + size], address=base + skew)
+
+    @classmethod
+    def copy_of(cls, array: np.ndarray) -> "Allocation":
+        """New aligned storage holding a copy of a C-contiguous array's bytes.
+
+        This is how numpy arguments enter the VM, as iree.runtime's `allocate_buffer_copy`
+        does: never the caller's memory itself, because IREE-compiled programs may write
+        into argument buffers (tied operands, iree-org/iree#16168) or keep them in globals.
+        """
+        size = array.nbytes
+        raw = np.empty(size + ALIGNMENT, dtype=np.uint8)
+        base = _writable_address(raw)
+        skew = (-base) % ALIGNMENT
+        storage = raw[skew : skew + size]
+        if size:
+            try:  # memoryview slice assignment: one memcpy, no numpy dispatch
+                memoryview(storage)[:] = memoryview(array).cast("B")
+            except (TypeError, ValueError, NotImplementedError):  # formats memoryview lacks
+                storage[:] = array.reshape(-1).view(np.uint8)
+        return cls(storage, address=base + skew)
+
+    @property
+    def exclusive_owner(self) -> bool:
+        """True for storage this runtime allocated itself (not borrowed host memory)."""
+        return self.owner is None and not self.readonly
 
     @classmethod
     def wrap(cls, memory, *, readonly: bool, owner=None) -> "Allocation":
@@ -198,12 +248,7 @@ class HalBuffer:
         everything local CPU memory supports (asserts check for required bits)."""
         if size < 0:
             raise VMError(StatusCode.INVALID_ARGUMENT, f"negative allocation size {size}")
-        return cls(
-            Allocation.allocate(size, alignment),
-            memory_types=memory_types | MEMORY_TYPE_LOCAL_CPU,
-            allowed_usage=usage | USAGE_LOCAL_CPU,
-            allocator=allocator,
-        )
+        return cls.over(Allocation.allocate(size, alignment), memory_types, usage, allocator)
 
     @classmethod
     def wrap_host(
@@ -224,6 +269,20 @@ class HalBuffer:
             allowed_usage=usage | USAGE_LOCAL_CPU,
             allocator=allocator,
         )
+
+    @classmethod
+    def over(
+        cls, allocation: Allocation, memory_types: int, usage: int, allocator=None
+    ) -> "HalBuffer":
+        """A buffer spanning all of a fresh `allocation` (no range to check)."""
+        buffer = cls.__new__(cls)
+        buffer.allocation = allocation
+        buffer.offset = 0
+        buffer.length = allocation.array.shape[0]
+        buffer.memory_types = (memory_types | MEMORY_TYPE_LOCAL_CPU) & 0xFFFFFFFF
+        buffer.allowed_usage = (usage | USAGE_LOCAL_CPU) & 0xFFFFFFFF
+        buffer.allocator = allocator
+        return buffer
 
     def subspan(self, offset: int, length: int) -> "HalBuffer":
         """A buffer over `[offset, offset + length)` of this one, sharing storage.

@@ -1,0 +1,88 @@
+"""What `python -m bench` runs: the hand-written MLIR programs beside this file and the
+PyTorch example models (examples/models), each with its inputs.
+
+A program's `main` export is timed; `setup`, where there is one, is called once after
+loading with the weights (they live in mutable globals, so they are neither constant-folded
+nor copied per call). Inputs come from a fixed seed, so both runtimes get the same bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+PROGRAM_DIR = Path(__file__).resolve().with_name("programs")
+CHAIN_LENGTH = 100  # dispatches in chain100.mlir; chain1.mlir is its 1-dispatch baseline
+
+
+@dataclass(frozen=True)
+class Program:
+    name: str  # selection name and table label
+    title: str
+    source: Path | None  # MLIR under bench/programs (None for the example models)
+    inputs: Callable[[np.random.Generator], tuple]  # main's arguments
+    setup: Callable[[np.random.Generator], tuple] | None = None  # setup's, once per load
+    quick: bool = True  # part of --quick
+    model: str | None = None  # examples/models name, for the PyTorch models
+
+
+def _f32(rng, *shape, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def chain_source(n: int) -> str:
+    """The text of chain{n}.mlir (the files are written from this; a test checks so)."""
+    lines = [
+        f"// {n} dependent 4-element additions kept apart by util.optimization_barrier:",
+        f"// {n} dispatch(es), so time over the 1-dispatch version is host cost per dispatch.",
+        "// (Written by: python3 -c 'from bench.programs import chain_source; ...'.)",
+        "func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {",
+    ]
+    prev = "%a"
+    for i in range(n):
+        lines.append(f"  %s{i} = arith.addf {prev}, %b : tensor<4xf32>")
+        if i < n - 1:
+            lines.append(f"  %k{i} = util.optimization_barrier %s{i} : tensor<4xf32>")
+            prev = f"%k{i}"
+    lines.append(f"  return %s{n - 1} : tensor<4xf32>")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _src(name: str) -> Path:
+    return PROGRAM_DIR / f"{name}.mlir"
+
+
+PROGRAMS: tuple[Program, ...] = (
+    Program("mul4", "4-element multiply (host overhead only)", _src("mul4"),
+            lambda r: (_f32(r, 4), _f32(r, 4))),
+    Program("chain1", "1 dispatch (baseline of the chain)", _src("chain1"),
+            lambda r: (_f32(r, 4), _f32(r, 4))),
+    Program(f"chain{CHAIN_LENGTH}", f"{CHAIN_LENGTH} chained 4-element dispatches",
+            _src(f"chain{CHAIN_LENGTH}"), lambda r: (_f32(r, 4), _f32(r, 4))),
+    Program("host_loop", "50-iteration host loop (scf.while, 256-wide matvec+tanh)",
+            _src("host_loop"), lambda r: (_f32(r, 256, 256, scale=1 / 16), _f32(r, 256))),
+    Program("cnn", "small CNN (3x conv+relu+pool)", _src("cnn"),
+            lambda r: (_f32(r, 1, 34, 34, 4),),
+            setup=lambda r: (_f32(r, 3, 3, 4, 8, scale=0.3), _f32(r, 3, 3, 8, 16, scale=0.2),
+                             _f32(r, 3, 3, 16, 32, scale=0.15))),
+    Program("mlp", "MLP 784-512-512-10, batch 32", _src("mlp"),
+            lambda r: (_f32(r, 32, 784),),
+            setup=lambda r: (_f32(r, 784, 512, scale=0.04), _f32(r, 512, scale=0.1),
+                             _f32(r, 512, 512, scale=0.04), _f32(r, 512, scale=0.1),
+                             _f32(r, 512, 10, scale=0.04), _f32(r, 10, scale=0.1))),
+    Program("matmul512", "512x512x512 matmul", _src("matmul512"),
+            lambda r: (_f32(r, 512, 512), _f32(r, 512, 512))),
+    Program("elementwise1m", "1M-element elementwise chain", _src("elementwise1m"),
+            lambda r: (_f32(r, 1 << 20), _f32(r, 1 << 20))),
+    Program("model-mlp", "PyTorch MLP (examples/models)", None, None, model="mlp"),
+    Program("model-resnet18", "PyTorch ResNet-18-shaped CNN, 224^2 (examples/models)", None,
+            None, model="resnet18", quick=False),
+    Program("model-gpt2", "PyTorch GPT-2-style decoder (examples/models)", None, None,
+            model="gpt2", quick=False),
+)
+
+BY_NAME = {p.name: p for p in PROGRAMS}

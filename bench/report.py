@@ -1,0 +1,76 @@
+"""The markdown report of a `python -m bench` run (the same data --json writes)."""
+
+from __future__ import annotations
+
+
+def _us(x) -> str:
+    if x is None:
+        return "—"
+    return f"{x / 1000:.2f} ms" if x >= 1000 else f"{x:.1f} µs"
+
+
+def _s(x, unit="s", scale=1.0) -> str:
+    return "—" if x is None else f"{x * scale:.3g} {unit}"
+
+
+def _ratio(x) -> str:
+    return "—" if x is None else f"{x:.2f}×"
+
+
+def markdown(data: dict) -> str:
+    m = data["meta"]
+    lines = [
+        f"pyree vs iree.runtime {m['iree']} — {m['date']}, {m['mode']} run, {m['cpus']} CPUs, "
+        f"Python {m['python']}, kernels for --iree-llvmcpu-target-cpu={m['target_cpu']}. "
+        "Calls interleaved one by one in one process; per-call median (min–max).",
+        "",
+        "| program | devices (pyree / IREE) | pyree | IREE | ratio | pyree min–max | IREE min–max "
+        "| translate | load (pyree / IREE) | first call (pyree / IREE) | status |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in data["rows"]:
+        ours, theirs = r.get("pyree") or {}, r.get("iree") or {}
+        lines.append(
+            "| " + " | ".join([
+                r["program"],
+                r.get("devices", "—"),
+                _us(ours.get("median_us")),
+                _us(theirs.get("median_us")),
+                _ratio(r.get("ratio")),
+                f"{_us(ours.get('min_us'))}–{_us(ours.get('max_us'))}" if ours else "—",
+                f"{_us(theirs.get('min_us'))}–{_us(theirs.get('max_us'))}" if theirs else "—",
+                _s(r.get("translate_s")) + (" (cached)" if r.get("translate_cached") else ""),
+                f"{_s(r.get('pyree_load_s'), 'ms', 1e3)} / {_s(r.get('iree_load_s'), 'ms', 1e3)}",
+                f"{_s(r.get('pyree_first_call_s'), 'ms', 1e3)} / "
+                f"{_s(r.get('iree_first_call_s'), 'ms', 1e3)}",
+                r.get("status", "ok").replace("|", "\\|"),
+            ]) + " |"
+        )
+    if data["dispatch_cost"]:
+        n = m["chain_length"]
+        lines += [
+            "",
+            f"Host cost per dispatch: (median(chain{n}) − median(chain1)) / {n - 1}.",
+            "",
+            "| devices (pyree / IREE) | pyree | IREE | ratio |",
+            "|---|---|---|---|",
+        ]
+        for d in data["dispatch_cost"]:
+            pyree = "does not load" if d["pyree_us"] is None else _us(d["pyree_us"])
+            lines.append(
+                f"| {d['devices']} | {pyree} | {_us(d['iree_us'])} | {_ratio(d.get('ratio'))} |"
+            )
+    if data["local_vs_sync"]:
+        lines += [
+            "",
+            "pyree `local` against its own local-sync (medians from the two runs above).",
+            "",
+            "| program | local | local-sync | local / local-sync |",
+            "|---|---|---|---|",
+        ]
+        for d in data["local_vs_sync"]:
+            lines.append(
+                f"| {d['program']} | {_us(d['local_us'])} | {_us(d['local_sync_us'])} "
+                f"| {_ratio(d['ratio'])} |"
+            )
+    return "\n".join(lines)

@@ -1,0 +1,75 @@
+"""`python -m bench` end to end on its smallest program, and the row a program gets when
+pyree cannot load it. (The timings themselves are never asserted: benchmarks, not tests.)"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("iree.runtime")
+
+from bench import build, cli  # noqa: E402
+from bench.programs import CHAIN_LENGTH, PROGRAM_DIR, chain_source  # noqa: E402
+
+
+def test_chain_files_are_what_the_generator_writes():
+    for n in (1, CHAIN_LENGTH):
+        assert (PROGRAM_DIR / f"chain{n}.mlir").read_text() == chain_source(n)
+
+
+def test_every_program_source_exists():
+    from bench.programs import PROGRAMS
+
+    for p in PROGRAMS:
+        assert p.model is not None or p.source.is_file(), p.name
+
+
+def _run(tmp_path, capsys, *extra):
+    out = tmp_path / "r.json"
+    argv = ["--quick", "--programs", "mul4", "--devices", "sync,task",
+            "--cache", str(tmp_path / "cache"), "--json", str(out), *extra]
+    assert cli.main(argv) == 0
+    return json.loads(out.read_text()), capsys.readouterr().out
+
+
+def test_quick_run_prints_and_writes_the_table(tmp_path, capsys):
+    data, text = _run(tmp_path, capsys)
+    rows = data["rows"]
+    assert [(r["program"], r["devices"]) for r in rows] == [
+        ("mul4", "local-sync / local-sync"), ("mul4", "local / local-task")]
+    for r in rows:
+        assert r["status"] == "ok"  # results were checked equal to IREE's before timing
+        assert r["pyree"]["reps"] == r["iree"]["reps"] >= 5
+        assert r["ratio"] == pytest.approx(r["pyree"]["median_us"] / r["iree"]["median_us"])
+        assert r["translate_s"] > 0 and r["pyree_load_s"] > 0 and r["iree_first_call_s"] > 0
+    assert "| mul4 | local-sync / local-sync |" in text and "| ratio |" in text
+    # The second run reuses the compiled vmfb and the translated package.
+    data, _ = _run(tmp_path, capsys)
+    assert data["rows"][0]["compile_s"] is None and data["rows"][0]["translate_cached"]
+
+
+def test_a_package_that_does_not_load_is_a_row(tmp_path, capsys, monkeypatch):
+    def broken(pkg_dir):
+        raise IndentationError("too many levels of indentation")
+
+    monkeypatch.setattr(build, "import_package", broken)
+    data, text = _run(tmp_path, capsys, "--devices", "sync")
+    (row,) = data["rows"]
+    assert row["status"].startswith("does not load: IndentationError")
+    assert "pyree" not in row and row["iree"]["reps"] >= 5  # IREE is still timed alone
+    assert "does not load" in text
+
+
+def test_an_iree_failure_is_a_row(tmp_path, capsys, monkeypatch):
+    import bench.iree_side
+
+    class Broken:
+        def __init__(self, vmfb, driver):
+            raise RuntimeError("no such driver")
+
+    monkeypatch.setattr(bench.iree_side, "IreeProgram", Broken)
+    data, _ = _run(tmp_path, capsys, "--devices", "sync")
+    (row,) = data["rows"]
+    assert row["status"] == "IREE fails: RuntimeError: no such driver"
+    assert "pyree" not in row and "iree" not in row

@@ -1,0 +1,214 @@
+"""The thin host path of export calls (runtime_support/context.py, abi.py, hal/buffer*.py):
+numpy arguments are copied into fresh device buffers exactly as iree.runtime's Python API
+does, results come back zero-copy only when nothing else can reach their memory, and the
+fast paths built at load time give the same results and errors as the general path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers_compile import LLVM_CPU_FLAGS
+from test_translate_run import load_package
+from translator.codegen import write_package
+from translator.reader import read_module_file
+
+rt = pytest.importorskip("iree.runtime")
+
+SOURCE = """
+// iree-org/iree#16168: the matmul writes into the buffer of %acc, which is also returned.
+func.func @matmul_acc(%lhs: tensor<2x2xf32>, %rhs: tensor<2x2xf32>, %acc: tensor<2x2xf32>)
+    -> (tensor<2x2xf32>, tensor<2x2xf32>) {
+  %r = linalg.matmul ins(%lhs, %rhs : tensor<2x2xf32>, tensor<2x2xf32>)
+                     outs(%acc : tensor<2x2xf32>) -> tensor<2x2xf32>
+  return %r, %acc : tensor<2x2xf32>, tensor<2x2xf32>
+}
+
+util.global private mutable @state = dense<0.0> : tensor<4xf32>
+func.func @set(%x: tensor<4xf32>) {
+  util.global.store %x, @state : tensor<4xf32>
+  return
+}
+func.func @get() -> tensor<4xf32> {
+  %0 = util.global.load @state : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+func.func @id(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+func.func @mul(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> {
+  %0 = arith.muli %a, %b : tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def vmfb(compile_mlir, tmp_path_factory):
+    src = tmp_path_factory.mktemp("src") / "host_path.mlir"
+    src.write_text(SOURCE)
+    return compile_mlir(src, LLVM_CPU_FLAGS)
+
+
+@pytest.fixture(scope="module")
+def package(vmfb, tmp_path_factory):
+    out = tmp_path_factory.mktemp("pkg")
+    return load_package(write_package(read_module_file(vmfb), out, "host_path"))
+
+
+def iree_module(vmfb):
+    """The module under iree.runtime's high-level API (numpy in, DeviceArray out)."""
+    config = rt.Config("local-sync")
+    vm_module = rt.VmModule.mmap(config.vm_instance, str(vmfb))
+    return rt.SystemContext(vm_modules=[vm_module], config=config).modules.module
+
+
+def f32(*values):
+    return np.array(values, dtype=np.float32)
+
+
+@pytest.mark.parametrize("device", ["local-sync", "local"])
+def test_arguments_are_copied_like_iree(vmfb, package, device):
+    """iree.runtime copies numpy arguments into device buffers, so a program that writes
+    into an argument's buffer (iree-org/iree#16168) leaves the caller's array alone; pyree
+    does the same, and both give the same bits."""
+    lhs, rhs = f32(1, 2, 3, 4).reshape(2, 2), f32(1, 0, 0, 1).reshape(2, 2)
+    acc = np.full((2, 2), 100, np.float32)
+    theirs = [np.asarray(r.to_host()).copy() for r in iree_module(vmfb).matmul_acc(lhs, rhs, acc)]
+    assert (acc == 100).all()  # IREE's rule: the caller's array is never the buffer
+    ours = package.load(device=device).matmul_acc(lhs, rhs, acc)
+    assert (acc == 100).all()
+    assert [r.tobytes() for r in ours] == [r.tobytes() for r in theirs]
+
+
+def test_why_arguments_are_copied(package):
+    """The premise of the rule: with the pinned compiler this program writes into the
+    buffer of its argument %acc (a buffer view passed as is shows it), so importing the
+    caller's numpy array zero-copy would change the caller's array."""
+    from runtime_support.hal.buffer_view import HalBufferView
+
+    lhs, rhs = f32(1, 2, 3, 4).reshape(2, 2), f32(1, 0, 0, 1).reshape(2, 2)
+    acc = HalBufferView.from_numpy(np.full((2, 2), 100, np.float32))
+    result, _ = package.load(device="local-sync").matmul_acc(lhs, rhs, acc)
+    assert result.tolist() == (lhs @ rhs + 100).tolist()
+    assert acc.to_numpy().tolist() == result.tolist()  # the argument's buffer was written
+
+
+@pytest.mark.parametrize("device", ["local-sync", "local"])
+def test_module_state_never_aliases_caller_arrays(vmfb, package, device):
+    """A global that stores an argument, and a result read from a global: later mutation
+    of the caller's arrays changes nothing inside the module (as under iree.runtime)."""
+    theirs = iree_module(vmfb)
+    ctx = package.load(device=device)
+    x = f32(1, 2, 3, 4)
+    theirs.set(x)
+    ctx.set(x)
+    x[:] = -1
+    expected = np.asarray(theirs.get().to_host()).copy()
+    got = ctx.get()
+    assert got.tobytes() == expected.tobytes() == f32(1, 2, 3, 4).tobytes()
+    got[:] = 7  # the result is the caller's: the global behind it must not change
+    assert ctx.get().tobytes() == expected.tobytes()
+    y = ctx.id(x)
+    x[:] = 5
+    assert y.tobytes() == f32(-1, -1, -1, -1).tobytes()
+
+
+def test_exclusive_results_come_back_without_a_copy(package):
+    ctx = package.load(device="local-sync")
+    y = ctx.mul(np.arange(4, dtype=np.int32), np.arange(4, dtype=np.int32))
+    assert y.tolist() == [0, 1, 4, 9]
+    assert not y.flags.owndata and y.flags.writeable and y.flags.c_contiguous
+
+
+def test_view_to_numpy_copies_what_others_can_reach():
+    from runtime_support import abi
+    from runtime_support.hal.buffer import Allocation, HalBuffer
+    from runtime_support.hal.buffer_view import HalBufferView
+
+    def fresh():
+        buffer = HalBuffer(Allocation.copy_of(f32(1, 2, 3, 4)))
+        return HalBufferView(buffer, (4,), 0x21000020)
+
+    view = fresh()
+    mem = view.buffer.allocation.array
+    assert np.shares_memory(abi.view_to_numpy(view), mem)  # nothing else holds it
+    for hold in ("view", "buffer", "allocation", "bytes"):
+        view = fresh()
+        keep = {
+            "view": view,
+            "buffer": view.buffer,
+            "allocation": view.buffer.allocation,
+            "bytes": view.buffer.bytes_view(),
+        }[hold]
+        mem = view.buffer.allocation.array
+        out = abi.view_to_numpy(view)
+        assert not np.shares_memory(out, mem), hold
+        assert out.tolist() == [1, 2, 3, 4]
+        del keep
+    # Borrowed host memory is never handed out.
+    host = bytearray(f32(5, 6, 7, 8).tobytes())
+    view = HalBufferView(HalBuffer.wrap_host(host, readonly=False), (4,), 0x21000020)
+    out = abi.view_to_numpy(view)
+    out[:] = 0
+    assert bytes(host) == f32(5, 6, 7, 8).tobytes()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        np.arange(8, dtype=np.int32)[::2],  # not contiguous
+        np.arange(4, dtype=np.uint32),  # signless: the other signedness
+        np.arange(4, dtype=np.int32).astype(">i4"),  # non-native byte order
+    ],
+    ids=["strided", "unsigned", "big-endian"],
+)
+def test_general_path_inputs(package, value):
+    ctx = package.load(device="local-sync")
+    expected = (np.asarray(value).astype(np.int64) * np.arange(4)).tolist()
+    assert ctx.mul(value, np.arange(4, dtype=np.int32)).tolist() == expected
+
+
+def test_argument_errors_unchanged(package):
+    ctx = package.load(device="local-sync")
+    with pytest.raises(ValueError, match="argument 'input0'.*dimension 0 is 5"):
+        ctx.mul(np.zeros(5, np.int32), np.zeros(4, np.int32))
+    with pytest.raises(TypeError, match="argument 'input1': expected element type i32, got dtype float32"):
+        ctx.mul(np.zeros(4, np.int32), np.zeros(4, np.float32))
+    with pytest.raises(TypeError, match=r"mul\(\) takes 2 argument"):
+        ctx.mul(np.zeros(4, np.int32))
+
+
+def test_allocation_copy_of_is_aligned_and_private():
+    from runtime_support.hal.buffer import ALIGNMENT, Allocation
+
+    for array in (f32(1, 2, 3), np.array(2.5), np.ones((2, 3), np.float16), np.zeros(0, np.int8)):
+        allocation = Allocation.copy_of(array)
+        assert allocation.address % ALIGNMENT == 0
+        assert allocation.address == allocation.array.ctypes.data or array.nbytes == 0
+        assert allocation.array.tobytes() == array.tobytes()
+        assert not np.shares_memory(allocation.array, array)
+
+
+def test_wrap_array_is_the_opt_in_zero_copy_argument(package):
+    from runtime_support.hal.buffer import aligned_empty
+
+    ctx = package.load(device="local-sync")
+    lhs, rhs = f32(1, 2, 3, 4).reshape(2, 2), f32(1, 0, 0, 1).reshape(2, 2)
+    acc = aligned_empty((2, 2), np.float32)
+    acc[:] = 100
+    result, _ = ctx.matmul_acc(lhs, rhs, ctx.wrap_array(acc))
+    assert result.tolist() == (lhs @ rhs + 100).tolist()
+    assert acc.tolist() == result.tolist()  # no copy: the program wrote the caller's memory
+    x = aligned_empty(4, np.int32)
+    x[:] = np.arange(4)
+    view = ctx.wrap_array(x)
+    x[:] = 3  # the view is the array's memory
+    assert ctx.mul(view, np.arange(4, dtype=np.int32)).tolist() == (3 * np.arange(4)).tolist()
+    with pytest.raises(ValueError, match="not C-contiguous, 64-byte aligned"):
+        ctx.wrap_array(np.zeros(9, np.float32)[1::2])
+    frozen = aligned_empty(4, np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="not writable"):
+        ctx.wrap_array(frozen)
