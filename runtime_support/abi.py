@@ -444,7 +444,7 @@ def view_to_numpy(view: HalBufferView, _probe: bool = False):
             if buffer.length == nbytes and allocation.array.shape[0] <= 2 * nbytes + 4096:
                 start = buffer.offset
                 return allocation.array[start : start + nbytes].view(dtype).reshape(shape)
-    return view.to_numpy()
+    return from_vm(view, None)
 
 
 _DENSE = element_types.ENCODING_DENSE_ROW_MAJOR
@@ -452,8 +452,9 @@ _RESULT_DTYPES: dict = {}  # element type -> numpy dtype, or False (copy path on
 
 
 def _whole_byte_dtype(element_type: int):
-    """The numpy dtype of a whole-byte element type, else False (sub-byte, unknown)."""
-    if element_types.bit_count(element_type) % 8:
+    """The numpy dtype of a whole-byte element type that numpy holds exactly, else False
+    (sub-byte, unknown, or typed like si16/bf16: those come back tagged, see from_vm)."""
+    if element_types.bit_count(element_type) % 8 or not element_types.has_exact_dtype(element_type):
         return False
     try:
         return element_types.to_numpy_dtype(element_type)
