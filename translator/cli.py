@@ -57,25 +57,24 @@ def _parser() -> argparse.ArgumentParser:
         help="with --dump: prefix instructions with their pc, like --bytecode_offsets",
     )
     p.add_argument("--no-format", action="store_true", help="do not run black on the output")
+    p.add_argument(
+        "--provenance",
+        action="store_true",
+        help="comment each op's statements with its VM pc and opcode (`# pc 0x42 vm.call`)",
+    )
     return p
 
 
 def dump_text(module, *, output: str = "all", offsets: bool = False) -> str:
-    from translator.decoder import decode_function
     from translator.disasm import Disassembler
+    from translator.pipeline import Pipeline
     from translator.summary import format_metadata
-    from translator.verifier import function_cconvs, verify_function
 
     parts = []
     if output in ("all", "metadata"):
         parts.append(format_metadata(module))
     if output in ("all", "disassembly"):
-        cconvs = function_cconvs(module)
-        functions = []
-        for k in range(module.function_count):
-            fn = decode_function(module, k)
-            verify_function(module, fn, cconvs)
-            functions.append(fn)
+        functions = Pipeline(module).functions
         parts.append(Disassembler(module).module_text(offsets=offsets, functions=functions))
     return "\n".join(parts)
 
@@ -98,7 +97,14 @@ def main(argv: list[str] | None = None) -> int:
         if not name.isidentifier() or keyword.iskeyword(name):
             print(f"pyree-translate: --name {name!r} is not a valid Python identifier", file=sys.stderr)
             return 2
-        out = write_package(module, Path(args.output_dir), name, format_code=not args.no_format, source_name=path.name)
+        out = write_package(
+            module,
+            Path(args.output_dir),
+            name,
+            format_code=not args.no_format,
+            source_name=Path(path).name,
+            provenance=args.provenance,
+        )
         print(out)
         return 0
     except InvalidModuleError as e:

@@ -100,6 +100,7 @@ class CFGInfo:
     loops: dict[int, Loop]  # by header
     reducible: bool
     loop_of: dict[int, int | None]  # innermost loop header of each node
+    fails: frozenset[int] = frozenset()  # blocks that end in `vm.fail`
 
 
 def analyze(fn: Function) -> CFGInfo:
@@ -139,7 +140,8 @@ def analyze(fn: Function) -> CFGInfo:
             if n in loop.body and (best is None or len(loop.body) < len(loops[best].body)):
                 best = h
         loop_of[n] = best
-    return CFGInfo(succ, preds, rpo, idom, loops, reducible, loop_of)
+    fails = frozenset(b.index for b in fn.blocks if b.ops[-1].mnemonic == "fail")
+    return CFGInfo(succ, preds, rpo, idom, loops, reducible, loop_of, fails)
 
 
 EXIT = -1  # the virtual exit node of a region graph
@@ -148,37 +150,46 @@ EXIT = -1  # the virtual exit node of a region graph
 def region_postdominators(info: CFGInfo, region: set[int], header: int | None) -> dict[int, int]:
     """Immediate post-dominators inside `region` (a loop body, or all reachable blocks).
 
-    Edges that leave the region, go back to the loop `header`, or end the function
-    (return/fail) all go to the virtual EXIT. ipdom == EXIT means the paths from a
-    block only meet again outside the region.
+    Edges that leave the region, go back to the loop `header`, or return all go to the
+    virtual EXIT. Failure paths do not count: a block that ends in `vm.fail` has no edge
+    to EXIT, so a check `if bad: fail` still merges at the block after it, and only the
+    blocks that can go on (reach EXIT) get post-dominators. ipdom == EXIT means the
+    paths from a block only meet again outside the region (or never go on at all).
+    Dominators of the reversed region graph, rooted at EXIT.
     """
     nodes = [n for n in info.rpo if n in region]
-
-    def succ_of(n: int) -> list[int]:
+    rsucc: dict[int, list[int]] = {n: [] for n in nodes}
+    rsucc[EXIT] = []
+    for n in nodes:
         out = []
         for s in info.succ[n]:
             t = EXIT if (s not in region or s == header) else s
             if t not in out:
                 out.append(t)
-        return out or [EXIT]
+        if not out and n not in info.fails:
+            out = [EXIT]
+        for t in out:
+            rsucc[t].append(n)
+    order = _rpo_dict(rsucc, EXIT)
+    idom = dominators(rsucc, order)
+    return {n: idom.get(n, EXIT) for n in nodes}
 
-    g = {n: succ_of(n) for n in nodes}
-    everything = set(nodes) | {EXIT}
-    pdom: dict[int, set[int]] = {n: set(everything) for n in nodes}
-    pdom[EXIT] = {EXIT}
-    changed = True
-    while changed:
-        changed = False
-        for n in reversed(nodes):
-            new = set.intersection(*(pdom[s] for s in g[n])) | {n}
-            if new != pdom[n]:
-                pdom[n] = new
-                changed = True
-    ipdom = {}
-    for n in nodes:
-        strict = pdom[n] - {n}
-        ipdom[n] = max(strict, key=lambda p: len(pdom[p]))
-    return ipdom
+
+def _rpo_dict(succ: dict[int, list[int]], entry: int) -> list[int]:
+    seen, order = {entry}, []
+    stack = [(entry, iter(succ[entry]))]
+    while stack:
+        node, it = stack[-1]
+        for s in it:
+            if s not in seen:
+                seen.add(s)
+                stack.append((s, iter(succ[s])))
+                break
+        else:
+            order.append(node)
+            stack.pop()
+    order.reverse()
+    return order
 
 
 def private_region(info: CFGInfo, start: int) -> bool:
