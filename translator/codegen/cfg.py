@@ -1,6 +1,6 @@
 """Control-flow analyses for code generation: successors, dominators, loops, reducibility.
 
-The structurer (`structure.py`) turns reducible CFGs into `while`/`if`; these are the
+The structurer (`function.py`) turns reducible CFGs into `while`/`if`; these are the
 facts it needs. Blocks are identified by their index in `Function.blocks`.
 """
 
@@ -104,7 +104,13 @@ class CFGInfo:
 
 
 def analyze(fn: Function) -> CFGInfo:
-    succ = successors(fn)
+    fails = frozenset(b.index for b in fn.blocks if b.ops[-1].mnemonic == "fail")
+    return analyze_graph(successors(fn), fails)
+
+
+def analyze_graph(succ: list[list[int]], fails: frozenset[int] = frozenset()) -> CFGInfo:
+    """The facts of a CFG given as successor lists (block 0 is the entry); `fails` are
+    the blocks that end in `vm.fail` (the others without successors return)."""
     rpo = reverse_postorder(succ)
     reachable = set(rpo)
     preds: dict[int, list[int]] = {n: [] for n in rpo}
@@ -140,7 +146,6 @@ def analyze(fn: Function) -> CFGInfo:
             if n in loop.body and (best is None or len(loop.body) < len(loops[best].body)):
                 best = h
         loop_of[n] = best
-    fails = frozenset(b.index for b in fn.blocks if b.ops[-1].mnemonic == "fail")
     return CFGInfo(succ, preds, rpo, idom, loops, reducible, loop_of, fails)
 
 

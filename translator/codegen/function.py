@@ -104,6 +104,9 @@ class FunctionEmitter:
     def params(self) -> list[str]:
         return parameter_names(self.cc)
 
+    def block_sizes(self) -> list[int]:
+        return [len(b.ops) for b in self.fn.blocks]
+
     def ref_init(self) -> list[Stmt]:
         """Ref registers that are not arguments start out null (nullness is observable)."""
         args = {p for p in self.params() if p.startswith("r")}
@@ -113,7 +116,7 @@ class FunctionEmitter:
     def generate(self) -> FunctionTree:
         body = self.ref_init()
         structured = True
-        if len(self.fn.blocks) == 1:
+        if len(self.info.succ) == 1:
             body += self.block_ops(0)
             term = self.terminator(0)
             body += term.pre + term.exit
@@ -176,10 +179,10 @@ class _Structurer:
         self.info = emitter.info
         self.loops: list[_LoopCtx] = []
         self.emitted = 0
-        self.budget = 4 * len(emitter.fn.blocks) + 16
+        self.budget = 4 * len(self.info.succ) + 16
         self.depth = 0
         self.pdoms = {None: cfg.region_postdominators(self.info, set(self.info.rpo), None)}
-        self.sizes = [len(b.ops) for b in emitter.fn.blocks]
+        self.sizes = emitter.block_sizes()
 
     def run(self) -> list[Stmt]:
         out: list[Stmt] = []
