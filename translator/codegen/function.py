@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from translator.cconv import CConv
 from translator.codegen import cfg
+from translator.codegen.hal_enums import const_notes
 from translator.codegen.ops import OpRenderer, Terminator
 from translator.codegen.regtypes import RegisterKinds
 from translator.codegen.stmt import (
@@ -81,13 +82,18 @@ class FunctionEmitter:
         self.kinds = RegisterKinds(renderer.module, fn, cc, self.info, renderer.cconvs)
         self.index_of = {b.pc: b.index for b in fn.blocks}
         self._terms: dict[int, Terminator] = {}
+        self.notes = const_notes(renderer.module, fn)
 
     # -- pieces shared by both strategies --------------------------------------------
     def block_ops(self, index: int) -> list[Stmt]:
         block = self.fn.blocks[index]
         out: list[Stmt] = []
         for op, nxt in zip(block.ops[:-1], block.ops[1:]):
-            out += self.r.lower_op(self.fn, op, _overwritten_by(nxt))
+            stmts = self.r.lower_op(self.fn, op, _overwritten_by(nxt))
+            note = self.notes.get(op.pc)
+            if note and stmts and isinstance(stmts[0], Assign):
+                stmts[0].note = note
+            out += stmts
         return out
 
     def terminator(self, index: int) -> Terminator:

@@ -68,7 +68,10 @@ class Printer:
         out = self.lines
         t = type(s)
         if t is Assign:
-            out.append(indent + S["Assign"].format(targets=SEPARATOR.join(s.targets), value=s.value))
+            line = S["Assign"].format(targets=SEPARATOR.join(s.targets), value=s.value)
+            if s.note:
+                line = S["Note"].format(statement=line, text=comment_text(s.note))
+            out.append(indent + line)
         elif t is Call:
             out.append(indent + S["Call"].format(value=s.value))
         elif t is Release:

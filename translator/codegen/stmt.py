@@ -35,6 +35,7 @@ class Assign(Stmt):
     targets: tuple[str, ...]
     value: str
     reads: frozenset[str] = frozenset()
+    note: str | None = None  # a trailing comment (e.g. the HAL enum a constant is)
 
 
 @dataclass(slots=True)

@@ -2,10 +2,10 @@
     def elementwise(r0, r1):
         "sync func @elementwise(%input0: tensor<2x5xf32>, %input1: tensor<2x5xf32>) -> (%output0: tensor<2x5xf32>, %output1: tensor<2x5xf32>, %output2: tensor<2x5xf32>)"
         i0 = 16
-        i1 = 1
-        i2 = 553648160
-        i3 = 3075
-        i4 = 48
+        i1 = 1  # DENSE_ROW_MAJOR
+        i2 = 553648160  # FLOAT_32
+        i3 = 3075  # TRANSFER | DISPATCH_STORAGE
+        i4 = 48  # DEVICE_LOCAL
         i6 = 2
         i8 = 5
         i10 = 40

@@ -6,7 +6,7 @@
         i2 = 2
         r0 = None
         i3 = 1
-        i4 = 3
+        i4 = 3  # TRANSFER | DISPATCH
         i5 = 0
         i6 = 48
         i8 = 80

@@ -6,7 +6,7 @@
         r0 = None
         i2 = 1
         i3 = 2
-        i4 = 3
+        i4 = 3  # TRANSFER | DISPATCH
         i5 = 0
         i6 = 48
         i8 = 64

@@ -2,10 +2,10 @@
     def matmul(r0, r1):
         "sync func @matmul(%input0: tensor<3x5xf32>, %input1: tensor<5x4xf32>) -> (%output0: tensor<3x4xf32>)"
         i0 = 16
-        i1 = 1
-        i2 = 553648160
-        i3 = 3075
-        i4 = 48
+        i1 = 1  # DENSE_ROW_MAJOR
+        i2 = 553648160  # FLOAT_32
+        i3 = 3075  # TRANSFER | DISPATCH_STORAGE
+        i4 = 48  # DEVICE_LOCAL
         i6 = 3
         i8 = 5
         i10 = 4

@@ -1,16 +1,16 @@
 # Golden 'multi_export': multi_export.mlir, one function. Covers: several exports and internal calls; one export table.
     def constant_tensor():
         "sync func @constant_tensor() -> (%output0: tensor<3xi32>)"
-        i0 = 268435488
-        i1 = 1
+        i0 = 268435488  # INT_32
+        i1 = 1  # DENSE_ROW_MAJOR
         i2 = 3
         i4 = -1
         i6 = 0
         r0 = None
         i8 = -1
         i10 = 12
-        i5 = 48
-        i12 = 3075
+        i5 = 48  # DEVICE_LOCAL
+        i12 = 3075  # TRANSFER | DISPATCH_STORAGE
         r1 = global_load_ref(refs, 2, "!hal.buffer")
         r2 = global_load_ref(refs, 0, "!hal.device")
         r3 = hal_fence_create(r2, i6)

@@ -8,8 +8,8 @@
         i1 = 18
         i4 = 14
         i6 = -1
-        i5 = 48
-        i8 = 527363
+        i5 = 48  # DEVICE_LOCAL
+        i8 = 527363  # TRANSFER | DISPATCH_STORAGE | SHARING_IMMUTABLE
         i10 = 64
         i9 = -1
         i12 = 0
