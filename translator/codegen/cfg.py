@@ -17,7 +17,7 @@ def successors(fn: Function) -> list[list[int]]:
     for b in fn.blocks:
         term = b.ops[-1]
         succ: list[int] = []
-        for pc in term.branch_targets():
+        for pc, _ in term.edges():
             i = index_of[pc]
             if i not in succ:
                 succ.append(i)

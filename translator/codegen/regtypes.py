@@ -114,16 +114,7 @@ def _merge(a: dict[int, str], b: dict[int, str]) -> dict[int, str]:
 
 
 def _edges(term: Op):
-    """(target pc, remap pairs) for each outgoing edge of a terminator."""
-    m = term.mnemonic
-    if m in ("br", "yield", "break"):
-        yield term["dest_pc"], term["operands"]
-    elif m == "cond_br":
-        yield term["true_dest_pc"], term["true_operands"]
-        yield term["false_dest_pc"], term["false_operands"]
-    elif m == "br_table":
-        yield term["default_dest_pc"], term["default_operands"]
-        yield from term["cases"]
-    elif m in ("call.yieldable", "call.variadic.yieldable"):
-        # Results are written before the resume block runs (no remaps on this edge).
-        yield term["dest_pc"], ()
+    """(target pc, remap pairs) for each outgoing edge of a terminator.
+
+    A yieldable call's results are written before its resume block runs (no remaps)."""
+    return term.edges()
