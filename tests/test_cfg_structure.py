@@ -149,3 +149,11 @@ def test_failure_paths_do_not_hide_merges():
     info = cfg.analyze_graph([[1, 2], [], [3, 4], [5], [5], []], frozenset({1}))
     ipdom = cfg.region_postdominators(info, set(info.rpo), None)
     assert ipdom[0] == 2 and ipdom[2] == 5 and ipdom[1] == cfg.EXIT
+
+
+def test_inner_loop_exiting_to_outer_header():
+    # Nested whiles where the inner loop's exit is the outer loop's back edge, with a
+    # failure check inside the inner loop (found by the random-program test).
+    succ = [[1], [2, 7], [3], [4, 1], [6, 5], [3], [], [8], []]
+    tree = GraphEmitter(succ, {6}).generate()
+    assert tree.structured

@@ -199,7 +199,10 @@ def _rpo_dict(succ: dict[int, list[int]], entry: int) -> list[int]:
 
 def private_region(info: CFGInfo, start: int) -> bool:
     """True when every block reachable from `start` is dominated by it and the region
-    has no edge back out (it only ends in return/fail): it can be emitted inline."""
+    has no edge back out (it only ends in return/fail): it can be emitted inline.
+    A loop header is never private: its body jumps back to it."""
+    if start in info.loops:
+        return False
     seen, work = {start}, [start]
     while work:
         x = work.pop()

@@ -291,6 +291,7 @@ class OpRenderer:
     def lower_remap(self, pairs, kinds, prov: Provenance | None) -> list[Stmt]:
         """Sequential slot copies, as the VM does them; i64 halves travel with the low slot."""
         out: list[Stmt] = []
+        kinds = dict(kinds)  # copies are sequential: a later pair may read an earlier dst
         for src, dst in pairs:
             if src.is_ref:
                 if src.ordinal == dst.ordinal:
@@ -303,6 +304,7 @@ class OpRenderer:
             kind = kinds.get(src.ordinal)
             if kind == HIGH or src.ordinal == dst.ordinal or kind is None:
                 continue
+            kinds[dst.ordinal] = kind
             s, d = f"i{src.ordinal}", f"i{dst.ordinal}"
             out.append(Assign(prov, (d,), s, frozenset((s,))))
         return out
