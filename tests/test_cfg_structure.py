@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from translator.codegen import cfg
+from translator.analyses import cfg
 from translator.codegen.function import FunctionEmitter
 from translator.codegen.ops import Edge, Terminator
 from translator.codegen.printer import Printer

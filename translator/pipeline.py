@@ -65,7 +65,7 @@ class Pipeline:
         self.import_cconvs  # noqa: B018  (parsing raises InvalidModuleError)
 
     def cfg(self, k: int):
-        from translator.codegen import cfg
+        from translator.analyses import cfg
 
         info = self._cfg.get(k)
         if info is None:

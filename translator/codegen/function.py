@@ -15,10 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from translator.cconv import CConv
-from translator.codegen import cfg
+from translator.analyses import cfg
+from translator.analyses.layout import parameter_names
 from translator.codegen.hal_enums import const_notes
 from translator.codegen.ops import OpRenderer, Terminator
-from translator.codegen.regtypes import RegisterKinds
+from translator.analyses.regkinds import RegisterKinds
 from translator.codegen.stmt import (
     Assign,
     Break,
@@ -41,22 +42,6 @@ MAX_ARM_BLOCKS = 512
 
 class Unstructured(Exception):
     """The structurer cannot express this CFG; use the dispatch loop."""
-
-
-def parameter_names(cc: CConv) -> list[str]:
-    names, n, r = [], 0, 0
-    for item in cc.arguments:
-        if item == "r":
-            names.append(f"r{r}")
-            r += 1
-        elif item in ("I", "F"):
-            n += n & 1
-            names.append(f"i{n}")
-            n += 2
-        else:
-            names.append(f"i{n}")
-            n += 1
-    return names
 
 
 def _overwritten_by(op) -> frozenset[int]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from translator.codegen.escape import comment_text, string_literal as lit
 from translator.codegen.names import NameTable
-from translator.codegen.regtypes import HIGH
+from translator.analyses.regkinds import HIGH
 from translator.codegen.stmt import (
     Assign,
     Call,

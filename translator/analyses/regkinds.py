@@ -9,6 +9,7 @@ CFG; slots whose kinds disagree at a merge are 'x' (copied as plain locals).
 
 from __future__ import annotations
 
+from translator.analyses.layout import argument_registers
 from translator.cconv import CConv
 from translator.ir import IMPORT_BIT, Function, Op
 
@@ -39,17 +40,9 @@ class RegisterKinds:
         self.cconvs = cconvs
         self._before: dict[int, dict[int, str]] = {}
         entry: dict[int, str] = {}
-        n = 0
-        for item in cc.arguments:
-            if item == "r":
-                continue
-            if item in _WIDE_CODES:
-                n += n & 1
-                _set(entry, n, True)
-                n += 2
-            else:
-                _set(entry, n, False)
-                n += 1
+        for code, ordinal in argument_registers(cc):
+            if code != "r":
+                _set(entry, ordinal, code in _WIDE_CODES)
         self._run(entry, info)
 
     def result_codes(self, op: Op) -> tuple:
