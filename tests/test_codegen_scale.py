@@ -148,3 +148,26 @@ def test_nested_control_flow(depth, compile_mlir, tmp_path):
     if depth < 80:  # structured: one Python level per source level (plus loops)
         assert depth_in_python >= depth
     assert depth_in_python < 100  # deeper sources fall back to the block-state loop
+
+
+def test_retranslation_replaces_the_package_and_respects_the_umask(compile_mlir, tmp_path):
+    import os
+    import stat
+
+    src = tmp_path / "chain.mlir"
+    src.write_text(chained_dispatches(2))
+    module = read_module_file(compile_mlir(src, FLAGS))
+    old = os.umask(0o022)
+    try:
+        pkg = write_package(module, tmp_path / "out", "pkg")
+        (pkg / "stale.py").write_text("")
+        pkg = write_package(module, tmp_path / "out", "pkg", provenance=True)
+    finally:
+        os.umask(old)
+    assert sorted(p.name for p in pkg.iterdir()) == ["__init__.py", "rodata.bin"]
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["pkg"]  # no staging leftovers
+    for p in (pkg, pkg / "__init__.py", pkg / "rodata.bin"):
+        assert stat.S_IMODE(p.stat().st_mode) & 0o044 == 0o044, p  # readable by others
+    text = (pkg / "__init__.py").read_text()
+    assert "# pc 0x" in text and "vm.call" in text  # --provenance comments
+    compile(text, "pkg", "exec")

@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 0
         from translator.codegen import write_package
+        from translator.pipeline import Pipeline
 
         name = args.name or package_name_for(path)
         if not name.isidentifier() or keyword.iskeyword(name):
@@ -104,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             format_code=not args.no_format,
             source_name=Path(path).name,
             provenance=args.provenance,
+            pipeline=Pipeline(module),
         )
         print(out)
         return 0

@@ -25,7 +25,7 @@ from translator.codegen.ops import HELPER_MODULES, OpRenderer
 from translator.codegen.passes import MessageTable, tidy_ifs, tidy_releases, trim_ref_init
 from translator.codegen.printer import Printer
 from translator.codegen.view import ExportRow, FunctionView, ImportRow, ModuleView, RodataRow
-from translator.ir import Function
+from translator.pipeline import Pipeline
 from translator.module import (
     CallSiteLoc,
     FileLineColLoc,
@@ -33,7 +33,6 @@ from translator.module import (
     Module,
     NameLoc,
 )
-from translator.verifier import function_cconvs
 
 RODATA_ALIGNMENT = 64
 
@@ -143,14 +142,16 @@ def generate(
     source_name: str = "",
     *,
     provenance: bool = False,
-    functions: list[Function] | None = None,
+    pipeline: Pipeline | None = None,
 ) -> GeneratedPackage:
-    """`functions`: decoded and verified functions (from `translator.pipeline`), else decoded here."""
-    if functions is None:
-        from translator.pipeline import Pipeline
-
-        functions = Pipeline(module).functions
-    cconvs = function_cconvs(module)
+    """`pipeline`: the module's front end (decoded, verified functions and their analyses);
+    made here when not given."""
+    if pipeline is None:
+        pipeline = Pipeline(module)
+    # Translate-time checks of the module's imports run before any code is generated.
+    pipeline.check_imports()
+    functions = pipeline.functions
+    cconvs = pipeline.cconvs
     names = NameTable(module)
     locations = _Locations(module)
     renderer = OpRenderer(module, names, cconvs, _numeric_ops(), locations)
@@ -158,7 +159,8 @@ def generate(
     views = []
     structured = fallback = 0
     for k, fn in enumerate(functions):
-        tree = FunctionEmitter(renderer, fn, cconvs[k], module.descriptors[k].ref_register_count).generate()
+        ref_count = module.descriptors[k].ref_register_count
+        tree = FunctionEmitter(renderer, fn, cconvs[k], ref_count, pipeline.cfg(k)).generate()
         body = tidy_releases(trim_ref_init(tree.body))
         tidy_ifs(body)
         messages.hoist(body)
@@ -254,7 +256,7 @@ def write_package(
     format_code: bool = True,
     source_name: str = "",
     provenance: bool = False,
-    functions: list[Function] | None = None,
+    pipeline: Pipeline | None = None,
 ) -> Path:
     """Writes OUT_DIR/NAME/{__init__.py, rodata.bin}; returns the package directory.
 
@@ -262,7 +264,7 @@ def write_package(
     so importers never see a half-written package and no stale file survives. Files and
     the directory get the modes the umask allows, like any file the user writes.
     """
-    pkg = generate(module, name, source_name, provenance=provenance, functions=functions)
+    pkg = generate(module, name, source_name, provenance=provenance, pipeline=pipeline)
     source = format_source(pkg.source) if format_code else pkg.source
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
