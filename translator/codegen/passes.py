@@ -3,7 +3,7 @@
 - `trim_ref_init`: refs assigned before any read need no opening `= None`.
 - `tidy_releases`: drops releases of locals already known to be None (the function's
   initial `r0 = r1 = None` makes most first releases redundant) and releases the very
-  next statement overwrites anyway; merges adjacent release chains into one.
+  next statement overwrites or a `return` ends anyway; merges adjacent release chains.
 - `tidy_ifs`: `if c: <nothing> else: X` becomes `if not c: X`.
 - `MessageTable.hoist`: `vm.fail` messages longer than a line become module constants
   (`MESSAGE_3`), so a 2 KB target description does not sit inside a `raise`.
@@ -22,6 +22,7 @@ from translator.codegen.stmt import (
     If,
     Raise,
     Release,
+    Return,
     Stmt,
     While,
     assigned_names,
@@ -83,6 +84,14 @@ def _releases(body: list[Stmt], none: set[str]) -> tuple[list[Stmt], set[str]]:
                     else:
                         out.pop()
             none.difference_update(s.targets)
+        elif isinstance(s, Return):
+            # Returning frees every local at once; releasing some just before is noise.
+            if out and isinstance(out[-1], Release):
+                keep = [n for n in out[-1].names if n in s.values]
+                if keep:
+                    out[-1].names = keep
+                else:
+                    out.pop()
         elif isinstance(s, If):
             s.body, after_body = _releases(s.body, set(none))
             s.orelse, after_else = _releases(s.orelse, set(none))

@@ -104,5 +104,4 @@
             r1 = None
             raise vm_fail(i0, "failed to wait on timepoint", "dyn_matmul", None)
         r0 = hal_buffer_view_create(r1, i14, i26, i5, i6, [i22, i32])
-        r1 = None
         return r0

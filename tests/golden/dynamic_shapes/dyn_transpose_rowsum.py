@@ -120,5 +120,4 @@
             raise vm_fail(i0, "failed to wait on timepoint", "dyn_transpose_rowsum", None)
         r0 = hal_buffer_view_create(r5, i18, i24, i9, i10, [i30, i28])
         r1 = hal_buffer_view_create(r5, i36, i32, i9, i10, [i28])
-        r5 = None
         return r0, r1

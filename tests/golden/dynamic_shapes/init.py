@@ -70,7 +70,6 @@
                 r4 = hal_executable_create(r2, i2, r3, r1, r0)
                 r2 = r3 = r1 = None
                 global_store_ref(refs, 1, "!hal.executable", r4)
-                r4 = None
                 return
             r2 = r3 = None
             raise vm_fail(

@@ -45,5 +45,4 @@
         r0 = hal_buffer_view_create(r1, i18, i10, i2, i1, [i6, i8])
         r2 = hal_buffer_view_create(r1, i12, i10, i2, i1, [i6, i8])
         r3 = hal_buffer_view_create(r1, i14, i10, i2, i1, [i6, i8])
-        r1 = None
         return r0, r2, r3

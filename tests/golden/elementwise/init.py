@@ -73,7 +73,6 @@
                 r4 = None
                 r1 = fn0()
                 global_store_ref(refs, 2, "!hal.command_buffer", r1)
-                r1 = None
                 return
             r2 = r3 = None
             raise vm_fail(

@@ -22,6 +22,5 @@
         i1 = buffer_load_i32(r0, i4)
         # tests/corpus/util_buffer.mlir:54:8
         i2 = buffer_load_i16_s(r0, i8)
-        r0 = None
         # tests/corpus/util_buffer.mlir:42:1
         return i0, i1, i2

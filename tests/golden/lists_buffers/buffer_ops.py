@@ -32,5 +32,4 @@
         i22 = i5 & i22
         i6 = ext_i32_i64_u(i22)
         i5 = buffer_load_i32(r0, i6)
-        r0 = None
         return i0, i18, i1, i4, i8, i5, i2, i3

@@ -43,5 +43,4 @@
             r1 = None
             raise vm_fail(i0, "failed to wait on timepoint", "batch_matmul", None)
         r0 = hal_buffer_view_create(r1, i18, i16, i2, i1, [i6, i8, i6])
-        r1 = None
         return r0

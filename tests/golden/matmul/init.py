@@ -77,7 +77,6 @@
                 # tests/corpus/tensor_matmul.mlir:14:8
                 r1 = fn2()
                 global_store_ref(refs, 3, "!hal.command_buffer", r1)
-                r1 = None
                 return
             # tests/corpus/tensor_matmul.mlir:6:8, tests/corpus/tensor_matmul.mlir:14:8
             r2 = r3 = None

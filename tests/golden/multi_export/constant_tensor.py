@@ -24,5 +24,4 @@
             r4 = None
             raise vm_fail(i4, "failed to wait on timepoint", "constant_tensor", None)
         r0 = hal_buffer_view_create(r4, i6, i10, i0, i1, [i2])
-        r4 = None
         return r0

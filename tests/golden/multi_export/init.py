@@ -100,7 +100,6 @@
                             "tests/corpus/multi_export.mlir:25:8",
                         )
                     global_store_ref(refs, 2, "!hal.buffer", r1)
-                    r1 = None
                     return
                 r8 = None
                 r0 = hal_allocator_allocate(r7, i6, i5, i8, i10)
@@ -124,7 +123,6 @@
                         "tests/corpus/multi_export.mlir:25:8",
                     )
                 global_store_ref(refs, 2, "!hal.buffer", r1)
-                r1 = None
                 return
             # tests/corpus/multi_export.mlir:31:8
             r0 = r2 = r3 = r4 = r5 = None

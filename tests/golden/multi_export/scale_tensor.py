@@ -47,5 +47,4 @@
             r5 = None
             raise vm_fail(i0, "failed to wait on timepoint", "scale_tensor", None)
         r0 = hal_buffer_view_create(r5, i10, i14, i7, i6, [i16])
-        r5 = None
         return r0
