@@ -20,6 +20,7 @@ STATEMENTS = {
     "Continue": "continue",
     "Pass": "pass",
     "Comment": "# {text}",
+    "Line": "line {position}",
     "Note": "{statement}  # {text}",
     "Not": "not {test}",
     "Provenance": "# pc {pc:#x} vm.{opcode}",

@@ -88,6 +88,23 @@ class _Locations:
             self.cache[index] = _format_location(self.module, index)
         return self.cache[index]
 
+    def file_of(self, k: int, pc: int) -> str | None:
+        """The file name when the location at (k, pc) is a plain file:line:col."""
+        index = self.maps.get(k, {}).get(pc)
+        for _ in range(8):  # as _format_location: call sites show the callee
+            if index is None or not 0 <= index < len(self.module.locations):
+                return None
+            loc = self.module.locations[index]
+            if isinstance(loc, FileLineColLoc):
+                return loc.filename if loc.line else None
+            if isinstance(loc, CallSiteLoc):
+                index = loc.callee
+            elif isinstance(loc, FusedLoc) and len(loc.locations) == 1:
+                index = loc.locations[0]
+            else:
+                return None
+        return None
+
 
 def _pyrepr(value) -> str:
     """Literals of untrusted text go through the one checked escaping path."""

@@ -144,7 +144,8 @@ class OpRenderer:
 
     # -- provenance -----------------------------------------------------------------
     def provenance(self, fn: Function, op: Op) -> Provenance:
-        return Provenance(fn.name, op.pc, op.mnemonic, self.locations(fn.ordinal, op.pc))
+        k = fn.ordinal
+        return Provenance(fn.name, op.pc, op.mnemonic, self.locations(k, op.pc), self.locations.file_of(k, op.pc))
 
     # -- ops ------------------------------------------------------------------------
     def lower_op(self, fn: Function, op: Op, overwritten: frozenset[int] = frozenset()) -> list[Stmt]:

@@ -36,11 +36,13 @@ class Printer:
         self.provenance = provenance
         self.lines: list[str] = []
         self._location: str | None = None
+        self._file: str | None = None
         self._pc: int | None = None
 
     def function_body(self, body: list[Stmt]) -> list[str]:
         self.lines = []
         self._location = None
+        self._file = None
         self._pc = None
         self.block(body, "")
         return self.lines
@@ -58,7 +60,13 @@ class Printer:
             return
         if prov.location is not None and prov.location != self._location:
             self._location = prov.location
-            self.lines.append(indent + S["Comment"].format(text=comment_text(prov.location)))
+            text = prov.location
+            if prov.file is not None:
+                # Same file as the last location printed: only the line and column.
+                if prov.file == self._file and text.startswith(prov.file + ":"):
+                    text = S["Line"].format(position=text[len(prov.file) + 1 :])
+                self._file = prov.file
+            self.lines.append(indent + S["Comment"].format(text=comment_text(text)))
         if self.provenance and prov.pc != self._pc:
             self._pc = prov.pc
             self.lines.append(indent + S["Provenance"].format(pc=prov.pc, opcode=comment_text(prov.opcode)))

@@ -21,6 +21,7 @@ class Provenance:
     pc: int
     opcode: str  # VM mnemonic, e.g. "call.variadic"
     location: str | None  # compact MLIR source location (raw text; printed as a comment)
+    file: str | None = None  # the file of a plain file:line:col location
 
 
 @dataclass(slots=True)

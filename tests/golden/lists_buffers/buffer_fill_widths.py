@@ -7,20 +7,20 @@
         i8 = 8
         # tests/corpus/util_buffer.mlir:47:10
         i10 = 16
-        # tests/corpus/util_buffer.mlir:48:10
+        # line 48:10
         i12 = 32
-        # tests/corpus/util_buffer.mlir:49:10
+        # line 49:10
         i14 = 0
         r0 = buffer_alloc(i12, i14)
-        # tests/corpus/util_buffer.mlir:50:3
+        # line 50:3
         buffer_fill_i32(r0, i2, i6, i0)
-        # tests/corpus/util_buffer.mlir:51:3
+        # line 51:3
         buffer_fill_i16(r0, i8, i8, i1)
-        # tests/corpus/util_buffer.mlir:52:9
+        # line 52:9
         i0 = buffer_compare(r0, i2, r0, i10, i10)
-        # tests/corpus/util_buffer.mlir:53:8
+        # line 53:8
         i1 = buffer_load_i32(r0, i4)
-        # tests/corpus/util_buffer.mlir:54:8
+        # line 54:8
         i2 = buffer_load_i16_s(r0, i8)
-        # tests/corpus/util_buffer.mlir:42:1
+        # line 42:1
         return i0, i1, i2

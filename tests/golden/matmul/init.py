@@ -74,7 +74,7 @@
                 # tests/corpus/tensor_matmul.mlir:6:8
                 r1 = fn0()
                 global_store_ref(refs, 2, "!hal.command_buffer", r1)
-                # tests/corpus/tensor_matmul.mlir:14:8
+                # line 14:8
                 r1 = fn2()
                 global_store_ref(refs, 3, "!hal.command_buffer", r1)
                 return

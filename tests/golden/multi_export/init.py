@@ -74,15 +74,15 @@
                 r1 = rodata_5_elf
                 r6 = hal_executable_create(r4, i6, r5, r1, r0)
                 r4 = r5 = r0 = None
-                # tests/corpus/multi_export.mlir:25:8
+                # line 25:8
                 r1 = global_load_ref(refs, 0, "!hal.device")
                 r7 = hal_device_allocator(r1)
                 r8 = hal_allocator_import(r7, i0, i6, i5, i8, r3, i14, i10)
                 i1 = int(r8 is not None)
-                # tests/corpus/multi_export.mlir:31:8
+                # line 31:8
                 global_store_ref(refs, 1, "!hal.executable", r6)
                 r6 = None
-                # tests/corpus/multi_export.mlir:25:8
+                # line 25:8
                 if i1:
                     r0 = r2
                     r2 = r8
@@ -124,6 +124,6 @@
                     )
                 global_store_ref(refs, 2, "!hal.buffer", r1)
                 return
-            # tests/corpus/multi_export.mlir:31:8
+            # line 31:8
             r0 = r2 = r3 = r4 = r5 = None
             raise vm_fail(i4, MESSAGE_1, "__init", "tests/corpus/multi_export.mlir:31:8")

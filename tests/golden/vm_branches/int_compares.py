@@ -4,32 +4,32 @@
         i6 = 1
         # tests/corpus/vm_branches.mlir:44:10
         i7 = int(i0 == i1)
-        # tests/corpus/vm_branches.mlir:45:10
+        # line 45:10
         i8 = int(i0 != i1)
-        # tests/corpus/vm_branches.mlir:46:10
+        # line 46:10
         i9 = int(i0 < i1)
-        # tests/corpus/vm_branches.mlir:47:10
+        # line 47:10
         i10 = cmp_lt_i32_u(i0, i1)
-        # tests/corpus/vm_branches.mlir:48:10
+        # line 48:10
         i11 = int(i0 != 0)
-        # tests/corpus/vm_branches.mlir:49:10
+        # line 49:10
         i0 = int(i1 < i0)
-        # tests/corpus/vm_branches.mlir:50:10
+        # line 50:10
         i1 = i10 ^ i6
-        # tests/corpus/vm_branches.mlir:51:10
+        # line 51:10
         i12 = int(i2 == i4)
-        # tests/corpus/vm_branches.mlir:52:10
+        # line 52:10
         i13 = int(i2 != i4)
-        # tests/corpus/vm_branches.mlir:53:10
+        # line 53:10
         i14 = int(i2 < i4)
-        # tests/corpus/vm_branches.mlir:54:11
+        # line 54:11
         i15 = cmp_lt_i64_u(i2, i4)
-        # tests/corpus/vm_branches.mlir:55:11
+        # line 55:11
         i16 = int(i2 != 0)
-        # tests/corpus/vm_branches.mlir:56:11
+        # line 56:11
         i17 = int(i4 < i2)
         i6 = i17 ^ i6
-        # tests/corpus/vm_branches.mlir:57:11
+        # line 57:11
         i17 = cmp_lt_i64_u(i4, i2)
-        # tests/corpus/vm_branches.mlir:58:5
+        # line 58:5
         return i7, i8, i9, i10, i11, i0, i1, i12, i13, i14, i15, i16, i6, i17
