@@ -15,7 +15,7 @@ import os
 import re
 import threading
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from runtime_support import abi
 from runtime_support.errors import StatusCode, VMError, quote_name
@@ -175,6 +175,19 @@ def is_coarse_fences(name: str, arg_codes, declaration: str | None) -> bool:
 def vm_fail(status: int, message: str, function: str, location: str | None) -> VMError:
     """The error `vm.fail` raises (status is already known to be non-zero)."""
     return VMError(status, message, function=function, location=location)
+
+
+class Export(NamedTuple):
+    """One row of a generated package's export table (`_EXPORTS`)."""
+
+    function: str  # name of the generated function in `_bind`'s table
+    arguments: str  # cconv argument codes, e.g. "rrI"
+    results: str  # cconv result codes
+    declaration: str | None  # iree.abi.declaration, None where the vmfb has none
+
+    @property
+    def cconv(self) -> str:
+        return f"0{self.arguments or 'v'}_{self.results or 'v'}"
 
 
 class ModuleContext:

@@ -26,16 +26,42 @@ from translator.reader import read_module_file
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN_DIR = Path(__file__).with_name("golden")
 
-# One program per shape of generated code the issue asks to pin down.
+# One program per shape of generated code. Goldens are per function
+# (tests/golden/<case>/<function>.py) plus one golden of the module frame
+# (tests/golden/frame.py, from FRAME_CASE), so that a frame change rewrites one file.
 GOLDEN = {
-    "elementwise": "tensor_elementwise",
-    "matmul": "tensor_matmul",
-    "loop": "cf_scf_while",
-    "lists_buffers": "util_buffer",
-    "multi_export": "multi_export",
-    "dynamic_shapes": "dyn_shape_2d",
-    "vm_branches": "vm_branches",
+    "elementwise": ("tensor_elementwise", "dispatches behind a fence wait; its failure arm as an early exit; HAL calls with enum arguments; command-buffer init function"),
+    "matmul": ("tensor_matmul", "a matmul dispatch; buffer asserts; long vm.fail messages hoisted to module constants"),
+    "loop": ("cf_scf_while", "host loops: while/if nesting, break/continue, block-argument remaps"),
+    "lists_buffers": ("util_buffer", "!vm.buffer and !vm.list helpers, ref moves and releases"),
+    "multi_export": ("multi_export", "several exports and internal calls; one export table"),
+    "dynamic_shapes": ("dyn_shape_2d", "dynamic dimensions: i64 index arithmetic, shape lists"),
+    "vm_branches": ("vm_branches", "VM dialect: br_table as if/elif, counted loop, i64 compares"),
 }
+FRAME_CASE = "elementwise"
+_DEF = re.compile(r"^    def (\w+)\(")
+
+
+def split_functions(source: str) -> tuple[str, dict[str, str]]:
+    """(frame, {function name: its text}): each function of `_bind` leaves one line in
+    the frame naming the golden that holds it."""
+    lines = source.splitlines(keepends=True)
+    frame: list[str] = []
+    functions: dict[str, str] = {}
+    current: str | None = None
+    for line in lines:
+        m = _DEF.match(line)
+        if m:
+            current = m.group(1)
+            functions[current] = line
+            frame.append(f"    def {current}(...): ...  # golden/<case>/{current}.py\n")
+            continue
+        if current is not None and (line.startswith("        ") or not line.strip()):
+            functions[current] += line
+            continue
+        current = None
+        frame.append(line)
+    return "".join(frame), {k: v.rstrip("\n") + "\n" for k, v in functions.items()}
 
 
 def _case(program: str):
@@ -45,30 +71,47 @@ def _case(program: str):
     raise LookupError(program)
 
 
-def _translate(compile_mlir, program: str, out: Path, name: str = "pkg") -> Path:
+def _translate(compile_mlir, program: str, out: Path, name: str = "pkg", **kw) -> Path:
     case = _case(program)
     flags = case.flags
     if case.variant != "vm":
         # Kernel DWARF embeds the source path: keep kernels (and golden rodata sizes)
         # independent of where the checkout lives.
         flags = flags + ("--iree-llvmcpu-debug-symbols=false",)
-    return write_package(read_module_file(compile_mlir(case.source, flags)), out, name)
+    return write_package(read_module_file(compile_mlir(case.source, flags)), out, name, **kw)
+
+
+def _check_golden(path: Path, text: str, header: str, update: bool) -> None:
+    text = header + text
+    if update:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"missing golden file {path}; run pytest --update-golden"
+    assert text == path.read_text(), f"generated code changed: {path}; review and --update-golden"
 
 
 @pytest.mark.parametrize("golden", sorted(GOLDEN))
 def test_golden_generated_code(golden, compile_mlir, tmp_path, update_golden):
-    pkg = _translate(compile_mlir, GOLDEN[golden], tmp_path, golden)
+    program, covers = GOLDEN[golden]
+    pkg = _translate(compile_mlir, program, tmp_path, golden, source_name=f"{program}.vmfb")
     source = (pkg / "__init__.py").read_text()
     py_compile.compile(str(pkg / "__init__.py"), doraise=True)
     assert black.format_str(source, mode=black.Mode(line_length=100)) == source  # black --check
     # MLIR locations carry the compile-time path of the corpus: make them checkout-independent.
-    source = re.sub(r"[^\s\[,]*/tests/corpus/", "tests/corpus/", source)
-    path = GOLDEN_DIR / f"{golden}.py"
-    if update_golden:
-        GOLDEN_DIR.mkdir(exist_ok=True)
-        path.write_text(source)
-    assert path.exists(), f"missing golden file {path}; run pytest --update-golden"
-    assert source == path.read_text(), f"generated code for {golden} changed; review and --update-golden"
+    source = re.sub(r"[^\s\[,\"']*/tests/corpus/", "tests/corpus/", source)
+    frame, functions = split_functions(source)
+    case_dir = GOLDEN_DIR / golden
+    if update_golden and case_dir.exists():
+        for stale in case_dir.glob("*.py"):
+            if stale.stem not in functions:
+                stale.unlink()
+    header = f"# Golden {golden!r}: {program}.mlir, one function. Covers: {covers}.\n"
+    for name, text in functions.items():
+        _check_golden(case_dir / f"{name}.py", text, header, update_golden)
+    assert sorted(p.stem for p in case_dir.glob("*.py")) == sorted(functions)
+    if golden == FRAME_CASE:
+        header = f"# Golden module frame (from {program}.mlir); function bodies live in golden/<case>/.\n"
+        _check_golden(GOLDEN_DIR / "frame.py", frame, header, update_golden)
 
 
 def test_translation_is_deterministic(compile_mlir, tmp_path):

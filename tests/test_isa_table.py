@@ -131,3 +131,43 @@ def test_mnemonics_equal_brief_table():
 
 def test_terminators_are_known_mnemonics():
     assert isa.TERMINATORS <= set(isa.BY_MNEMONIC)
+
+
+def test_edges_name_every_branch_field():
+    """The edges column covers each pc field (with the remap that follows it in the
+    encoding) and br_table's cases; only terminators have edges."""
+    for spec in isa.OPCODES.values():
+        kinds = [f.kind for f in spec.fields]
+        expected = []
+        for i, f in enumerate(spec.fields):
+            if f.kind == "pc":
+                nxt = spec.fields[i + 1] if i + 1 < len(spec.fields) else None
+                expected.append((f.name, nxt.name if nxt is not None and nxt.kind == "remap" else None))
+        if "cases" in kinds:
+            expected.append(("cases", None))
+        assert sorted(spec.edges, key=str) == sorted(expected, key=str), spec.mnemonic
+        if spec.edges:
+            assert spec.is_terminator, spec.mnemonic
+    exits = {s.mnemonic for s in isa.OPCODES.values() if s.is_terminator and not s.edges}
+    assert exits == {"return", "fail"}
+
+
+@needs_isa
+def test_branching_instructions_equal_isa():
+    """Instructions with a branch target in isa.json are exactly our rows with edges."""
+    d = _isa()
+    branching = set()
+    for ins in d["instructions"]:
+        if ins.get("kind") in ("marker", "prefix"):
+            continue
+        kinds = {f.get("kind") for f in _resolved_fields(d, ins["encoding"])}
+        if kinds & {"branch_target", "branch_table_cases"}:
+            branching.add(ins["mnemonic"])
+    assert branching == {s.mnemonic for s in isa.OPCODES.values() if s.edges}
+
+
+def test_rows_are_literal():
+    """One written row per opcode, so `grep 0x2A translator/isa.py` finds add.i64."""
+    source = Path(isa.__file__).read_text()
+    for (opset, opcode), spec in isa.OPCODES.items():
+        assert f'0x{opcode:02X}, "{spec.mnemonic}"' in source, spec.mnemonic

@@ -73,14 +73,18 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="refuse (exit 1) a module with executables pyree cannot run, instead of warning",
     )
+    p.add_argument(
+        "--provenance",
+        action="store_true",
+        help="comment each op's statements with its VM pc and opcode (`# pc 0x42 vm.call`)",
+    )
     return p
 
 
 def dump_text(module, *, output: str = "all", offsets: bool = False) -> str:
-    from translator.decoder import decode_function
     from translator.disasm import Disassembler
+    from translator.pipeline import Pipeline
     from translator.summary import format_metadata
-    from translator.verifier import function_cconvs, verify_function
 
     parts = []
     if output == "executables":  # pyree's own: what iree-dump-module shows as raw .rodata
@@ -90,12 +94,7 @@ def dump_text(module, *, output: str = "all", offsets: bool = False) -> str:
     if output in ("all", "metadata"):
         parts.append(format_metadata(module))
     if output in ("all", "disassembly"):
-        cconvs = function_cconvs(module)
-        functions = []
-        for k in range(module.function_count):
-            fn = decode_function(module, k)
-            verify_function(module, fn, cconvs)
-            functions.append(fn)
+        functions = Pipeline(module).functions
         parts.append(Disassembler(module).module_text(offsets=offsets, functions=functions))
     return "\n".join(parts)
 
@@ -121,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 0
         from translator.codegen import write_package
+        from translator.pipeline import Pipeline
 
         unrunnable = _unrunnable_formats(module)
         for reason in unrunnable:
@@ -133,7 +133,15 @@ def main(argv: list[str] | None = None) -> int:
         if not name.isidentifier() or keyword.iskeyword(name):
             print(f"pyree-translate: --name {name!r} is not a valid Python identifier", file=sys.stderr)
             return 2
-        out = write_package(module, Path(args.output_dir), name, format_code=not args.no_format, source_name=Path(path).name)
+        out = write_package(
+            module,
+            Path(args.output_dir),
+            name,
+            format_code=not args.no_format,
+            source_name=Path(path).name,
+            provenance=args.provenance,
+            pipeline=Pipeline(module),
+        )
         print(out)
         return 0
     except InvalidModuleError as e:

@@ -120,6 +120,16 @@ class Op:
                 out.extend(v)
         return out
 
+    def edges(self) -> list[tuple[int, tuple]]:
+        """(target pc, remap pairs) of each successor edge, as the ISA table lists them."""
+        out = []
+        for pc_field, remap_field in self.spec.edges:
+            if pc_field == "cases":
+                out.extend(self.values["cases"])
+            else:
+                out.append((self.values[pc_field], self.values[remap_field] if remap_field else ()))
+        return out
+
     def branch_targets(self) -> list[int]:
         """pcs of the block markers this op may transfer control to."""
         out = []

@@ -1,9 +1,14 @@
 """pyree's opcode table for IREE VM bytecode 17.0 (iree-base-compiler 3.13.0).
 
-One row per opcode: opcode set, opcode byte, mnemonic, operand fields in encoding order,
-and (where it differs from the default) the `iree-dump-module` text template. The
-decoder, verifier, disassembler and code generator are all driven by this table; none of
-them switches on opcodes to find out how to *decode* an instruction.
+One literal row per opcode (`grep 0x2A` finds `add.i64`): opcode set, opcode byte,
+mnemonic, operand fields in encoding order, whether it ends a block (`T`), its successor
+edges with their remaps, and (where it differs from the default) the `iree-dump-module`
+text template. The decoder, verifier, disassembler, CFG analysis and code generator are
+all driven by this table; none of them switches on opcodes to find out how to decode an
+instruction or where control goes next.
+
+Edges column: space-separated `pc_field(remap_field)` (remap omitted: `pc_field()`), or
+`cases` for br_table's (pc, remap) pairs, in the order `Op.edges()` yields them.
 
 Field notation (one token per field, `kind:name`):
 
@@ -68,36 +73,18 @@ class OpSpec:
     mnemonic: str
     fields: tuple[FieldSpec, ...]
     template: str | None
+    is_terminator: bool = False
+    edges: tuple[tuple[str, str | None], ...] = ()  # (pc field, remap field); ("cases", None)
 
     @property
     def key(self) -> tuple[str, int]:
         return (self.opcode_set, self.opcode)
-
-    @property
-    def is_terminator(self) -> bool:
-        return self.mnemonic in TERMINATORS
 
     def field(self, name: str) -> FieldSpec:
         for f in self.fields:
             if f.name == name:
                 return f
         raise KeyError(name)
-
-
-TERMINATORS = frozenset(
-    {
-        "br",
-        "cond_br",
-        "br_table",
-        "return",
-        "fail",
-        "yield",
-        "call.yieldable",
-        "call.variadic.yieldable",
-        "break",
-        "cond_break",
-    }
-)
 
 
 def _parse_field(token: str) -> FieldSpec:
@@ -117,17 +104,7 @@ def _parse_field(token: str) -> FieldSpec:
     raise ValueError(f"bad field token {token!r}")
 
 
-# Common field layouts.
-_UN = "{b}:operand >{o}:result"
-_BIN = "{b}:left {b}:right >{o}:result"
-_TER = "{b}:first {b}:second {b}:third >{o}:result"
-
-
-def _f(layout: str, b: str, o: str | None = None) -> str:
-    return layout.format(b=b, o=o or b)
-
-
-# Templates shared by families.
+# Templates shared by families (`{m}` is the row's mnemonic).
 _T_GLOAD = "{result} = vm.{m} .rwdata[{byte_offset}]"
 _T_GSTORE = "vm.{m} {value}, .rwdata[{byte_offset}]"
 _T_GLOAD_REF = "{value} = vm.{m} .refs[{global}] : {type_def}"
@@ -136,248 +113,305 @@ _T_SELECT = "{result} = vm.{m} {condition} ? {true_value} : {false_value}"
 _T_SWITCH = "{result} = vm.{m} {index}[{values}] else {default_value}"
 _T_BSTORE = "vm.{m} {value}, {target_buffer}, {target_offset}"
 
-# (opcode, mnemonic, fields, template or None)
-_CORE_ROWS: list[tuple[int, str, str, str | None]] = []
-_F32_ROWS: list[tuple[int, str, str, str | None]] = []
-_F64_ROWS: list[tuple[int, str, str, str | None]] = []
+# (set, opcode, mnemonic, fields, terminator, edges, template)
+ROWS: tuple[tuple[str, int, str, str, str, str, str | None], ...] = (
+    # -- core ------------------------------------------------------------
+    (CORE, 0x00, "global.load.i32", "global:byte_offset >i32:result", "", "", _T_GLOAD),
+    (CORE, 0x01, "global.store.i32", "global:byte_offset i32:value", "", "", _T_GSTORE),
+    (CORE, 0x02, "global.load.indirect.i32", "i32:byte_offset >i32:result", "", "", _T_GLOAD),
+    (CORE, 0x03, "global.store.indirect.i32", "i32:byte_offset i32:value", "", "", _T_GSTORE),
+    (CORE, 0x04, "global.load.i64", "global:byte_offset >i64:result", "", "", _T_GLOAD),
+    (CORE, 0x05, "global.store.i64", "global:byte_offset i64:value", "", "", _T_GSTORE),
+    (CORE, 0x06, "global.load.indirect.i64", "i32:byte_offset >i64:result", "", "", _T_GLOAD),
+    (CORE, 0x07, "global.store.indirect.i64", "i32:byte_offset i64:value", "", "", _T_GSTORE),
+    (CORE, 0x08, "global.load.ref", "global:global type:type_def >ref*:value", "", "", _T_GLOAD_REF),
+    (CORE, 0x09, "global.store.ref", "global:global type:type_def ref*:value", "", "", _T_GSTORE_REF),
+    (CORE, 0x0A, "global.load.indirect.ref", "i32:global type:type_def >ref*:value", "", "", _T_GLOAD_REF),
+    (CORE, 0x0B, "global.store.indirect.ref", "i32:global type:type_def ref*:value", "", "", _T_GSTORE_REF),
+    (CORE, 0x0C, "const.i32.zero", ">i32:result", "", "", None),
+    (CORE, 0x0D, "const.i32", "imm.i32:value >i32:result", "", "", None),
+    (CORE, 0x0E, "const.i64.zero", ">i64:result", "", "", None),
+    (CORE, 0x0F, "const.i64", "imm.i64:value >i64:result", "", "", None),
+    (CORE, 0x10, "const.ref.zero", ">ref*:result", "", "", None),
+    (CORE, 0x11, "const.ref.rodata", "rodata:rodata >ref*:value", "", "", None),
+    (CORE, 0x12, "list.alloc", "type:element_type i32:initial_capacity >ref*:result", "", "", '{result} = vm.list.alloc {initial_capacity} : !vm.list<{element_type}>'),
+    (CORE, 0x13, "list.reserve", "ref:list i32:minimum_capacity", "", "", None),
+    (CORE, 0x14, "list.size", "ref:list >i32:result", "", "", None),
+    (CORE, 0x15, "list.resize", "ref:list i32:new_size", "", "", None),
+    (CORE, 0x16, "list.get.i32", "ref:list i32:index >i32:result", "", "", None),
+    (CORE, 0x17, "list.set.i32", "ref:list i32:index i32:value", "", "", None),
+    (CORE, 0x18, "list.get.i64", "ref:list i32:index >i64:result", "", "", None),
+    (CORE, 0x19, "list.set.i64", "ref:list i32:index i64:value", "", "", None),
+    (CORE, 0x1A, "list.get.ref", "ref:list i32:index type:type_def >ref*:result", "", "", '{result} = vm.list.get.ref {list}, {index} : {type_def}'),
+    (CORE, 0x1B, "list.set.ref", "ref:list i32:index ref*:value", "", "", None),
+    (CORE, 0x1C, "select.i32", "i32:condition i32:true_value i32:false_value >i32:result", "", "", _T_SELECT),
+    (CORE, 0x1D, "select.i64", "i32:condition i64:true_value i64:false_value >i64:result", "", "", _T_SELECT),
+    (CORE, 0x1E, "select.ref", "i32:condition type:true_value_type_def ref*:true_value ref*:false_value >ref*:result", "", "", '{result} = vm.select.ref {condition} ? {true_value} : {false_value} -> {true_value_type_def}'),
+    (CORE, 0x1F, "switch.i32", "i32:index i32:default_value list.i32:values >i32:result", "", "", _T_SWITCH),
+    (CORE, 0x20, "switch.i64", "i32:index i64:default_value list.i64:values >i64:result", "", "", _T_SWITCH),
+    (CORE, 0x21, "switch.ref", "i32:index type:type_def ref*:default_value list.ref*:values >ref*:result", "", "", _T_SWITCH),
+    (CORE, 0x22, "add.i32", "i32:left i32:right >i32:result", "", "", None),
+    (CORE, 0x23, "sub.i32", "i32:left i32:right >i32:result", "", "", None),
+    (CORE, 0x24, "mul.i32", "i32:left i32:right >i32:result", "", "", None),
+    (CORE, 0x25, "div.i32.s", "i32:left i32:right >i32:result", "", "", None),
+    (CORE, 0x26, "div.i32.u", "i32:left i32:right >i32:result", "", "", None),
+    (CORE, 0x27, "rem.i32.s", "i32:left i32:right >i32:result", "", "", None),
+    (CORE, 0x28, "rem.i32.u", "i32:left i32:right >i32:result", "", "", None),
+    (CORE, 0x29, "fma.i32", "i32:first i32:second i32:third >i32:result", "", "", None),
+    (CORE, 0x2A, "add.i64", "i64:left i64:right >i64:result", "", "", None),
+    (CORE, 0x2B, "sub.i64", "i64:left i64:right >i64:result", "", "", None),
+    (CORE, 0x2C, "mul.i64", "i64:left i64:right >i64:result", "", "", None),
+    (CORE, 0x2D, "div.i64.s", "i64:left i64:right >i64:result", "", "", None),
+    (CORE, 0x2E, "div.i64.u", "i64:left i64:right >i64:result", "", "", None),
+    (CORE, 0x2F, "rem.i64.s", "i64:left i64:right >i64:result", "", "", None),
+    (CORE, 0x30, "rem.i64.u", "i64:left i64:right >i64:result", "", "", None),
+    (CORE, 0x31, "fma.i64", "i64:first i64:second i64:third >i64:result", "", "", None),
+    (CORE, 0x32, "not.i32", "i32:operand >i32:result", "", "", None),
+    (CORE, 0x33, "and.i32", "i32:left i32:right >i32:result", "", "", None),
+    (CORE, 0x34, "or.i32", "i32:left i32:right >i32:result", "", "", None),
+    (CORE, 0x35, "xor.i32", "i32:left i32:right >i32:result", "", "", None),
+    (CORE, 0x36, "not.i64", "i64:operand >i64:result", "", "", None),
+    (CORE, 0x37, "and.i64", "i64:left i64:right >i64:result", "", "", None),
+    (CORE, 0x38, "or.i64", "i64:left i64:right >i64:result", "", "", None),
+    (CORE, 0x39, "xor.i64", "i64:left i64:right >i64:result", "", "", None),
+    (CORE, 0x3A, "shl.i32", "i32:operand i32:amount >i32:result", "", "", None),
+    (CORE, 0x3B, "shr.i32.s", "i32:operand i32:amount >i32:result", "", "", None),
+    (CORE, 0x3C, "shr.i32.u", "i32:operand i32:amount >i32:result", "", "", None),
+    (CORE, 0x3D, "shl.i64", "i64:operand i32:amount >i64:result", "", "", None),
+    (CORE, 0x3E, "shr.i64.s", "i64:operand i32:amount >i64:result", "", "", None),
+    (CORE, 0x3F, "shr.i64.u", "i64:operand i32:amount >i64:result", "", "", None),
+    (CORE, 0x40, "trunc.i32.i8", "i32:operand >i32:result", "", "", None),
+    (CORE, 0x41, "trunc.i32.i16", "i32:operand >i32:result", "", "", None),
+    (CORE, 0x42, "trunc.i64.i32", "i64:operand >i32:result", "", "", None),
+    (CORE, 0x43, "ext.i8.i32.s", "i32:operand >i32:result", "", "", None),
+    (CORE, 0x44, "ext.i8.i32.u", "i32:operand >i32:result", "", "", None),
+    (CORE, 0x45, "ext.i16.i32.s", "i32:operand >i32:result", "", "", None),
+    (CORE, 0x46, "ext.i16.i32.u", "i32:operand >i32:result", "", "", None),
+    (CORE, 0x47, "ext.i32.i64.s", "i32:operand >i64:result", "", "", None),
+    (CORE, 0x48, "ext.i32.i64.u", "i32:operand >i64:result", "", "", None),
+    (CORE, 0x49, "cmp.eq.i32", "i32:left i32:right >i32:result", "", "", None),
+    (CORE, 0x4A, "cmp.ne.i32", "i32:left i32:right >i32:result", "", "", None),
+    (CORE, 0x4B, "cmp.lt.i32.s", "i32:left i32:right >i32:result", "", "", None),
+    (CORE, 0x4C, "cmp.lt.i32.u", "i32:left i32:right >i32:result", "", "", None),
+    (CORE, 0x4D, "cmp.nz.i32", "i32:operand >i32:result", "", "", None),
+    (CORE, 0x4E, "cmp.eq.i64", "i64:left i64:right >i32:result", "", "", None),
+    (CORE, 0x4F, "cmp.ne.i64", "i64:left i64:right >i32:result", "", "", None),
+    (CORE, 0x50, "cmp.lt.i64.s", "i64:left i64:right >i32:result", "", "", None),
+    (CORE, 0x51, "cmp.lt.i64.u", "i64:left i64:right >i32:result", "", "", None),
+    (CORE, 0x52, "cmp.nz.i64", "i64:operand >i32:result", "", "", None),
+    (CORE, 0x53, "cmp.eq.ref", "ref:left ref:right >i32:result", "", "", None),
+    (CORE, 0x54, "cmp.ne.ref", "ref:left ref:right >i32:result", "", "", None),
+    (CORE, 0x55, "cmp.nz.ref", "ref:operand >i32:result", "", "", None),
+    (CORE, 0x56, "br", "pc:dest_pc remap:operands", "T", "dest_pc(operands)", 'vm.br {dest_pc}({operands})'),
+    (CORE, 0x57, "cond_br", "i32:condition pc:true_dest_pc remap:true_operands pc:false_dest_pc remap:false_operands", "T", "true_dest_pc(true_operands) false_dest_pc(false_operands)", 'vm.cond_br {condition}, {true_dest_pc}({true_operands}), {false_dest_pc}({false_operands})'),
+    (CORE, 0x58, "call", "func:callee_ordinal list.any:operands >list.any:results", "", "", '{results} = vm.call {callee_ordinal}({operands})'),
+    (CORE, 0x59, "call.variadic", "func:callee_ordinal list.segments:segment_sizes list.any:operands >list.any:results", "", "", '{results} = vm.call.variadic {callee_ordinal} segments[{segment_sizes}]({operands})'),
+    (CORE, 0x5A, "return", "list.any:operands", "T", "", 'vm.return {operands}'),
+    (CORE, 0x5B, "fail", "i32:status str:message", "T", "", 'vm.fail {status}, {message}'),
+    (CORE, 0x5C, "import.resolved", "func:import_ordinal >i32:result", "", "", '{result} = vm.import.resolved {import_ordinal}'),
+    (CORE, 0x5D, "yield", "pc:dest_pc remap:operands", "T", "dest_pc(operands)", 'vm.yield {dest_pc}({operands})'),
+    (CORE, 0x5E, "trace", "str:event_name list.any:operands", "", "", 'vm.trace {event_name}({operands})'),
+    (CORE, 0x5F, "print", "str:event_name list.any:operands", "", "", 'vm.print {event_name}({operands})'),
+    (CORE, 0x60, "cond_break", "i32:condition pc:dest_pc remap:operands", "T", "dest_pc(operands)", 'vm.cond_break {condition}, {dest_pc}({operands})'),
+    (CORE, 0x61, "break", "pc:dest_pc remap:operands", "T", "dest_pc(operands)", 'vm.break {dest_pc}({operands})'),
+    (CORE, 0x62, "buffer.load.i8.u", "ref:source_buffer i64:source_offset >i32:result", "", "", None),
+    (CORE, 0x63, "buffer.load.i8.s", "ref:source_buffer i64:source_offset >i32:result", "", "", None),
+    (CORE, 0x64, "buffer.load.i16.u", "ref:source_buffer i64:source_offset >i32:result", "", "", None),
+    (CORE, 0x65, "buffer.load.i16.s", "ref:source_buffer i64:source_offset >i32:result", "", "", None),
+    (CORE, 0x66, "buffer.load.i32", "ref:source_buffer i64:source_offset >i32:result", "", "", None),
+    (CORE, 0x67, "buffer.load.i64", "ref:source_buffer i64:source_offset >i64:result", "", "", None),
+    (CORE, 0x68, "buffer.store.i8", "ref:target_buffer i64:target_offset i32:value", "", "", _T_BSTORE),
+    (CORE, 0x69, "buffer.store.i16", "ref:target_buffer i64:target_offset i32:value", "", "", _T_BSTORE),
+    (CORE, 0x6A, "buffer.store.i32", "ref:target_buffer i64:target_offset i32:value", "", "", _T_BSTORE),
+    (CORE, 0x6B, "buffer.store.i64", "ref:target_buffer i64:target_offset i64:value", "", "", _T_BSTORE),
+    (CORE, 0x6C, "buffer.alloc", "i64:length i32:alignment >ref*:result", "", "", None),
+    (CORE, 0x6D, "buffer.clone", "ref:source i64:offset i64:length i32:alignment >ref*:result", "", "", None),
+    (CORE, 0x6E, "buffer.length", "ref:buffer >i64:result", "", "", None),
+    (CORE, 0x6F, "buffer.copy", "ref:source_buffer i64:source_offset ref:target_buffer i64:target_offset i64:length", "", "", None),
+    (CORE, 0x70, "buffer.compare", "ref:lhs_buffer i64:lhs_offset ref:rhs_buffer i64:rhs_offset i64:length >i32:result", "", "", None),
+    (CORE, 0x71, "buffer.fill.i8", "ref:target_buffer i64:target_offset i64:length i32:value", "", "", None),
+    (CORE, 0x72, "buffer.fill.i16", "ref:target_buffer i64:target_offset i64:length i32:value", "", "", None),
+    (CORE, 0x73, "buffer.fill.i32", "ref:target_buffer i64:target_offset i64:length i32:value", "", "", None),
+    (CORE, 0x74, "buffer.fill.i64", "ref:target_buffer i64:target_offset i64:length i64:value", "", "", None),
+    (CORE, 0x75, "ctlz.i32", "i32:operand >i32:result", "", "", None),
+    (CORE, 0x76, "ctlz.i64", "i64:operand >i64:result", "", "", None),
+    (CORE, 0x77, "abs.i32", "i32:operand >i32:result", "", "", None),
+    (CORE, 0x78, "abs.i64", "i64:operand >i64:result", "", "", None),
+    (CORE, 0x7A, "min.i32.s", "i32:left i32:right >i32:result", "", "", None),
+    (CORE, 0x7B, "min.i32.u", "i32:left i32:right >i32:result", "", "", None),
+    (CORE, 0x7C, "max.i32.s", "i32:left i32:right >i32:result", "", "", None),
+    (CORE, 0x7D, "max.i32.u", "i32:left i32:right >i32:result", "", "", None),
+    (CORE, 0x7E, "min.i64.s", "i64:left i64:right >i64:result", "", "", None),
+    (CORE, 0x7F, "min.i64.u", "i64:left i64:right >i64:result", "", "", None),
+    (CORE, 0x80, "max.i64.s", "i64:left i64:right >i64:result", "", "", None),
+    (CORE, 0x81, "max.i64.u", "i64:left i64:right >i64:result", "", "", None),
+    (CORE, 0x82, "cast.any.ref", "ref*:operand type:result_type >ref*:result", "", "", '{result} = vm.cast.any.ref {operand} : !vm.ref<?> -> {result_type}'),
+    (CORE, 0x83, "br_table", "i32:index pc:default_dest_pc remap:default_operands u16:table_size cases:cases", "T", "default_dest_pc(default_operands) cases", 'vm.br_table {index} {{ default: {default_dest_pc}({default_operands}){cases} }}'),
+    (CORE, 0x84, "buffer.hash", "ref:source_buffer i64:source_offset i64:length >i64:result", "", "", None),
+    (CORE, 0x85, "discard.refs", "list.any:refs", "", "", 'vm.discard.refs {refs}'),
+    (CORE, 0x86, "assign.ref", "ref*:source >ref*:result", "", "", None),
+    (CORE, 0x87, "call.yieldable", "func:callee_ordinal list.any:operands pc:dest_pc >list.any:results", "T", "dest_pc()", 'vm.call.yieldable {callee_ordinal}({operands}) -> {dest_pc}({results})'),
+    (CORE, 0x88, "call.variadic.yieldable", "func:callee_ordinal list.segments:segment_sizes list.any:operands pc:dest_pc >list.any:results", "T", "dest_pc()", 'vm.call.variadic.yieldable {callee_ordinal} segments[{segment_sizes}]({operands}) -> {dest_pc}({results})'),
+    # -- ext_f32 ------------------------------------------------------------
+    (EXT_F32, 0x00, "global.load.f32", "global:byte_offset >f32:result", "", "", _T_GLOAD),
+    (EXT_F32, 0x01, "global.store.f32", "global:byte_offset f32:value", "", "", _T_GSTORE),
+    (EXT_F32, 0x02, "global.load.indirect.f32", "i32:byte_offset >f32:result", "", "", _T_GLOAD),
+    (EXT_F32, 0x03, "global.store.indirect.f32", "i32:byte_offset f32:value", "", "", _T_GSTORE),
+    (EXT_F32, 0x04, "const.f32.zero", ">f32:result", "", "", None),
+    (EXT_F32, 0x05, "const.f32", "imm.f32:value >f32:result", "", "", None),
+    (EXT_F32, 0x06, "list.get.f32", "ref:list i32:index >f32:result", "", "", None),
+    (EXT_F32, 0x07, "list.set.f32", "ref:list i32:index f32:value", "", "", None),
+    (EXT_F32, 0x08, "select.f32", "i32:condition f32:true_value f32:false_value >f32:result", "", "", _T_SELECT),
+    (EXT_F32, 0x09, "switch.f32", "i32:index f32:default_value list.f32:values >f32:result", "", "", _T_SWITCH),
+    (EXT_F32, 0x0A, "add.f32", "f32:left f32:right >f32:result", "", "", None),
+    (EXT_F32, 0x0B, "sub.f32", "f32:left f32:right >f32:result", "", "", None),
+    (EXT_F32, 0x0C, "mul.f32", "f32:left f32:right >f32:result", "", "", None),
+    (EXT_F32, 0x0D, "div.f32", "f32:left f32:right >f32:result", "", "", None),
+    (EXT_F32, 0x0E, "rem.f32", "f32:left f32:right >f32:result", "", "", None),
+    (EXT_F32, 0x0F, "fma.f32", "f32:first f32:second f32:third >f32:result", "", "", None),
+    (EXT_F32, 0x10, "abs.f32", "f32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x11, "neg.f32", "f32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x12, "ceil.f32", "f32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x13, "floor.f32", "f32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x14, "cast.si32.f32", "i32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x15, "cast.ui32.f32", "i32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x16, "cast.f32.si32", "f32:operand >i32:result", "", "", None),
+    (EXT_F32, 0x17, "cast.f32.ui32", "f32:operand >i32:result", "", "", None),
+    (EXT_F32, 0x18, "bitcast.i32.f32", "i32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x19, "bitcast.f32.i32", "f32:operand >i32:result", "", "", None),
+    (EXT_F32, 0x1A, "atan.f32", "f32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x1B, "atan2.f32", "f32:left f32:right >f32:result", "", "", None),
+    (EXT_F32, 0x1C, "cos.f32", "f32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x1D, "sin.f32", "f32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x1E, "exp.f32", "f32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x1F, "exp2.f32", "f32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x20, "expm1.f32", "f32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x21, "log.f32", "f32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x22, "log10.f32", "f32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x23, "log1p.f32", "f32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x24, "log2.f32", "f32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x25, "pow.f32", "f32:left f32:right >f32:result", "", "", None),
+    (EXT_F32, 0x26, "rsqrt.f32", "f32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x27, "sqrt.f32", "f32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x28, "tanh.f32", "f32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x29, "erf.f32", "f32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x2A, "cmp.eq.f32.o", "f32:left f32:right >i32:result", "", "", None),
+    (EXT_F32, 0x2B, "cmp.eq.f32.u", "f32:left f32:right >i32:result", "", "", None),
+    (EXT_F32, 0x2C, "cmp.ne.f32.o", "f32:left f32:right >i32:result", "", "", None),
+    (EXT_F32, 0x2D, "cmp.ne.f32.u", "f32:left f32:right >i32:result", "", "", None),
+    (EXT_F32, 0x2E, "cmp.lt.f32.o", "f32:left f32:right >i32:result", "", "", None),
+    (EXT_F32, 0x2F, "cmp.lt.f32.u", "f32:left f32:right >i32:result", "", "", None),
+    (EXT_F32, 0x30, "cmp.lte.f32.o", "f32:left f32:right >i32:result", "", "", None),
+    (EXT_F32, 0x31, "cmp.lte.f32.u", "f32:left f32:right >i32:result", "", "", None),
+    (EXT_F32, 0x32, "cmp.nan.f32", "f32:operand >i32:result", "", "", None),
+    (EXT_F32, 0x33, "buffer.load.f32", "ref:source_buffer i64:source_offset >f32:result", "", "", None),
+    (EXT_F32, 0x34, "buffer.store.f32", "ref:target_buffer i64:target_offset f32:value", "", "", _T_BSTORE),
+    (EXT_F32, 0x35, "buffer.fill.f32", "ref:target_buffer i64:target_offset i64:length f32:value", "", "", None),
+    (EXT_F32, 0x36, "round.f32", "f32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x37, "min.f32", "f32:left f32:right >f32:result", "", "", None),
+    (EXT_F32, 0x38, "max.f32", "f32:left f32:right >f32:result", "", "", None),
+    (EXT_F32, 0x39, "round.f32.even", "f32:operand >f32:result", "", "", None),
+    (EXT_F32, 0x3A, "cast.f32.si64", "f32:operand >i64:result", "", "", None),
+    (EXT_F32, 0x3B, "cast.f32.ui64", "f32:operand >i64:result", "", "", None),
+    (EXT_F32, 0x3C, "cast.si64.f32", "i64:operand >f32:result", "", "", None),
+    (EXT_F32, 0x3D, "cast.ui64.f32", "i64:operand >f32:result", "", "", None),
+    # -- ext_f64 ------------------------------------------------------------
+    (EXT_F64, 0x00, "global.load.f64", "global:byte_offset >f64:result", "", "", _T_GLOAD),
+    (EXT_F64, 0x01, "global.store.f64", "global:byte_offset f64:value", "", "", _T_GSTORE),
+    (EXT_F64, 0x02, "global.load.indirect.f64", "i32:byte_offset >f64:result", "", "", _T_GLOAD),
+    (EXT_F64, 0x03, "global.store.indirect.f64", "i32:byte_offset f64:value", "", "", _T_GSTORE),
+    (EXT_F64, 0x04, "const.f64.zero", ">f64:result", "", "", None),
+    (EXT_F64, 0x05, "const.f64", "imm.f64:value >f64:result", "", "", None),
+    (EXT_F64, 0x06, "list.get.f64", "ref:list i32:index >f64:result", "", "", None),
+    (EXT_F64, 0x07, "list.set.f64", "ref:list i32:index f64:value", "", "", None),
+    (EXT_F64, 0x08, "select.f64", "i32:condition f64:true_value f64:false_value >f64:result", "", "", _T_SELECT),
+    (EXT_F64, 0x09, "switch.f64", "i32:index f64:default_value list.f64:values >f64:result", "", "", _T_SWITCH),
+    (EXT_F64, 0x0A, "add.f64", "f64:left f64:right >f64:result", "", "", None),
+    (EXT_F64, 0x0B, "sub.f64", "f64:left f64:right >f64:result", "", "", None),
+    (EXT_F64, 0x0C, "mul.f64", "f64:left f64:right >f64:result", "", "", None),
+    (EXT_F64, 0x0D, "div.f64", "f64:left f64:right >f64:result", "", "", None),
+    (EXT_F64, 0x0E, "rem.f64", "f64:left f64:right >f64:result", "", "", None),
+    (EXT_F64, 0x0F, "fma.f64", "f64:first f64:second f64:third >f64:result", "", "", None),
+    (EXT_F64, 0x10, "abs.f64", "f64:operand >f64:result", "", "", None),
+    (EXT_F64, 0x11, "neg.f64", "f64:operand >f64:result", "", "", None),
+    (EXT_F64, 0x12, "ceil.f64", "f64:operand >f64:result", "", "", None),
+    (EXT_F64, 0x13, "floor.f64", "f64:operand >f64:result", "", "", None),
+    (EXT_F64, 0x14, "trunc.f64.f32", "f64:operand >f32:result", "", "", None),
+    (EXT_F64, 0x15, "ext.f32.f64", "f32:operand >f64:result", "", "", None),
+    (EXT_F64, 0x16, "cast.si32.f64", "i32:operand >f64:result", "", "", None),
+    (EXT_F64, 0x17, "cast.ui32.f64", "i32:operand >f64:result", "", "", None),
+    (EXT_F64, 0x18, "cast.f64.si32", "f64:operand >i32:result", "", "", None),
+    (EXT_F64, 0x19, "cast.f64.ui32", "f64:operand >i32:result", "", "", None),
+    (EXT_F64, 0x1A, "cast.si64.f64", "i64:operand >f64:result", "", "", None),
+    (EXT_F64, 0x1B, "cast.ui64.f64", "i64:operand >f64:result", "", "", None),
+    (EXT_F64, 0x1C, "cast.f64.si64", "f64:operand >i64:result", "", "", None),
+    (EXT_F64, 0x1D, "cast.f64.ui64", "f64:operand >i64:result", "", "", None),
+    (EXT_F64, 0x1E, "bitcast.i64.f64", "i64:operand >f64:result", "", "", None),
+    (EXT_F64, 0x1F, "bitcast.f64.i64", "f64:operand >i64:result", "", "", None),
+    (EXT_F64, 0x20, "atan.f64", "f64:operand >f64:result", "", "", None),
+    (EXT_F64, 0x21, "atan2.f64", "f64:left f64:right >f64:result", "", "", None),
+    (EXT_F64, 0x22, "cos.f64", "f64:operand >f64:result", "", "", None),
+    (EXT_F64, 0x23, "sin.f64", "f64:operand >f64:result", "", "", None),
+    (EXT_F64, 0x24, "exp.f64", "f64:operand >f64:result", "", "", None),
+    (EXT_F64, 0x25, "exp2.f64", "f64:operand >f64:result", "", "", None),
+    (EXT_F64, 0x26, "expm1.f64", "f64:operand >f64:result", "", "", None),
+    (EXT_F64, 0x27, "log.f64", "f64:operand >f64:result", "", "", None),
+    (EXT_F64, 0x28, "log10.f64", "f64:operand >f64:result", "", "", None),
+    (EXT_F64, 0x29, "log1p.f64", "f64:operand >f64:result", "", "", None),
+    (EXT_F64, 0x2A, "log2.f64", "f64:operand >f64:result", "", "", None),
+    (EXT_F64, 0x2B, "pow.f64", "f64:left f64:right >f64:result", "", "", None),
+    (EXT_F64, 0x2C, "rsqrt.f64", "f64:operand >f64:result", "", "", None),
+    (EXT_F64, 0x2D, "sqrt.f64", "f64:operand >f64:result", "", "", None),
+    (EXT_F64, 0x2E, "tanh.f64", "f64:operand >f64:result", "", "", None),
+    (EXT_F64, 0x2F, "erf.f64", "f64:operand >f64:result", "", "", None),
+    (EXT_F64, 0x30, "cmp.eq.f64.o", "f64:left f64:right >i32:result", "", "", None),
+    (EXT_F64, 0x31, "cmp.eq.f64.u", "f64:left f64:right >i32:result", "", "", None),
+    (EXT_F64, 0x32, "cmp.ne.f64.o", "f64:left f64:right >i32:result", "", "", None),
+    (EXT_F64, 0x33, "cmp.ne.f64.u", "f64:left f64:right >i32:result", "", "", None),
+    (EXT_F64, 0x34, "cmp.lt.f64.o", "f64:left f64:right >i32:result", "", "", None),
+    (EXT_F64, 0x35, "cmp.lt.f64.u", "f64:left f64:right >i32:result", "", "", None),
+    (EXT_F64, 0x36, "cmp.lte.f64.o", "f64:left f64:right >i32:result", "", "", None),
+    (EXT_F64, 0x37, "cmp.lte.f64.u", "f64:left f64:right >i32:result", "", "", None),
+    (EXT_F64, 0x38, "cmp.nan.f64", "f64:operand >i32:result", "", "", None),
+    (EXT_F64, 0x39, "buffer.load.f64", "ref:source_buffer i64:source_offset >f64:result", "", "", None),
+    (EXT_F64, 0x3A, "buffer.store.f64", "ref:target_buffer i64:target_offset f64:value", "", "", _T_BSTORE),
+    (EXT_F64, 0x3B, "buffer.fill.f64", "ref:target_buffer i64:target_offset i64:length f64:value", "", "", None),
+    (EXT_F64, 0x3C, "round.f64", "f64:operand >f64:result", "", "", None),
+    (EXT_F64, 0x3D, "min.f64", "f64:left f64:right >f64:result", "", "", None),
+    (EXT_F64, 0x3E, "max.f64", "f64:left f64:right >f64:result", "", "", None),
+    (EXT_F64, 0x3F, "round.f64.even", "f64:operand >f64:result", "", "", None),
+)
 
 
-def _row(rows, opcode, mnemonic, fields, template=None):
-    rows.append((opcode, mnemonic, fields, template))
-
-
-def _build_core() -> None:
-    r = _CORE_ROWS
-    for base, bank in ((0x00, "i32"), (0x04, "i64")):
-        _row(r, base + 0, f"global.load.{bank}", f"global:byte_offset >{bank}:result", _T_GLOAD)
-        _row(r, base + 1, f"global.store.{bank}", f"global:byte_offset {bank}:value", _T_GSTORE)
-        _row(r, base + 2, f"global.load.indirect.{bank}", f"i32:byte_offset >{bank}:result", _T_GLOAD)
-        _row(r, base + 3, f"global.store.indirect.{bank}", f"i32:byte_offset {bank}:value", _T_GSTORE)
-    _row(r, 0x08, "global.load.ref", "global:global type:type_def >ref*:value", _T_GLOAD_REF)
-    _row(r, 0x09, "global.store.ref", "global:global type:type_def ref*:value", _T_GSTORE_REF)
-    _row(r, 0x0A, "global.load.indirect.ref", "i32:global type:type_def >ref*:value", _T_GLOAD_REF)
-    _row(r, 0x0B, "global.store.indirect.ref", "i32:global type:type_def ref*:value", _T_GSTORE_REF)
-    _row(r, 0x0C, "const.i32.zero", ">i32:result")
-    _row(r, 0x0D, "const.i32", "imm.i32:value >i32:result")
-    _row(r, 0x0E, "const.i64.zero", ">i64:result")
-    _row(r, 0x0F, "const.i64", "imm.i64:value >i64:result")
-    _row(r, 0x10, "const.ref.zero", ">ref*:result")
-    _row(r, 0x11, "const.ref.rodata", "rodata:rodata >ref*:value")
-    _row(r, 0x12, "list.alloc", "type:element_type i32:initial_capacity >ref*:result",
-         "{result} = vm.{m} {initial_capacity} : !vm.list<{element_type}>")
-    _row(r, 0x13, "list.reserve", "ref:list i32:minimum_capacity")
-    _row(r, 0x14, "list.size", "ref:list >i32:result")
-    _row(r, 0x15, "list.resize", "ref:list i32:new_size")
-    _row(r, 0x16, "list.get.i32", "ref:list i32:index >i32:result")
-    _row(r, 0x17, "list.set.i32", "ref:list i32:index i32:value")
-    _row(r, 0x18, "list.get.i64", "ref:list i32:index >i64:result")
-    _row(r, 0x19, "list.set.i64", "ref:list i32:index i64:value")
-    _row(r, 0x1A, "list.get.ref", "ref:list i32:index type:type_def >ref*:result",
-         "{result} = vm.{m} {list}, {index} : {type_def}")
-    _row(r, 0x1B, "list.set.ref", "ref:list i32:index ref*:value")
-    _row(r, 0x1C, "select.i32", "i32:condition i32:true_value i32:false_value >i32:result", _T_SELECT)
-    _row(r, 0x1D, "select.i64", "i32:condition i64:true_value i64:false_value >i64:result", _T_SELECT)
-    _row(r, 0x1E, "select.ref",
-         "i32:condition type:true_value_type_def ref*:true_value ref*:false_value >ref*:result",
-         _T_SELECT + " -> {true_value_type_def}")
-    _row(r, 0x1F, "switch.i32", "i32:index i32:default_value list.i32:values >i32:result", _T_SWITCH)
-    _row(r, 0x20, "switch.i64", "i32:index i64:default_value list.i64:values >i64:result", _T_SWITCH)
-    _row(r, 0x21, "switch.ref",
-         "i32:index type:type_def ref*:default_value list.ref*:values >ref*:result", _T_SWITCH)
-    arith = ["add", "sub", "mul", "div.{b}.s", "div.{b}.u", "rem.{b}.s", "rem.{b}.u"]
-    for base, bank in ((0x22, "i32"), (0x2A, "i64")):
-        for i, name in enumerate(arith):
-            m = name.format(b=bank) if "{b}" in name else f"{name}.{bank}"
-            _row(r, base + i, m, _f(_BIN, bank))
-        _row(r, base + 7, f"fma.{bank}", _f(_TER, bank))
-    for base, bank in ((0x32, "i32"), (0x36, "i64")):
-        _row(r, base, f"not.{bank}", _f(_UN, bank))
-        for i, name in enumerate(("and", "or", "xor")):
-            _row(r, base + 1 + i, f"{name}.{bank}", _f(_BIN, bank))
-    for base, bank in ((0x3A, "i32"), (0x3D, "i64")):
-        for i, name in enumerate(("shl.{b}", "shr.{b}.s", "shr.{b}.u")):
-            _row(r, base + i, name.format(b=bank), f"{bank}:operand i32:amount >{bank}:result")
-    _row(r, 0x40, "trunc.i32.i8", _f(_UN, "i32"))
-    _row(r, 0x41, "trunc.i32.i16", _f(_UN, "i32"))
-    _row(r, 0x42, "trunc.i64.i32", _f(_UN, "i64", "i32"))
-    for i, m in enumerate(("ext.i8.i32.s", "ext.i8.i32.u", "ext.i16.i32.s", "ext.i16.i32.u")):
-        _row(r, 0x43 + i, m, _f(_UN, "i32"))
-    _row(r, 0x47, "ext.i32.i64.s", _f(_UN, "i32", "i64"))
-    _row(r, 0x48, "ext.i32.i64.u", _f(_UN, "i32", "i64"))
-    for base, bank in ((0x49, "i32"), (0x4E, "i64")):
-        for i, name in enumerate(("cmp.eq.{b}", "cmp.ne.{b}", "cmp.lt.{b}.s", "cmp.lt.{b}.u")):
-            _row(r, base + i, name.format(b=bank), _f(_BIN, bank, "i32"))
-        _row(r, base + 4, f"cmp.nz.{bank}", _f(_UN, bank, "i32"))
-    _row(r, 0x53, "cmp.eq.ref", "ref:left ref:right >i32:result")
-    _row(r, 0x54, "cmp.ne.ref", "ref:left ref:right >i32:result")
-    _row(r, 0x55, "cmp.nz.ref", "ref:operand >i32:result")
-    _row(r, 0x56, "br", "pc:dest_pc remap:operands", "vm.br {dest_pc}({operands})")
-    _row(r, 0x57, "cond_br",
-         "i32:condition pc:true_dest_pc remap:true_operands pc:false_dest_pc remap:false_operands",
-         "vm.cond_br {condition}, {true_dest_pc}({true_operands}), "
-         "{false_dest_pc}({false_operands})")
-    _row(r, 0x58, "call", "func:callee_ordinal list.any:operands >list.any:results",
-         "{results} = vm.call {callee_ordinal}({operands})")
-    _row(r, 0x59, "call.variadic",
-         "func:callee_ordinal list.segments:segment_sizes list.any:operands >list.any:results",
-         "{results} = vm.call.variadic {callee_ordinal} segments[{segment_sizes}]({operands})")
-    _row(r, 0x5A, "return", "list.any:operands", "vm.return {operands}")
-    _row(r, 0x5B, "fail", "i32:status str:message", "vm.fail {status}, {message}")
-    _row(r, 0x5C, "import.resolved", "func:import_ordinal >i32:result",
-         "{result} = vm.import.resolved {import_ordinal}")
-    _row(r, 0x5D, "yield", "pc:dest_pc remap:operands", "vm.yield {dest_pc}({operands})")
-    _row(r, 0x5E, "trace", "str:event_name list.any:operands", "vm.trace {event_name}({operands})")
-    _row(r, 0x5F, "print", "str:event_name list.any:operands", "vm.print {event_name}({operands})")
-    _row(r, 0x60, "cond_break", "i32:condition pc:dest_pc remap:operands",
-         "vm.cond_break {condition}, {dest_pc}({operands})")
-    _row(r, 0x61, "break", "pc:dest_pc remap:operands", "vm.break {dest_pc}({operands})")
-    loads = ("i8.u", "i8.s", "i16.u", "i16.s", "i32")
-    for i, w in enumerate(loads):
-        _row(r, 0x62 + i, f"buffer.load.{w}", "ref:source_buffer i64:source_offset >i32:result")
-    _row(r, 0x67, "buffer.load.i64", "ref:source_buffer i64:source_offset >i64:result")
-    for i, w in enumerate(("i8", "i16", "i32")):
-        _row(r, 0x68 + i, f"buffer.store.{w}", "ref:target_buffer i64:target_offset i32:value",
-             _T_BSTORE)
-    _row(r, 0x6B, "buffer.store.i64", "ref:target_buffer i64:target_offset i64:value", _T_BSTORE)
-    _row(r, 0x6C, "buffer.alloc", "i64:length i32:alignment >ref*:result")
-    _row(r, 0x6D, "buffer.clone", "ref:source i64:offset i64:length i32:alignment >ref*:result")
-    _row(r, 0x6E, "buffer.length", "ref:buffer >i64:result")
-    _row(r, 0x6F, "buffer.copy",
-         "ref:source_buffer i64:source_offset ref:target_buffer i64:target_offset i64:length")
-    _row(r, 0x70, "buffer.compare",
-         "ref:lhs_buffer i64:lhs_offset ref:rhs_buffer i64:rhs_offset i64:length >i32:result")
-    for i, w in enumerate(("i8", "i16", "i32")):
-        _row(r, 0x71 + i, f"buffer.fill.{w}",
-             "ref:target_buffer i64:target_offset i64:length i32:value")
-    _row(r, 0x74, "buffer.fill.i64", "ref:target_buffer i64:target_offset i64:length i64:value")
-    _row(r, 0x75, "ctlz.i32", _f(_UN, "i32"))
-    _row(r, 0x76, "ctlz.i64", _f(_UN, "i64"))
-    _row(r, 0x77, "abs.i32", _f(_UN, "i32"))
-    _row(r, 0x78, "abs.i64", _f(_UN, "i64"))
-    # 0x79 is the block marker (see BLOCK_MARKER); it has no row.
-    for base, bank in ((0x7A, "i32"), (0x7E, "i64")):
-        for i, name in enumerate(("min.{b}.s", "min.{b}.u", "max.{b}.s", "max.{b}.u")):
-            _row(r, base + i, name.format(b=bank), _f(_BIN, bank))
-    _row(r, 0x82, "cast.any.ref", "ref*:operand type:result_type >ref*:result",
-         "{result} = vm.{m} {operand} : !vm.ref<?> -> {result_type}")
-    _row(r, 0x83, "br_table",
-         "i32:index pc:default_dest_pc remap:default_operands u16:table_size cases:cases",
-         "vm.br_table {index} {{ default: {default_dest_pc}({default_operands}){cases} }}")
-    _row(r, 0x84, "buffer.hash", "ref:source_buffer i64:source_offset i64:length >i64:result")
-    _row(r, 0x85, "discard.refs", "list.any:refs", "vm.discard.refs {refs}")
-    _row(r, 0x86, "assign.ref", "ref*:source >ref*:result")
-    _row(r, 0x87, "call.yieldable",
-         "func:callee_ordinal list.any:operands pc:dest_pc >list.any:results",
-         "vm.call.yieldable {callee_ordinal}({operands}) -> {dest_pc}({results})")
-    _row(r, 0x88, "call.variadic.yieldable",
-         "func:callee_ordinal list.segments:segment_sizes list.any:operands pc:dest_pc "
-         ">list.any:results",
-         "vm.call.variadic.yieldable {callee_ordinal} segments[{segment_sizes}]({operands})"
-         " -> {dest_pc}({results})")
-
-
-def _build_ext(rows, b: str) -> None:
-    """Rows shared by ext_f32 (b = f32) and ext_f64 (b = f64), up to the casts."""
-    _row(rows, 0x00, f"global.load.{b}", f"global:byte_offset >{b}:result", _T_GLOAD)
-    _row(rows, 0x01, f"global.store.{b}", f"global:byte_offset {b}:value", _T_GSTORE)
-    _row(rows, 0x02, f"global.load.indirect.{b}", f"i32:byte_offset >{b}:result", _T_GLOAD)
-    _row(rows, 0x03, f"global.store.indirect.{b}", f"i32:byte_offset {b}:value", _T_GSTORE)
-    _row(rows, 0x04, f"const.{b}.zero", f">{b}:result")
-    _row(rows, 0x05, f"const.{b}", f"imm.{b}:value >{b}:result")
-    _row(rows, 0x06, f"list.get.{b}", f"ref:list i32:index >{b}:result")
-    _row(rows, 0x07, f"list.set.{b}", f"ref:list i32:index {b}:value")
-    _row(rows, 0x08, f"select.{b}", f"i32:condition {b}:true_value {b}:false_value >{b}:result",
-         _T_SELECT)
-    _row(rows, 0x09, f"switch.{b}", f"i32:index {b}:default_value list.{b}:values >{b}:result",
-         _T_SWITCH)
-    for i, name in enumerate(("add", "sub", "mul", "div", "rem")):
-        _row(rows, 0x0A + i, f"{name}.{b}", _f(_BIN, b))
-    _row(rows, 0x0F, f"fma.{b}", _f(_TER, b))
-    for i, name in enumerate(("abs", "neg", "ceil", "floor")):
-        _row(rows, 0x10 + i, f"{name}.{b}", _f(_UN, b))
-
-
-_MATH = [
-    ("atan", 1), ("atan2", 2), ("cos", 1), ("sin", 1), ("exp", 1), ("exp2", 1),
-    ("expm1", 1), ("log", 1), ("log10", 1), ("log1p", 1), ("log2", 1), ("pow", 2),
-    ("rsqrt", 1), ("sqrt", 1), ("tanh", 1), ("erf", 1),
-]
-_FCMP = ["cmp.eq.{b}.o", "cmp.eq.{b}.u", "cmp.ne.{b}.o", "cmp.ne.{b}.u",
-         "cmp.lt.{b}.o", "cmp.lt.{b}.u", "cmp.lte.{b}.o", "cmp.lte.{b}.u"]
-
-
-def _build_math(rows, b: str, base: int) -> int:
-    """Transcendentals, compares, cmp.nan, buffer access; returns the next opcode."""
-    op = base
-    for name, arity in _MATH:
-        _row(rows, op, f"{name}.{b}", _f(_UN if arity == 1 else _BIN, b))
-        op += 1
-    for name in _FCMP:
-        _row(rows, op, name.format(b=b), _f(_BIN, b, "i32"))
-        op += 1
-    _row(rows, op, f"cmp.nan.{b}", _f(_UN, b, "i32"))
-    _row(rows, op + 1, f"buffer.load.{b}", f"ref:source_buffer i64:source_offset >{b}:result")
-    _row(rows, op + 2, f"buffer.store.{b}", f"ref:target_buffer i64:target_offset {b}:value",
-         _T_BSTORE)
-    _row(rows, op + 3, f"buffer.fill.{b}",
-         f"ref:target_buffer i64:target_offset i64:length {b}:value")
-    _row(rows, op + 4, f"round.{b}", _f(_UN, b))
-    _row(rows, op + 5, f"min.{b}", _f(_BIN, b))
-    _row(rows, op + 6, f"max.{b}", _f(_BIN, b))
-    _row(rows, op + 7, f"round.{b}.even", _f(_UN, b))
-    return op + 8
-
-
-def _build_f32() -> None:
-    r = _F32_ROWS
-    _build_ext(r, "f32")
-    casts = [
-        ("cast.si32.f32", "i32", "f32"), ("cast.ui32.f32", "i32", "f32"),
-        ("cast.f32.si32", "f32", "i32"), ("cast.f32.ui32", "f32", "i32"),
-        ("bitcast.i32.f32", "i32", "f32"), ("bitcast.f32.i32", "f32", "i32"),
-    ]
-    for i, (m, src, dst) in enumerate(casts):
-        _row(r, 0x14 + i, m, _f(_UN, src, dst))
-    op = _build_math(r, "f32", 0x1A)
-    for i, (m, src, dst) in enumerate([
-        ("cast.f32.si64", "f32", "i64"), ("cast.f32.ui64", "f32", "i64"),
-        ("cast.si64.f32", "i64", "f32"), ("cast.ui64.f32", "i64", "f32"),
-    ]):
-        _row(r, op + i, m, _f(_UN, src, dst))
-
-
-def _build_f64() -> None:
-    r = _F64_ROWS
-    _build_ext(r, "f64")
-    casts = [
-        ("trunc.f64.f32", "f64", "f32"), ("ext.f32.f64", "f32", "f64"),
-        ("cast.si32.f64", "i32", "f64"), ("cast.ui32.f64", "i32", "f64"),
-        ("cast.f64.si32", "f64", "i32"), ("cast.f64.ui32", "f64", "i32"),
-        ("cast.si64.f64", "i64", "f64"), ("cast.ui64.f64", "i64", "f64"),
-        ("cast.f64.si64", "f64", "i64"), ("cast.f64.ui64", "f64", "i64"),
-        ("bitcast.i64.f64", "i64", "f64"), ("bitcast.f64.i64", "f64", "i64"),
-    ]
-    for i, (m, src, dst) in enumerate(casts):
-        _row(r, 0x14 + i, m, _f(_UN, src, dst))
-    _build_math(r, "f64", 0x20)
+def _parse_edges(text: str) -> tuple[tuple[str, str | None], ...]:
+    out = []
+    for token in text.split():
+        if token == "cases":
+            out.append(("cases", None))
+            continue
+        pc, _, rest = token.partition("(")
+        out.append((pc, rest.rstrip(")") or None))
+    return tuple(out)
 
 
 def _make_table() -> dict[tuple[str, int], OpSpec]:
-    _build_core()
-    _build_f32()
-    _build_f64()
     table: dict[tuple[str, int], OpSpec] = {}
-    for opset, rows in ((CORE, _CORE_ROWS), (EXT_F32, _F32_ROWS), (EXT_F64, _F64_ROWS)):
-        for opcode, mnemonic, fields, template in rows:
-            key = (opset, opcode)
-            if key in table:
-                raise AssertionError(f"duplicate opcode {key}")
-            specs = tuple(_parse_field(t) for t in fields.split())
-            if template is not None:
-                template = template.replace("{m}", mnemonic)
-            table[key] = OpSpec(opset, opcode, mnemonic, specs, template)
+    for opset, opcode, mnemonic, fields, term, edges, template in ROWS:
+        key = (opset, opcode)
+        if key in table:
+            raise AssertionError(f"duplicate opcode {key}")
+        specs = tuple(_parse_field(t) for t in fields.split())
+        names = {f.name for f in specs}
+        parsed = _parse_edges(edges)
+        for pc, remap in parsed:
+            if pc not in names or (remap is not None and remap not in names):
+                raise AssertionError(f"{mnemonic}: edge {pc}({remap}) names no field")
+        if template is not None:
+            template = template.replace("{m}", mnemonic)
+        table[key] = OpSpec(opset, opcode, mnemonic, specs, template, term == "T", parsed)
     return table
 
 
 OPCODES: dict[tuple[str, int], OpSpec] = _make_table()
 BY_MNEMONIC: dict[str, OpSpec] = {s.mnemonic: s for s in OPCODES.values()}
+TERMINATORS = frozenset(s.mnemonic for s in OPCODES.values() if s.is_terminator)

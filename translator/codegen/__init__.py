@@ -9,18 +9,23 @@ from __future__ import annotations
 
 import importlib.resources
 import os
+import shlex
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 
-from translator.codegen.function import FunctionEmitter
+from translator import __version__
 from translator.codegen.escape import comment_text, docstring_literal, string_literal
+from translator.codegen.function import FunctionEmitter
 from translator.codegen.names import NameTable
 from translator.codegen.ops import HELPER_MODULES, OpRenderer
-from translator.decoder import decode_function
-from translator.imports import check_imports
+from translator.codegen.passes import MessageTable, tidy_ifs, tidy_releases, trim_ref_init
+from translator.codegen.printer import Printer
+from translator.codegen.view import ExportRow, FunctionView, ImportRow, ModuleView, RodataRow
+from translator.pipeline import Pipeline
 from translator.module import (
     CallSiteLoc,
     FileLineColLoc,
@@ -28,7 +33,6 @@ from translator.module import (
     Module,
     NameLoc,
 )
-from translator.verifier import function_cconvs, verify_function
 
 RODATA_ALIGNMENT = 64
 
@@ -47,20 +51,22 @@ def _format_location(module: Module, index: int, depth: int = 0) -> str | None:
         return None
     loc = module.locations[index]
     if isinstance(loc, FileLineColLoc):
-        return f"{loc.filename}:{loc.line}:{loc.column}"
+        return f"{loc.filename}:{loc.line}:{loc.column}" if loc.line else None
     if isinstance(loc, NameLoc):
         child = _format_location(module, loc.child_location, depth + 1)
         return f'"{loc.name}"' + (f"({child})" if child else "")
     if isinstance(loc, CallSiteLoc):
         return _format_location(module, loc.callee, depth + 1)
     if isinstance(loc, FusedLoc):
-        parts = [p for p in (_format_location(module, i, depth + 1) for i in loc.locations) if p]
-        return parts[0] if len(parts) == 1 else ("[" + ", ".join(parts) + "]" if parts else None)
+        parts = list(dict.fromkeys(p for p in (_format_location(module, i, depth + 1) for i in loc.locations) if p))
+        if len(parts) > 2:  # compact: the first location and how many more were fused
+            return f"{parts[0]} (+{len(parts) - 1} more)"
+        return ", ".join(parts) if parts else None
     return None
 
 
 class _Locations:
-    """pc -> formatted MLIR location, for the functions whose source map is trustworthy."""
+    """pc -> compact MLIR location text, for the functions whose source map is trustworthy."""
 
     def __init__(self, module: Module) -> None:
         self.module = module
@@ -69,17 +75,35 @@ class _Locations:
             sm = module.source_map_of(k)
             if sm is not None and sm.local_name in (module.export_names_of(k) or [sm.local_name]):
                 self.maps[k] = dict(sm.locations)
-        self.last: dict[int, str | None] = {}
+        self.cache: dict[int, str | None] = {}
+
+    def has_map(self, k: int) -> bool:
+        return bool(self.maps.get(k))
 
     def __call__(self, k: int, pc: int) -> str | None:
         index = self.maps.get(k, {}).get(pc)
         if index is None:
             return None
-        text = _format_location(self.module, index)
-        if text is None or self.last.get(k) == text:
-            return None  # only print a location when it changes
-        self.last[k] = text
-        return comment_text(text)
+        if index not in self.cache:
+            self.cache[index] = _format_location(self.module, index)
+        return self.cache[index]
+
+    def file_of(self, k: int, pc: int) -> str | None:
+        """The file name when the location at (k, pc) is a plain file:line:col."""
+        index = self.maps.get(k, {}).get(pc)
+        for _ in range(8):  # as _format_location: call sites show the callee
+            if index is None or not 0 <= index < len(self.module.locations):
+                return None
+            loc = self.module.locations[index]
+            if isinstance(loc, FileLineColLoc):
+                return loc.filename if loc.line else None
+            if isinstance(loc, CallSiteLoc):
+                index = loc.callee
+            elif isinstance(loc, FusedLoc) and len(loc.locations) == 1:
+                index = loc.locations[0]
+            else:
+                return None
+        return None
 
 
 def _pyrepr(value) -> str:
@@ -119,34 +143,59 @@ def _numeric_ops() -> set[str]:
     return set(OPS)
 
 
-def generate(module: Module, name: str, source_name: str = "") -> GeneratedPackage:
-    check_imports(module)
-    cconvs = function_cconvs(module)
+def _function_docstring(module: Module, k: int, cc) -> str:
+    decl = module.signatures[k].attr("iree.abi.declaration")
+    if decl:
+        return decl
+    exports = module.export_names_of(k)
+    if exports:
+        return f"VM export {string_literal(exports[0])} (cconv {string_literal(cc.text)}); no ABI declaration."
+    return f"Internal VM function {k} (cconv {string_literal(cc.text)})."
+
+
+def generate(
+    module: Module,
+    name: str,
+    source_name: str = "",
+    *,
+    provenance: bool = False,
+    pipeline: Pipeline | None = None,
+) -> GeneratedPackage:
+    """`pipeline`: the module's front end (decoded, verified functions and their analyses);
+    made here when not given."""
+    if pipeline is None:
+        pipeline = Pipeline(module)
+    # Translate-time checks of the module's imports run before any code is generated.
+    pipeline.check_imports()
+    functions = pipeline.functions
+    cconvs = pipeline.cconvs
     names = NameTable(module)
     locations = _Locations(module)
     renderer = OpRenderer(module, names, cconvs, _numeric_ops(), locations)
-    functions = []
+    messages = MessageTable()
+    views = []
     structured = fallback = 0
-    for k in range(module.function_count):
-        fn = decode_function(module, k)
-        verify_function(module, fn, cconvs)
-        fn.name = module.function_display_name(k)
-        code = FunctionEmitter(renderer, fn, cconvs[k], module.descriptors[k].ref_register_count).generate()
-        code.name = names.function(k)
-        decl = module.signatures[k].attr("iree.abi.declaration")
-        exports = module.export_names_of(k)
-        if decl:
-            code.docstring = decl
-        elif exports:
-            code.docstring = f"VM export {string_literal(exports[0])} (cconv {string_literal(cconvs[k].text)}); no ABI declaration."
-        else:
-            code.docstring = f"Internal VM function {k} (cconv {string_literal(cconvs[k].text)})."
+    for k, fn in enumerate(functions):
+        ref_count = module.descriptors[k].ref_register_count
+        tree = FunctionEmitter(renderer, fn, cconvs[k], ref_count, pipeline.cfg(k)).generate()
+        body = tidy_releases(trim_ref_init(tree.body))
+        tidy_ifs(body)
+        messages.hoist(body)
+        printer = Printer(provenance=provenance)
+        views.append(
+            FunctionView(
+                name=names.function(k),
+                vm_name=fn.name,
+                params=tree.params,
+                docstring=_function_docstring(module, k, cconvs[k]),
+                body=printer.function_body(body),
+            )
+        )
         if len(fn.blocks) > 1:
-            if code.structured:
+            if tree.structured:
                 structured += 1
             else:
                 fallback += 1
-        functions.append(code)
 
     # Rodata: every segment, 64-aligned, in one file read back zero-copy.
     blob = bytearray()
@@ -157,23 +206,23 @@ def generate(module: Module, name: str, source_name: str = "") -> GeneratedPacka
         blob += seg.data
 
     helper_imports = []
+    context_names = {"Export", "ModuleContext"} | renderer.helpers["context"]
+    helper_imports.append(("runtime_support.context", sorted(context_names)))
     for key, modname in HELPER_MODULES.items():
         used = sorted(renderer.helpers[key])
         if used:
             helper_imports.append((modname, used))
-    if renderer.helpers["context"]:
-        helper_imports.append(("runtime_support.context", sorted(renderer.helpers["context"])))
 
-    export_table = []
+    exports = []
     for e in module.exports:
         cc = cconvs[e.internal_ordinal]
-        export_table.append(
-            (
-                e.local_name,
-                names.function(e.internal_ordinal),
-                tuple(cc.arguments),
-                tuple(cc.results),
-                module.signatures[e.internal_ordinal].attr("iree.abi.declaration"),
+        exports.append(
+            ExportRow(
+                name=e.local_name,
+                function=names.function(e.internal_ordinal),
+                arguments="".join(cc.arguments),
+                results="".join(cc.results),
+                declaration=module.signatures[e.internal_ordinal].attr("iree.abi.declaration"),
             )
         )
     # No vmfb text inside the docstring: names travel as checked literals and comments.
@@ -181,28 +230,33 @@ def generate(module: Module, name: str, source_name: str = "") -> GeneratedPacka
         f"Package translated by pyree from the VM module named in VM_MODULE_NAME.\n\n"
         f"{module.function_count} functions, {len(module.imports)} imports, "
         f"{len(module.rodata)} rodata segments.\n"
-        "Generated code; regenerate with pyree-translate rather than editing.\n"
+        "Generated code; regenerate with the command below rather than editing.\n"
     )
-    header_comment = comment_text(f"Source: {source_name}") if source_name else None
-    source = _environment().get_template("module.py.j2").render(
+    source = source_name or "INPUT.vmfb"
+    header = [
+        comment_text(f"Source: {source_name or '(not recorded)'}"),
+        comment_text(f"Translator: pyree {__version__}"),
+        comment_text(f"Regenerate: pyree-translate {shlex.quote(source)} -o OUT_DIR --name {name}"),
+    ]
+    view = ModuleView(
         docstring=docstring,
-        header_comment=header_comment,
+        header=header,
         module_name=module.name,
         package_name=name,
         helper_imports=helper_imports,
-        exports=[(e.local_name, module.signatures[e.internal_ordinal].attr("iree.abi.declaration")) for e in module.exports],
-        cconvs=[(e.local_name, cconvs[e.internal_ordinal].text) for e in module.exports],
-        export_table=export_table,
-        imports=[(i.full_name, i.signature.calling_convention, i.optional) for i in module.imports],
-        rodata=table,
+        exports=exports,
+        imports=[
+            ImportRow(i.full_name, i.signature.calling_convention, i.optional, names.import_name(i.ordinal))
+            for i in module.imports
+        ],
+        rodata=[RodataRow(names.rodata(s.ordinal), off, length) for s, (off, length) in zip(module.rodata, table)],
+        messages=messages.constants(),
         global_bytes=module.global_bytes_capacity,
         global_refs=module.global_ref_count,
-        import_names=[names.import_name(i.ordinal) for i in module.imports],
-        rodata_names=[names.rodata(s.ordinal) for s in module.rodata],
-        functions=functions,
-        function_map=[(names.function(k), names.function(k)) for k in range(module.function_count)],
+        functions=views,
     )
-    return GeneratedPackage(source, bytes(blob), table, structured, fallback)
+    text = _environment().get_template("module.py.j2").render(m=view)
+    return GeneratedPackage(text, bytes(blob), table, structured, fallback)
 
 
 def format_source(source: str) -> str:
@@ -212,24 +266,60 @@ def format_source(source: str) -> str:
 
 
 def write_package(
-    module: Module, out_dir: Path, name: str, *, format_code: bool = True, source_name: str = ""
+    module: Module,
+    out_dir: Path,
+    name: str,
+    *,
+    format_code: bool = True,
+    source_name: str = "",
+    provenance: bool = False,
+    pipeline: Pipeline | None = None,
 ) -> Path:
-    """Writes OUT_DIR/NAME/{__init__.py, rodata.bin}; returns the package directory."""
-    pkg = generate(module, name, source_name)
+    """Writes OUT_DIR/NAME/{__init__.py, rodata.bin}; returns the package directory.
+
+    The package directory is built beside its final place and swapped in with renames,
+    so importers never see a half-written package and no stale file survives. Files and
+    the directory get the modes the umask allows, like any file the user writes.
+    """
+    pkg = generate(module, name, source_name, provenance=provenance, pipeline=pipeline)
     source = format_source(pkg.source) if format_code else pkg.source
-    target = Path(out_dir) / name
-    target.mkdir(parents=True, exist_ok=True)
-    _atomic_write(target / "rodata.bin", pkg.rodata)
-    _atomic_write(target / "__init__.py", source.encode("utf-8"))
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / name
+    staging = Path(tempfile.mkdtemp(dir=out_dir, prefix=f".{name}.new-"))
+    try:
+        os.chmod(staging, 0o777 & ~_umask())
+        _write_new(staging / "rodata.bin", pkg.rodata)
+        _write_new(staging / "__init__.py", source.encode("utf-8"))
+        _swap_in(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return target
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def _swap_in(staging: Path, target: Path) -> None:
+    if not target.exists():
+        os.rename(staging, target)
+        return
+    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old-"))
+    os.rmdir(old)
+    os.rename(target, old)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        os.rename(staging, target)
     except BaseException:
-        os.unlink(tmp)
+        os.rename(old, target)
         raise
+    shutil.rmtree(old, ignore_errors=True)

@@ -1,63 +1,47 @@
-"""One VM function -> the lines of one Python function.
+"""One VM function -> a statement tree (`stmt.py`).
 
 Registers become locals named after them (`i4`, `r2`; an i64/f64 pair `i4:5` is the one
-local `i4`). Control flow is structured into `while`/`if` for reducible CFGs
-(`_Structurer`); anything else falls back to a block-state loop (`_emit_dispatch_loop`).
-Every op is rendered from its mnemonic by `ops.render_op`.
+local `i4`). Control flow is structured into `While`/`If` for reducible CFGs
+(`_Structurer`); anything else falls back to a block-state loop (`_dispatch_loop`).
+Every op is lowered by `ops.OpRenderer`.
+
+Nesting follows the program's structure, not its length: a conditional whose arms never
+meet again emits its smaller arm as an early exit (`if c: ...; raise`) and carries on at
+the same level, so a thousand fence-wait checks stay at one level.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from translator.cconv import CConv
-from translator.codegen import cfg
-from translator.codegen.ops import OpRenderer
-from translator.codegen.regtypes import RegisterKinds
-from translator.ir import Function
+from translator.analyses import cfg
+from translator.analyses.layout import parameter_names
+from translator.codegen.hal_enums import const_notes
+from translator.codegen.ops import OpRenderer, Terminator
+from translator.analyses.regkinds import RegisterKinds
+from translator.codegen.stmt import (
+    Assign,
+    Break,
+    Comment,
+    Continue,
+    If,
+    Release,
+    Stmt,
+    While,
+)
+from templates.statements import STATEMENTS
+
+# Python refuses more than 100 nested blocks; keep a margin for the function frame.
+MAX_DEPTH = 90
+# An early-exit arm may repeat blocks it shares with other paths (a common `vm.fail`
+# block): at most this many ops of them per arm.
+MAX_SHARED_OPS = 24
+MAX_ARM_BLOCKS = 512
 
 
 class Unstructured(Exception):
     """The structurer cannot express this CFG; use the dispatch loop."""
-
-
-@dataclass
-class FunctionCode:
-    name: str
-    params: list[str]
-    docstring: str | None
-    body: list[str]  # lines, indented relative to the function body
-    structured: bool
-    locals_: list[str] = field(default_factory=list)
-
-
-class _Writer:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.depth = 0
-
-    def line(self, text: str) -> None:
-        self.lines.append("    " * self.depth + text)
-
-    def extend(self, lines: list[str]) -> None:
-        for text in lines:
-            self.line(text)
-
-
-def parameter_names(cc: CConv) -> list[str]:
-    names, n, r = [], 0, 0
-    for item in cc.arguments:
-        if item == "r":
-            names.append(f"r{r}")
-            r += 1
-        elif item in ("I", "F"):
-            n += n & 1
-            names.append(f"i{n}")
-            n += 2
-        else:
-            names.append(f"i{n}")
-            n += 1
-    return names
 
 
 def _overwritten_by(op) -> frozenset[int]:
@@ -66,81 +50,105 @@ def _overwritten_by(op) -> frozenset[int]:
     return frozenset(r.ordinal for r in op.writes() if r.is_ref and r.ordinal not in read)
 
 
+@dataclass
+class FunctionTree:
+    params: list[str]
+    body: list[Stmt]
+    structured: bool
+
+
 class FunctionEmitter:
-    def __init__(self, renderer: OpRenderer, fn: Function, cc: CConv, ref_count: int) -> None:
+    def __init__(self, renderer: OpRenderer, fn, cc: CConv, ref_count: int, info=None) -> None:
         self.r = renderer
         self.fn = fn
         self.cc = cc
         self.ref_count = ref_count
-        self.info = cfg.analyze(fn)
+        self.info = info if info is not None else cfg.analyze(fn)
         self.kinds = RegisterKinds(renderer.module, fn, cc, self.info, renderer.cconvs)
+        self.index_of = {b.pc: b.index for b in fn.blocks}
+        self._terms: dict[int, Terminator] = {}
+        self.notes = const_notes(renderer.module, fn)
 
     # -- pieces shared by both strategies --------------------------------------------
-    def block_ops(self, w: _Writer, index: int) -> None:
+    def block_ops(self, index: int) -> list[Stmt]:
         block = self.fn.blocks[index]
-        body = block.ops[:-1]
-        for op, nxt in zip(body, block.ops[1:]):
-            w.extend(self.r.render_op(self.fn, op, self.kinds.before(op), _overwritten_by(nxt)))
+        out: list[Stmt] = []
+        for op, nxt in zip(block.ops[:-1], block.ops[1:]):
+            stmts = self.r.lower_op(self.fn, op, _overwritten_by(nxt))
+            note = self.notes.get(op.pc)
+            if note and stmts and isinstance(stmts[0], Assign):
+                stmts[0].note = note
+            out += stmts
+        return out
 
-    def remap(self, w: _Writer, block: int, pairs) -> None:
-        term = self.fn.blocks[block].ops[-1]
-        w.extend(self.r.render_remap(pairs, self.kinds.before(term)))
+    def terminator(self, index: int) -> Terminator:
+        term = self._terms.get(index)
+        if term is None:
+            op = self.fn.blocks[index].ops[-1]
+            term = self._terms[index] = self.r.lower_terminator(self.fn, op, self.index_of)
+        return term
+
+    def remap(self, block: int, pairs) -> list[Stmt]:
+        op = self.fn.blocks[block].ops[-1]
+        return self.r.lower_remap(pairs, self.kinds.before(op), self.terminator(block).prov)
 
     def params(self) -> list[str]:
         return parameter_names(self.cc)
 
-    def ref_init(self) -> list[str]:
+    def block_sizes(self) -> list[int]:
+        return [len(b.ops) for b in self.fn.blocks]
+
+    def ref_init(self) -> list[Stmt]:
         """Ref registers that are not arguments start out null (nullness is observable)."""
         args = {p for p in self.params() if p.startswith("r")}
         regs = [f"r{i}" for i in range(self.ref_count) if f"r{i}" not in args]
-        if not regs:
-            return []
-        return [" = ".join(regs) + " = None"]
+        return [Release(None, regs)] if regs else []
 
-    def generate(self) -> FunctionCode:
-        w = _Writer()
-        w.extend(self.ref_init())
+    def generate(self) -> FunctionTree:
+        body = self.ref_init()
         structured = True
-        if len(self.fn.blocks) == 1:
-            self.block_ops(w, 0)
-            w.extend(self.r.render_terminator(self.fn, self.fn.blocks[0].ops[-1], self.kinds))
+        if len(self.info.succ) == 1:
+            body += self.block_ops(0)
+            term = self.terminator(0)
+            body += term.pre + term.exit
         else:
             try:
                 if not self.info.reducible:
                     raise Unstructured("irreducible control flow")
-                body = _Writer()
-                _Structurer(self, body).run()
-                w.lines += body.lines
+                body += _Structurer(self).run()
             except Unstructured:
                 structured = False
-                body = _Writer()
-                self._emit_dispatch_loop(body)
-                w.lines += body.lines
-        return FunctionCode(self.fn.name, self.params(), None, w.lines, structured)
+                body += self._dispatch_loop()
+        return FunctionTree(self.params(), body, structured)
 
     # -- fallback: block-state loop --------------------------------------------------
-    def _emit_dispatch_loop(self, w: _Writer) -> None:
-        w.line("# Irreducible control flow: blocks dispatched by number.")
-        w.line("block = 0")
-        w.line("while True:")
-        w.depth += 1
+    def _dispatch_loop(self) -> list[Stmt]:
+        """`while True:` with one flat `if block == k:` per block, each ending in a jump."""
+        arms: list[Stmt] = []
         for i in self.info.rpo:
-            w.line(f"{'if' if i == self.info.rpo[0] else 'elif'} block == {i}:")
-            w.depth += 1
-            self.block_ops(w, i)
-            term = self.fn.blocks[i].ops[-1]
-            for kind, payload in self.r.terminator_edges(self.fn, term, self.kinds):
-                if kind == "line":
-                    w.line(payload)
-                elif kind == "indent":
-                    w.depth += payload
-                elif kind == "goto":
-                    target, pairs = payload
-                    self.remap(w, i, pairs)
-                    w.line(f"block = {target}")
-                    w.line("continue")
-            w.depth -= 1
-        w.depth -= 1
+            arm = self.block_ops(i)
+            term = self.terminator(i)
+            arm += term.pre
+            if term.exit is not None:
+                arm += term.exit
+            else:
+                arm += self._dispatch_edges(i, term.edges)
+            arms.append(If(None, f"block == {i}", arm))
+        return [
+            Comment(None, "Irreducible control flow: blocks dispatched by number."),
+            Assign(None, ("block",), "0"),
+            While(None, arms),
+        ]
+
+    def _dispatch_edges(self, i: int, edges) -> list[Stmt]:
+        def goto(edge) -> list[Stmt]:
+            return self.remap(i, edge.pairs) + [Assign(None, ("block",), str(edge.target)), Continue(None)]
+
+        *tests, last = edges
+        out: list[Stmt] = []
+        for edge in tests:
+            out.append(If(None, edge.test, goto(edge)))
+        return out + goto(last)
 
 
 @dataclass
@@ -150,25 +158,27 @@ class _LoopCtx:
 
 
 class _Structurer:
-    """Emits a reducible CFG as nested `while True:` / `if` blocks.
+    """Builds a reducible CFG as nested `While`/`If` nodes.
 
     Jumps become: fall-through to the enclosing construct's follow block, `continue`
     (to the innermost loop header), `break` (to its exit), or inline code for a block
-    region that only this edge enters.
+    region whose code never falls through (an early exit).
     """
 
-    def __init__(self, emitter: FunctionEmitter, w: _Writer) -> None:
+    def __init__(self, emitter: FunctionEmitter) -> None:
         self.e = emitter
         self.info = emitter.info
-        self.w = w
         self.loops: list[_LoopCtx] = []
         self.emitted = 0
-        self.budget = 4 * len(emitter.fn.blocks) + 16
-        all_nodes = set(self.info.rpo)
-        self.pdoms = {None: cfg.region_postdominators(self.info, all_nodes, None)}
+        self.budget = 4 * len(self.info.succ) + 16
+        self.depth = 0
+        self.pdoms = {None: cfg.region_postdominators(self.info, set(self.info.rpo), None)}
+        self.sizes = emitter.block_sizes()
 
-    def run(self) -> None:
-        self.chain(0, stop=None)
+    def run(self) -> list[Stmt]:
+        out: list[Stmt] = []
+        self.chain(out, 0, stop=None)
+        return out
 
     def ipdom(self, b: int) -> int | None:
         key = self.loops[-1].header if self.loops else None
@@ -185,35 +195,31 @@ class _Structurer:
             raise Unstructured(f"loop at block {header} has several exits")
         return main[0] if main else None
 
-    def is_dead_end(self, b: int) -> bool:
-        """A block region only this edge enters, ending in return/fail without loops."""
-        if b in self.info.loops or len(self.info.preds.get(b, ())) != 1:
-            return False
-        if self.loops and b in (self.loops[-1].header, self.loops[-1].exit):
-            return False
-        return cfg.private_region(self.info, b) and not any(
-            h for h in self.info.loops if cfg.dominates(self.info.idom, b, h)
-        )
+    def nested(self) -> list[Stmt]:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise Unstructured("nesting deeper than Python allows")
+        return []
 
-    def jump(self, target: int, stop: int | None) -> int | None:
+    def jump(self, out: list[Stmt], target: int, stop: int | None) -> int | None:
         """Resolves a jump: emits continue/break or returns the block to emit next."""
         if target == stop:
             return None
         if self.loops:
             if target == self.loops[-1].header:
-                self.w.line("continue")
+                out.append(Continue(None))
                 return None
             if target == self.loops[-1].exit:
-                self.w.line("break")
+                out.append(Break(None))
                 return None
             for outer in self.loops[:-1]:
                 if target in (outer.header, outer.exit):
                     raise Unstructured("jump out of several loops")
         return target
 
-    def chain(self, b: int | None, stop: int | None) -> None:
+    def chain(self, out: list[Stmt], b: int | None, stop: int | None) -> None:
         while b is not None:
-            b = self.jump(b, stop)
+            b = self.jump(out, b, stop)
             if b is None:
                 return
             self.emitted += 1
@@ -221,74 +227,89 @@ class _Structurer:
                 raise Unstructured("too much duplication")
             if b in self.info.loops and not (self.loops and self.loops[-1].header == b):
                 exit_ = self.loop_exit(b)
-                self.w.line("while True:")
-                self.w.depth += 1
+                body = self.nested()
                 self.loops.append(_LoopCtx(b, exit_))
-                nxt = self.block(b, stop=None)
-                self.chain(nxt, stop=None)
+                nxt = self.block(body, b, stop=None)
+                self.chain(body, nxt, stop=None)
                 self.loops.pop()
-                self.w.depth -= 1
+                self.depth -= 1
+                out.append(While(None, body))
                 b = exit_
                 continue
-            b = self.block(b, stop)
+            b = self.block(out, b, stop)
 
-    def block(self, b: int, stop: int | None) -> int | None:
+    def early_exit_cost(self, start: int) -> int | None:
+        """Ops that emitting `start`'s region inline would repeat, or None when too big.
+
+        The region is what `chain(start, stop=None)` emits: every block reachable from
+        `start` up to the innermost loop's header and exit (continue/break). Blocks that
+        `start` does not dominate may be emitted elsewhere too; their ops are the cost.
+        """
+        if self.loops and start in (self.loops[-1].header, self.loops[-1].exit):
+            return 0
+        cut = {self.loops[-1].header, self.loops[-1].exit} if self.loops else set()
+        outer = {x for lp in self.loops[:-1] for x in (lp.header, lp.exit)}
+        # Only a block entered by this edge alone owns what it dominates.
+        owner = len(self.info.preds.get(start, ())) == 1
+        seen, work, cost = {start}, [start], 0
+        while work:
+            x = work.pop()
+            if x in outer:
+                return None
+            if not (owner and cfg.dominates(self.info.idom, start, x)):
+                cost += self.sizes[x]
+                if cost > MAX_SHARED_OPS:
+                    return None
+            for s in self.info.succ[x]:
+                if s not in seen and s not in cut:
+                    seen.add(s)
+                    if len(seen) > MAX_ARM_BLOCKS:
+                        return None
+                    work.append(s)
+        return cost
+
+    def arm(self, b: int, pairs, target: int, stop: int | None) -> list[Stmt]:
+        body = self.nested()
+        body += self.e.remap(b, pairs)
+        self.chain(body, target, stop)
+        self.depth -= 1
+        return body
+
+    def block(self, out: list[Stmt], b: int, stop: int | None) -> int | None:
         """Emits block b; returns the block control falls into next (or None)."""
-        e, w = self.e, self.w
-        e.block_ops(w, b)
-        term = e.fn.blocks[b].ops[-1]
-        edges = list(e.r.terminator_edges(e.fn, term, e.kinds))
-        while edges and edges[0][0] == "line" and edges[0][1].startswith("#"):
-            w.line(edges.pop(0)[1])  # the terminator's source location
-        gotos = [p for k, p in edges if k == "goto"]
-        if not gotos:  # return / fail
-            for kind, payload in edges:
-                if kind == "line":
-                    w.line(payload)
-                elif kind == "indent":
-                    w.depth += payload
+        e = self.e
+        out += e.block_ops(b)
+        term = e.terminator(b)
+        out += term.pre
+        if term.exit is not None:  # return / fail
+            out += term.exit
             return None
-        if len(gotos) == 1 and not any(k == "indent" for k, _ in edges):
-            for kind, payload in edges:
-                if kind == "line":
-                    w.line(payload)
-            target, pairs = gotos[0]
-            e.remap(w, b, pairs)
-            return target
-        # A conditional: if/elif/else arms that meet again at the follow block.
+        edges = term.edges
+        if len(edges) == 1:
+            out += e.remap(b, edges[0].pairs)
+            return edges[0].target
         follow = self.ipdom(b)
-        if follow is None and term.mnemonic == "cond_br" and len(gotos) == 2:
-            # Early exit: when one arm is a private region that never comes back
-            # (a failure path, a return), emit `if: <that arm>` and carry on unnested.
-            (t_true, p_true), (t_false, p_false) = gotos
-            cond = edges[0][1][3:-1]  # "if X:" -> X
-            for dead, dead_pairs, live, live_pairs, test in (
-                (t_true, p_true, t_false, p_false, cond),
-                (t_false, p_false, t_true, p_true, f"not {cond}"),
-            ):
-                if dead != live and self.is_dead_end(dead):
-                    w.line(f"if {test}:")
-                    w.depth += 1
-                    e.remap(w, b, dead_pairs)
-                    self.chain(dead, stop)
-                    w.depth -= 1
-                    e.remap(w, b, live_pairs)
-                    return live
+        if follow is None and len(edges) == 2 and edges[0].target != edges[1].target:
+            # The arms never meet again: emit the cheaper arm that never falls through
+            # as `if: <arm>` and carry on with the other one at this level.
+            t, f = edges
+            costs = [(self.early_exit_cost(x.target), k) for k, x in enumerate(edges)]
+            costs = [(c, k) for c, k in costs if c is not None]
+            if costs:
+                _, k = min(costs)
+                dead, live = (t, f) if k == 0 else (f, t)
+                test = t.test if k == 0 else STATEMENTS["Not"].format(test=t.test)
+                out.append(If(term.prov, test, self.arm(b, dead.pairs, dead.target, None)))
+                out += e.remap(b, live.pairs)
+                return live.target
         if follow is not None and self.loops and follow == self.loops[-1].header:
             follow = None
         arm_stop = follow if follow is not None else stop
-        depth0 = w.depth
-        for kind, payload in edges:
-            if kind == "line":
-                w.line(payload)
-            elif kind == "indent":
-                w.depth += payload
-            else:
-                target, pairs = payload
-                e.remap(w, b, pairs)
-                start = w.lines.__len__()
-                self.chain(target, arm_stop)
-                if len(w.lines) == start:
-                    w.line("pass")
-        w.depth = depth0
+        arms = [(edge.test, self.arm(b, edge.pairs, edge.target, arm_stop)) for edge in edges]
+        # if / elif ... / else: the last edge is the `else`.
+        node_body = arms[-1][1]
+        for k in range(len(arms) - 2, -1, -1):
+            node = If(term.prov if k == 0 else None, arms[k][0], arms[k][1], node_body)
+            node_body = [node]
+        out += node_body
         return follow

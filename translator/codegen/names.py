@@ -15,7 +15,7 @@ from translator.codegen.escape import comment_text  # noqa: F401  (re-exported)
 
 _RESERVED = set(dir(builtins)) | {
     "rwdata", "refs", "ctx", "block", "np", "self", "load", "EXPORTS", "CCONVS",
-    "ModuleContext", "vm_fail",
+    "ModuleContext", "vm_fail", "Export", "_EXPORTS", "_IMPORTS", "_RODATA", "_bind",
 }
 
 
@@ -23,7 +23,7 @@ def identifier(text: str, *, prefix: str = "f_", limit: int = 60) -> str:
     ident = re.sub(r"\W+", "_", text, flags=re.ASCII).strip("_")[:limit] or prefix.rstrip("_")
     if ident[0].isdigit():
         ident = prefix + ident
-    if keyword.iskeyword(ident) or ident in _RESERVED or re.fullmatch(r"[ir]\d+", ident):
+    if keyword.iskeyword(ident) or ident in _RESERVED or re.fullmatch(r"[ir]\d+|MESSAGE_\d+", ident):
         ident = prefix + ident
     return ident
 
@@ -37,12 +37,19 @@ class NameTable:
         self.rodata_names: dict[int, str] = {}
         for k in range(module.function_count):
             exports = module.export_names_of(k)
-            base = identifier(exports[0]) if exports else f"fn{k}"
+            base = identifier(exports[0]) if exports else self._internal_name(k)
             self.functions[k] = self._unique(base)
         for imp in module.imports:
             self.imports[imp.ordinal] = self._unique(identifier(imp.full_name, prefix="import_"))
         for seg in module.rodata:
             self.rodata_names[seg.ordinal] = self._unique(self._rodata_base(seg))
+
+    def _internal_name(self, k: int) -> str:
+        """An internal function is named as the VM names it (its source map), else `fn<k>`."""
+        sm = self.module.source_map_of(k)
+        if sm is not None and sm.local_name:
+            return identifier(sm.local_name)
+        return f"fn{k}"
 
     def _unique(self, base: str) -> str:
         name, n = base, 2

@@ -1,6 +1,6 @@
-"""VM ops -> Python statements.
+"""VM ops -> statement-tree nodes (`stmt.py`).
 
-Rendering is by mnemonic family, from the op's fields as `isa.OpSpec` names them. Scalar
+Lowering is by mnemonic family, from the op's fields as `isa.OpSpec` names them. Scalar
 arithmetic calls the bit-exact helpers of `runtime_support.vm.numerics` (named after the
 mnemonic: `add.i32` -> `add_i32`); buffer and list ops call `runtime_support.vm.buffer` /
 `.list` helpers named the same way; a few trivially exact ops are written inline.
@@ -10,9 +10,22 @@ from __future__ import annotations
 
 import math
 
+from dataclasses import dataclass
+
 from translator.codegen.escape import comment_text, string_literal as lit
 from translator.codegen.names import NameTable
-from translator.codegen.regtypes import HIGH
+from translator.analyses.regkinds import HIGH
+from translator.codegen.stmt import (
+    Assign,
+    Call,
+    Comment,
+    If,
+    Provenance,
+    Raise,
+    Release,
+    Return,
+    Stmt,
+)
 from translator.ir import IMPORT_BIT, Function, Op, Reg
 
 # Runtime helper modules by mnemonic family.
@@ -60,8 +73,27 @@ def _float_literal(value: float, bits: int, width: int) -> str:
     return f"{fn}(0x{bits:0{width // 4}X})"
 
 
+@dataclass
+class Edge:
+    """One way out of a block: taken when `test` holds (None: otherwise / always)."""
+
+    test: str | None
+    target: int  # block index
+    pairs: tuple  # remap (src, dst) register pairs
+
+
+@dataclass
+class Terminator:
+    """A block's terminator, lowered: statements, then an exit or edges to blocks."""
+
+    prov: Provenance
+    pre: list[Stmt]  # statements before control leaves (a yieldable call)
+    exit: list[Stmt] | None  # return / raise; None when the block branches
+    edges: list[Edge]
+
+
 class OpRenderer:
-    """Renders ops of one module; collects which runtime helpers the module uses."""
+    """Lowers the ops of one module; collects which runtime helpers the module uses."""
 
     def __init__(self, module, names: NameTable, cconvs, numeric_ops: set[str], locations) -> None:
         self.module = module
@@ -71,7 +103,6 @@ class OpRenderer:
         self.locations = locations
         self.helpers: dict[str, set[str]] = {k: set() for k in HELPER_MODULES}
         self.helpers["context"] = set()
-        self.current_function: str = ""
 
     def use(self, module: str, name: str) -> str:
         self.helpers[module].add(name)
@@ -88,11 +119,14 @@ class OpRenderer:
             return self.reg(v)
         return str(v)
 
-    def moves_after(self, op: Op, overwritten: frozenset[int] = frozenset()) -> list[str]:
-        """`rX = None` for ref operands read with the move bit (ownership moved away).
+    def reads(self, op: Op) -> frozenset[str]:
+        return frozenset(self.reg(r) for r in op.reads())
+
+    def moves_after(self, op: Op, prov: Provenance, overwritten: frozenset[int] = frozenset()) -> list[Stmt]:
+        """Release of ref operands read with the move bit (ownership moved away).
 
         Registers in `overwritten` are assigned by the very next statement, which
-        releases the old value just the same, so they need no separate line.
+        releases the old value just the same, so they need no separate release.
         """
         written = {w.ordinal for w in op.writes() if w.is_ref} | overwritten
         moved = []
@@ -106,55 +140,51 @@ class OpRenderer:
                     name = self.reg(r)
                     if name not in moved:
                         moved.append(name)
-        return [" = ".join(moved) + " = None"] if moved else []
+        return [Release(prov, moved)] if moved else []
 
-    # -- locations ----------------------------------------------------------------
-    def location(self, op: Op) -> str | None:
-        return self.locations(self.current_function_ordinal, op.pc)
+    # -- provenance -----------------------------------------------------------------
+    def provenance(self, fn: Function, op: Op) -> Provenance:
+        k = fn.ordinal
+        return Provenance(fn.name, op.pc, op.mnemonic, self.locations(k, op.pc), self.locations.file_of(k, op.pc))
 
     # -- ops ------------------------------------------------------------------------
-    def render_op(
-        self, fn: Function, op: Op, kinds, overwritten: frozenset[int] = frozenset()
-    ) -> list[str]:
-        self.current_function = fn.name
-        self.current_function_ordinal = fn.ordinal
-        lines = []
-        loc = self.location(op)
-        if loc:
-            lines.append(f"# {loc}")
-        lines += self._render(fn, op, kinds)
-        lines += self.moves_after(op, overwritten)
-        return lines
+    def lower_op(self, fn: Function, op: Op, overwritten: frozenset[int] = frozenset()) -> list[Stmt]:
+        prov = self.provenance(fn, op)
+        return self._lower(fn, op, prov) + self.moves_after(op, prov, overwritten)
 
-    def _assign(self, op: Op, expr: str) -> list[str]:
-        outs = [self.reg(r) for r in op.writes()]
-        return [f"{', '.join(outs)} = {expr}"]
+    def _assign(self, op: Op, prov: Provenance, expr: str) -> list[Stmt]:
+        return [Assign(prov, tuple(self.reg(r) for r in op.writes()), expr, self.reads(op))]
 
-    def _render(self, fn: Function, op: Op, kinds) -> list[str]:
+    def _call_stmt(self, op: Op, prov: Provenance, expr: str) -> list[Stmt]:
+        return self._assign(op, prov, expr) if op.writes() else [Call(prov, expr, self.reads(op))]
+
+    def _lower(self, fn: Function, op: Op, prov: Provenance) -> list[Stmt]:
         m = op.mnemonic
         v = op.values
         f = lambda name: self.field_text(op, name)  # noqa: E731
+        assign = lambda expr: self._assign(op, prov, expr)  # noqa: E731
 
         if m.startswith("const."):
+            if m == "const.ref.zero":
+                return [Release(prov, [self.reg(r) for r in op.writes()])]
             if m.endswith(".zero"):
-                return self._assign(op, "None" if m == "const.ref.zero" else ("0.0" if "f" in m.split(".")[1] else "0"))
+                return assign( ("0.0" if "f" in m.split(".")[1] else "0"))
             if m == "const.ref.rodata":
-                return self._assign(op, self.names.rodata(v["rodata"]))
+                return assign(self.names.rodata(v["rodata"]))
             imm = v["value"]
             if imm.type in ("i32", "i64"):
-                return self._assign(op, str(imm.value))
+                return assign(str(imm.value))
             width = 32 if imm.type == "f32" else 64
             if not math.isfinite(imm.value):
                 self.use("numerics", "from_bits_f32" if width == 32 else "from_bits_f64")
-            return self._assign(op, _float_literal(imm.value, imm.bits, width))
+            return assign(_float_literal(imm.value, imm.bits, width))
         if m in NUMERIC_INLINE:
-            expr = NUMERIC_INLINE[m].format(**{fs.name: f(fs.name) for fs in op.spec.fields if not fs.write})
-            return self._assign(op, expr)
+            return assign(NUMERIC_INLINE[m].format(**{fs.name: f(fs.name) for fs in op.spec.fields if not fs.write}))
         if m in self.numeric_ops:
             args = ", ".join(f(fs.name) for fs in op.spec.fields if not fs.write)
-            return self._assign(op, f"{self.use('numerics', helper_name(m))}({args})")
+            return assign(f"{self.use('numerics', helper_name(m))}({args})")
         if m.startswith("select."):
-            return self._assign(op, f"{f('true_value')} if {f('condition')} else {f('false_value')}")
+            return assign(f"{f('true_value')} if {f('condition')} else {f('false_value')}")
         if m.startswith("switch."):
             values = ", ".join(self.reg(r) for r in v["values"])
             if m == "switch.i64":
@@ -164,66 +194,65 @@ class OpRenderer:
                 values = ", ".join(f"{wrap}({self.reg(r)})" for r in v["values"])
             n = len(v["values"])
             if n == 0:
-                return self._assign(op, f("default_value"))
+                return assign(f("default_value"))
             tup = f"({values},)" if n == 1 else f"({values})"
             idx = f("index")
-            return self._assign(op, f"{tup}[{idx}] if 0 <= {idx} < {n} else {f('default_value')}")
+            return assign(f"{tup}[{idx}] if 0 <= {idx} < {n} else {f('default_value')}")
         if m.startswith("global."):
-            return self._global(op, f)
+            return self._global(op, prov, f)
         if m.startswith("list."):
             if m == "list.alloc":
                 t = self.module.types[v["element_type"]]
                 inner = t[len("!vm.list<") : -1] if t.startswith("!vm.list<") else t
                 if inner == "!vm.opaque":  # the element type of variant lists
                     inner = "?"
-                return self._assign(op, f"{self.use('list', 'list_alloc')}({lit(inner)}, {f('initial_capacity')})")
-            args = [f(fs.name) if fs.kind != "type" else repr(self.module.types[v[fs.name]]) for fs in op.spec.fields if not fs.write]
-            call = f"{self.use('list', helper_name(m))}({', '.join(args)})"
-            return self._assign(op, call) if op.writes() else [call]
+                return assign(f"{self.use('list', 'list_alloc')}({lit(inner)}, {f('initial_capacity')})")
+            args = [f(fs.name) if fs.kind != "type" else lit(self.module.types[v[fs.name]]) for fs in op.spec.fields if not fs.write]
+            return self._call_stmt(op, prov, f"{self.use('list', helper_name(m))}({', '.join(args)})")
         if m.startswith("buffer."):
             args = ", ".join(f(fs.name) for fs in op.spec.fields if not fs.write)
-            call = f"{self.use('buffer', helper_name(m))}({args})"
-            return self._assign(op, call) if op.writes() else [call]
+            return self._call_stmt(op, prov, f"{self.use('buffer', helper_name(m))}({args})")
         if m == "assign.ref":
-            return self._assign(op, f("source"))
+            return assign(f("source"))
         if m == "cast.any.ref":
             t = self.module.types[v["result_type"]]
-            return self._assign(op, f"{self.use('globals', 'cast_any_ref')}({f('operand')}, {lit(t)})")
+            return assign(f"{self.use('globals', 'cast_any_ref')}({f('operand')}, {lit(t)})")
         if m in ("call", "call.variadic"):
-            return self._call(op)
+            return self._call(op, prov)
         if m == "import.resolved":
             name = self.names.import_name(v["import_ordinal"] & ~IMPORT_BIT)
-            return self._assign(op, f"int({name} is not None)")
+            return assign(f"int({name} is not None)")
         if m == "discard.refs":
             regs = list(dict.fromkeys(self.reg(r) for r in v["refs"]))
-            return [" = ".join(regs) + " = None"] if regs else []
+            return [Release(prov, regs)] if regs else []
         if m in ("trace", "print"):
             name = v["event_name"].decode("utf-8", errors="replace")
-            return [f"pass  # vm.{m} {comment_text(repr(name))}"]
+            return [Comment(prov, f"vm.{m} {name!r}")]
         if m == "fail":
-            return [f"if {f('status')}:", f"    raise {self._fail_expr(op)}"]
+            return [If(prov, f("status"), [self._raise(fn, op, prov)])]
         raise NotImplementedError(f"no Python rendering for vm.{m}")
 
-    def _fail_expr(self, op: Op) -> str:
+    def _raise(self, fn: Function, op: Op, prov: Provenance) -> Raise:
         msg = op["message"].decode("utf-8", errors="replace")
-        loc = self.location(op)
         self.use("context", "vm_fail")
-        return f"vm_fail({self.field_text(op, 'status')}, {lit(msg)}, {lit(self.current_function)}, {lit(loc) if loc is not None else None})"
+        loc = None if prov.location is None else comment_text(prov.location)
+        return Raise(prov, self.field_text(op, "status"), msg, fn.name, loc)
 
-    def _global(self, op: Op, f) -> list[str]:
+    def _global(self, op: Op, prov: Provenance, f) -> list[Stmt]:
         m = op.mnemonic
         kind, bank = m.split(".")[1], m.split(".")[-1]
         indirect = ".indirect." in m
+        reads = self.reads(op)
         if bank == "ref":
             t = self.module.types[op["type_def"]]
             where = f("global") if indirect else str(op["global"])
             if kind == "load":
-                return self._assign(op, f"{self.use('globals', 'global_load_ref')}(refs, {where}, {lit(t)})")
-            return [f"{self.use('globals', 'global_store_ref')}(refs, {where}, {lit(t)}, {f('value')})"]
+                return self._assign(op, prov, f"{self.use('globals', 'global_load_ref')}(refs, {where}, {lit(t)})")
+            return [Call(prov, f"{self.use('globals', 'global_store_ref')}(refs, {where}, {lit(t)}, {f('value')})", reads)]
         where = f("byte_offset") if indirect else str(op["byte_offset"])
         if kind == "load":
-            return self._assign(op, f"{self.use('globals', f'global_load_{bank}')}(rwdata, {where})")
-        return [f"{self.use('globals', f'global_store_{bank}')}(rwdata, {where}, {f('value')})"]
+            return self._assign(op, prov, f"{self.use('globals', f'global_load_{bank}')}(rwdata, {where})")
+        return [Call(prov, f"{self.use('globals', f'global_store_{bank}')}(rwdata, {where}, {f('value')})", reads)]
 
     # -- calls ------------------------------------------------------------------------
     def call_expr(self, op: Op) -> str:
@@ -252,89 +281,64 @@ class OpRenderer:
             return f"{name}({', '.join(args)})"
         return f"{self.names.function(callee)}({', '.join(regs)})"
 
-    def _call(self, op: Op) -> list[str]:
+    def _call(self, op: Op, prov: Provenance) -> list[Stmt]:
         expr = self.call_expr(op)
-        outs = [self.reg(r) for r in op["results"]]
+        outs = tuple(self.reg(r) for r in op["results"])
         if not outs:
-            return [expr]
-        return [f"{', '.join(outs)} = {expr}"]
+            return [Call(prov, expr, self.reads(op))]
+        return [Assign(prov, outs, expr, self.reads(op))]
 
     # -- control flow -----------------------------------------------------------------
-    def render_remap(self, pairs, kinds) -> list[str]:
+    def lower_remap(self, pairs, kinds, prov: Provenance | None) -> list[Stmt]:
         """Sequential slot copies, as the VM does them; i64 halves travel with the low slot."""
-        lines = []
+        out: list[Stmt] = []
+        kinds = dict(kinds)  # copies are sequential: a later pair may read an earlier dst
         for src, dst in pairs:
             if src.is_ref:
                 if src.ordinal == dst.ordinal:
                     continue
-                lines.append(f"r{dst.ordinal} = r{src.ordinal}")
+                s, d = f"r{src.ordinal}", f"r{dst.ordinal}"
+                out.append(Assign(prov, (d,), s, frozenset((s,))))
                 if src.move:
-                    lines.append(f"r{src.ordinal} = None")
+                    out.append(Release(prov, [s]))
                 continue
             kind = kinds.get(src.ordinal)
             if kind == HIGH or src.ordinal == dst.ordinal or kind is None:
                 continue
-            lines.append(f"i{dst.ordinal} = i{src.ordinal}")
-        return lines
-
-    def render_terminator(self, fn: Function, term: Op, kinds) -> list[str]:
-        """The terminator of a single-block function (return or fail)."""
-        out = []
-        for kind, payload in self.terminator_edges(fn, term, kinds):
-            if kind != "line":
-                raise AssertionError("branch in a single-block function")
-            out.append(payload)
+            kinds[dst.ordinal] = kind
+            s, d = f"i{src.ordinal}", f"i{dst.ordinal}"
+            out.append(Assign(prov, (d,), s, frozenset((s,))))
         return out
 
-    def terminator_edges(self, fn: Function, term: Op, kinds_obj):
-        """Lines, indentation changes and gotos for a block's terminator.
-
-        Yields ("line", text), ("indent", +1/-1) and ("goto", (block index, remap pairs)).
-        """
-        self.current_function = fn.name
-        self.current_function_ordinal = fn.ordinal
-        index_of = {b.pc: b.index for b in fn.blocks}
+    def lower_terminator(self, fn: Function, term: Op, index_of: dict[int, int]) -> Terminator:
+        prov = self.provenance(fn, term)
         m = term.mnemonic
-        loc = self.location(term)
-        if loc:
-            yield "line", f"# {loc}"
         if m == "return":
-            vals = [self.reg(r) for r in term["operands"]]
-            yield "line", "return " + ", ".join(vals) if vals else "return"
-        elif m == "fail":
-            yield "line", f"raise {self._fail_expr(term)}"
-        elif m in ("br", "yield", "break"):
-            yield "goto", (index_of[term["dest_pc"]], term["operands"])
-        elif m == "cond_br":
-            yield "line", f"if {self.field_text(term, 'condition')}:"
-            yield "indent", 1
-            yield "goto", (index_of[term["true_dest_pc"]], term["true_operands"])
-            yield "indent", -1
-            yield "line", "else:"
-            yield "indent", 1
-            yield "goto", (index_of[term["false_dest_pc"]], term["false_operands"])
-            yield "indent", -1
-        elif m == "br_table":
+            return Terminator(prov, [], [Return(prov, tuple(self.reg(r) for r in term["operands"]))], [])
+        if m == "fail":
+            return Terminator(prov, [], [self._raise(fn, term, prov)], [])
+        if m in ("br", "yield", "break"):
+            return Terminator(prov, [], None, [Edge(None, index_of[term["dest_pc"]], term["operands"])])
+        if m == "cond_br":
+            cond = self.field_text(term, "condition")
+            return Terminator(
+                prov,
+                [],
+                None,
+                [
+                    Edge(cond, index_of[term["true_dest_pc"]], term["true_operands"]),
+                    Edge(None, index_of[term["false_dest_pc"]], term["false_operands"]),
+                ],
+            )
+        if m == "br_table":
             idx = self.field_text(term, "index")
-            for i, (pc, pairs) in enumerate(term["cases"]):
-                yield "line", f"{'if' if i == 0 else 'elif'} {idx} == {i}:"
-                yield "indent", 1
-                yield "goto", (index_of[pc], pairs)
-                yield "indent", -1
-            if term["cases"]:
-                yield "line", "else:"
-                yield "indent", 1
-            yield "goto", (index_of[term["default_dest_pc"]], term["default_operands"])
-            if term["cases"]:
-                yield "indent", -1
-        elif m in ("call.yieldable", "call.variadic.yieldable"):
-            for line in self._call(term):
-                yield "line", line
-            for line in self.moves_after(term):
-                yield "line", line
-            yield "goto", (index_of[term["dest_pc"]], ())
-        else:
-            raise NotImplementedError(f"terminator vm.{m}")
+            edges = [Edge(f"{idx} == {i}", index_of[pc], pairs) for i, (pc, pairs) in enumerate(term["cases"])]
+            edges.append(Edge(None, index_of[term["default_dest_pc"]], term["default_operands"]))
+            return Terminator(prov, [], None, edges)
+        if m in ("call.yieldable", "call.variadic.yieldable"):
+            pre = self._call(term, prov) + self.moves_after(term, prov)
+            return Terminator(prov, pre, None, [Edge(None, index_of[term["dest_pc"]], ())])
+        raise NotImplementedError(f"terminator vm.{m}")
 
 
-__all__ = ["OpRenderer", "helper_name"]
+__all__ = ["Edge", "OpRenderer", "Terminator", "helper_name"]

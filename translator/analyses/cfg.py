@@ -1,6 +1,6 @@
 """Control-flow analyses for code generation: successors, dominators, loops, reducibility.
 
-The structurer (`structure.py`) turns reducible CFGs into `while`/`if`; these are the
+The structurer (`function.py`) turns reducible CFGs into `while`/`if`; these are the
 facts it needs. Blocks are identified by their index in `Function.blocks`.
 """
 
@@ -17,7 +17,7 @@ def successors(fn: Function) -> list[list[int]]:
     for b in fn.blocks:
         term = b.ops[-1]
         succ: list[int] = []
-        for pc in term.branch_targets():
+        for pc, _ in term.edges():
             i = index_of[pc]
             if i not in succ:
                 succ.append(i)
@@ -100,10 +100,17 @@ class CFGInfo:
     loops: dict[int, Loop]  # by header
     reducible: bool
     loop_of: dict[int, int | None]  # innermost loop header of each node
+    fails: frozenset[int] = frozenset()  # blocks that end in `vm.fail`
 
 
 def analyze(fn: Function) -> CFGInfo:
-    succ = successors(fn)
+    fails = frozenset(b.index for b in fn.blocks if b.ops[-1].mnemonic == "fail")
+    return analyze_graph(successors(fn), fails)
+
+
+def analyze_graph(succ: list[list[int]], fails: frozenset[int] = frozenset()) -> CFGInfo:
+    """The facts of a CFG given as successor lists (block 0 is the entry); `fails` are
+    the blocks that end in `vm.fail` (the others without successors return)."""
     rpo = reverse_postorder(succ)
     reachable = set(rpo)
     preds: dict[int, list[int]] = {n: [] for n in rpo}
@@ -139,7 +146,7 @@ def analyze(fn: Function) -> CFGInfo:
             if n in loop.body and (best is None or len(loop.body) < len(loops[best].body)):
                 best = h
         loop_of[n] = best
-    return CFGInfo(succ, preds, rpo, idom, loops, reducible, loop_of)
+    return CFGInfo(succ, preds, rpo, idom, loops, reducible, loop_of, fails)
 
 
 EXIT = -1  # the virtual exit node of a region graph
@@ -148,42 +155,54 @@ EXIT = -1  # the virtual exit node of a region graph
 def region_postdominators(info: CFGInfo, region: set[int], header: int | None) -> dict[int, int]:
     """Immediate post-dominators inside `region` (a loop body, or all reachable blocks).
 
-    Edges that leave the region, go back to the loop `header`, or end the function
-    (return/fail) all go to the virtual EXIT. ipdom == EXIT means the paths from a
-    block only meet again outside the region.
+    Edges that leave the region, go back to the loop `header`, or return all go to the
+    virtual EXIT. Failure paths do not count: a block that ends in `vm.fail` has no edge
+    to EXIT, so a check `if bad: fail` still merges at the block after it, and only the
+    blocks that can go on (reach EXIT) get post-dominators. ipdom == EXIT means the
+    paths from a block only meet again outside the region (or never go on at all).
+    Dominators of the reversed region graph, rooted at EXIT.
     """
     nodes = [n for n in info.rpo if n in region]
-
-    def succ_of(n: int) -> list[int]:
+    rsucc: dict[int, list[int]] = {n: [] for n in nodes}
+    rsucc[EXIT] = []
+    for n in nodes:
         out = []
         for s in info.succ[n]:
             t = EXIT if (s not in region or s == header) else s
             if t not in out:
                 out.append(t)
-        return out or [EXIT]
+        if not out and n not in info.fails:
+            out = [EXIT]
+        for t in out:
+            rsucc[t].append(n)
+    order = _rpo_dict(rsucc, EXIT)
+    idom = dominators(rsucc, order)
+    return {n: idom.get(n, EXIT) for n in nodes}
 
-    g = {n: succ_of(n) for n in nodes}
-    everything = set(nodes) | {EXIT}
-    pdom: dict[int, set[int]] = {n: set(everything) for n in nodes}
-    pdom[EXIT] = {EXIT}
-    changed = True
-    while changed:
-        changed = False
-        for n in reversed(nodes):
-            new = set.intersection(*(pdom[s] for s in g[n])) | {n}
-            if new != pdom[n]:
-                pdom[n] = new
-                changed = True
-    ipdom = {}
-    for n in nodes:
-        strict = pdom[n] - {n}
-        ipdom[n] = max(strict, key=lambda p: len(pdom[p]))
-    return ipdom
+
+def _rpo_dict(succ: dict[int, list[int]], entry: int) -> list[int]:
+    seen, order = {entry}, []
+    stack = [(entry, iter(succ[entry]))]
+    while stack:
+        node, it = stack[-1]
+        for s in it:
+            if s not in seen:
+                seen.add(s)
+                stack.append((s, iter(succ[s])))
+                break
+        else:
+            order.append(node)
+            stack.pop()
+    order.reverse()
+    return order
 
 
 def private_region(info: CFGInfo, start: int) -> bool:
     """True when every block reachable from `start` is dominated by it and the region
-    has no edge back out (it only ends in return/fail): it can be emitted inline."""
+    has no edge back out (it only ends in return/fail): it can be emitted inline.
+    A loop header is never private: its body jumps back to it."""
+    if start in info.loops:
+        return False
     seen, work = {start}, [start]
     while work:
         x = work.pop()

@@ -9,6 +9,7 @@ CFG; slots whose kinds disagree at a merge are 'x' (copied as plain locals).
 
 from __future__ import annotations
 
+from translator.analyses.layout import argument_registers
 from translator.cconv import CConv
 from translator.ir import IMPORT_BIT, Function, Op
 
@@ -39,17 +40,9 @@ class RegisterKinds:
         self.cconvs = cconvs
         self._before: dict[int, dict[int, str]] = {}
         entry: dict[int, str] = {}
-        n = 0
-        for item in cc.arguments:
-            if item == "r":
-                continue
-            if item in _WIDE_CODES:
-                n += n & 1
-                _set(entry, n, True)
-                n += 2
-            else:
-                _set(entry, n, False)
-                n += 1
+        for code, ordinal in argument_registers(cc):
+            if code != "r":
+                _set(entry, ordinal, code in _WIDE_CODES)
         self._run(entry, info)
 
     def result_codes(self, op: Op) -> tuple:
@@ -114,16 +107,7 @@ def _merge(a: dict[int, str], b: dict[int, str]) -> dict[int, str]:
 
 
 def _edges(term: Op):
-    """(target pc, remap pairs) for each outgoing edge of a terminator."""
-    m = term.mnemonic
-    if m in ("br", "yield", "break"):
-        yield term["dest_pc"], term["operands"]
-    elif m == "cond_br":
-        yield term["true_dest_pc"], term["true_operands"]
-        yield term["false_dest_pc"], term["false_operands"]
-    elif m == "br_table":
-        yield term["default_dest_pc"], term["default_operands"]
-        yield from term["cases"]
-    elif m in ("call.yieldable", "call.variadic.yieldable"):
-        # Results are written before the resume block runs (no remaps on this edge).
-        yield term["dest_pc"], ()
+    """(target pc, remap pairs) for each outgoing edge of a terminator.
+
+    A yieldable call's results are written before its resume block runs (no remaps)."""
+    return term.edges()

@@ -1,0 +1,123 @@
+# Golden 'dynamic_shapes': dyn_shape_2d.mlir, one function. Covers: dynamic dimensions: i64 index arithmetic, shape lists.
+    def dyn_transpose_rowsum(r0):
+        "sync func @dyn_transpose_rowsum(%input0: tensor<?x?xf32>) -> (%output0: tensor<?x?xf32>, %output1: tensor<?xf32>)"
+        i0 = 13
+        i1 = 28
+        i2 = 3
+        i3 = 32
+        i4 = -64
+        i6 = 63
+        i8 = 16
+        i9 = 553648160  # FLOAT_32
+        i10 = 1  # DENSE_ROW_MAJOR
+        i11 = 0
+        i12 = -1
+        i14 = 32
+        i16 = 1
+        i18 = 0
+        r1 = None
+        i20 = -1
+        i22 = 64
+        i24 = 4
+        i13 = 48
+        i26 = 3075
+        r2 = global_load_ref(refs, 0, "!hal.device")
+        r3 = global_load_ref(refs, 1, "!hal.executable")
+        i28 = hal_buffer_view_dim(r0, i11)
+        i30 = hal_buffer_view_dim(r0, i10)
+        r4 = rodata_input0
+        hal_buffer_view_assert(r0, r4, i9, i10, [i28, i30])
+        r4 = None
+        i32 = mul_i64(i28, i24)
+        i34 = mul_i64(i32, i30)
+        r4 = hal_buffer_view_buffer(r0)
+        r0 = hal_device_allocator(r2)
+        r5 = rodata_tensor
+        hal_buffer_assert(r4, r5, r0, i34, i8, i26)
+        r5 = r0 = None
+        i24 = mul_i64(i30, i24)
+        i24 = mul_i64(i24, i28)
+        i36 = add_i64(i24, i6)
+        i36 = i36 & i4
+        i6 = add_i64(i32, i6)
+        i4 = i6 & i4
+        i4 = add_i64(i36, i4)
+        r0 = hal_fence_create(r2, i18)
+        r5 = hal_device_queue_alloca(r2, i20, r1, r0, i18, i13, i26, i4, i18)
+        i6 = trunc_i64_i32(i30)
+        i26 = shr_i64_u(i30, i3)
+        i7 = trunc_i64_i32(i26)
+        i8 = trunc_i64_i32(i28)
+        i26 = shr_i64_u(i28, i3)
+        i13 = trunc_i64_i32(i26)
+        i26 = trunc_i64_i32(i36)
+        i38 = shr_i64_u(i36, i3)
+        i3 = trunc_i64_i32(i38)
+        r1 = hal_command_buffer_create(r2, i10, i2, i20, i11)
+        r6 = rodata_9
+        i38 = hal_executable_lookup_function(r3, r6)
+        r6 = None
+        i2 = cmp_lt_i64_u(i18, i28)
+        i2 = i2 ^ i10
+        i40 = sub_i64(i18, i28)
+        i42 = sub_i64(i28, i16)
+        i42 = i40 if i2 else i42
+        i40 = div_i64_s(i42, i22)
+        i44 = sub_i64(i18, i40)
+        i40 = add_i64(i40, i16)
+        i40 = i44 if i2 else i40
+        i27 = cmp_lt_i64_u(i18, i30)
+        i27 = i27 ^ i10
+        i44 = sub_i64(i18, i30)
+        i46 = sub_i64(i30, i16)
+        i46 = i44 if i27 else i46
+        i22 = div_i64_s(i46, i22)
+        i44 = sub_i64(i18, i22)
+        i22 = add_i64(i22, i16)
+        i22 = i44 if i27 else i22
+        i22 = mul_i64(i40, i22)
+        i27 = trunc_i64_i32(i22)
+        hal_command_buffer_dispatch(
+            r1,
+            r3,
+            i38,
+            i27,
+            i10,
+            i10,
+            i18,
+            [i6, i7, i8, i13],
+            [(i11, i11, r4, i18, i34), (i11, i11, r5, i18, i4)],
+        )
+        r6 = rodata_10
+        i22 = hal_executable_lookup_function(r3, r6)
+        r6 = None
+        i14 = div_i64_s(i42, i14)
+        i38 = sub_i64(i18, i14)
+        i16 = add_i64(i14, i16)
+        i16 = i38 if i2 else i16
+        i2 = trunc_i64_i32(i16)
+        hal_command_buffer_dispatch(
+            r1,
+            r3,
+            i22,
+            i2,
+            i10,
+            i10,
+            i18,
+            [i26, i3, i6, i7, i8, i13],
+            [(i11, i11, r4, i18, i34), (i11, i11, r5, i18, i4)],
+        )
+        r3 = r4 = None
+        hal_command_buffer_execution_barrier(r1, i1, i0, i18)
+        hal_command_buffer_finalize(r1)
+        r3 = hal_fence_create(r2, i18)
+        hal_device_queue_execute(r2, i20, r0, r3, r1, i18)
+        r2 = r0 = r1 = None
+        i0 = hal_fence_await(i12, i18, [r3])
+        r3 = None
+        if i0:
+            r5 = None
+            raise vm_fail(i0, "failed to wait on timepoint", "dyn_transpose_rowsum", None)
+        r0 = hal_buffer_view_create(r5, i18, i24, i9, i10, [i30, i28])
+        r1 = hal_buffer_view_create(r5, i36, i32, i9, i10, [i28])
+        return r0, r1

@@ -1,0 +1,41 @@
+# Golden 'elementwise': tensor_elementwise.mlir, one function. Covers: dispatches behind a fence wait; its failure arm as an early exit; HAL calls with enum arguments; command-buffer init function.
+    def fn0():
+        "Internal VM function 0 (cconv '0v_r')."
+        i0 = 13
+        i1 = 28
+        i2 = 2
+        r0 = None
+        i3 = 1
+        i4 = 3  # TRANSFER | DISPATCH
+        i5 = 0
+        i6 = 192
+        i8 = 40
+        i10 = 0
+        i12 = -1
+        r1 = global_load_ref(refs, 0, "!hal.device")
+        r2 = global_load_ref(refs, 1, "!hal.executable")
+        r3 = hal_command_buffer_create(r1, i5, i4, i12, i4)
+        r1 = rodata_elementwise_dispatch_0_elementwise_10_f3
+        i12 = hal_executable_lookup_function(r2, r1)
+        r1 = None
+        hal_command_buffer_dispatch(
+            r3,
+            r2,
+            i12,
+            i3,
+            i3,
+            i3,
+            i10,
+            [],
+            [
+                (i5, i5, r0, i10, i8),
+                (i5, i3, r0, i10, i8),
+                (i5, i2, r0, i10, i6),
+                (i5, i2, r0, i10, i6),
+                (i5, i2, r0, i10, i6),
+            ],
+        )
+        r2 = None
+        hal_command_buffer_execution_barrier(r3, i1, i0, i10)
+        hal_command_buffer_finalize(r3)
+        return r3

@@ -1,0 +1,46 @@
+# Golden 'matmul': tensor_matmul.mlir, one function. Covers: a matmul dispatch; buffer asserts; long vm.fail messages hoisted to module constants.
+    def batch_matmul(r0, r1):
+        "sync func @batch_matmul(%input0: tensor<2x3x4xf32>, %input1: tensor<2x4x2xf32>) -> (%output0: tensor<2x3x2xf32>)"
+        i0 = 16
+        i1 = 1  # DENSE_ROW_MAJOR
+        i2 = 553648160  # FLOAT_32
+        i3 = 3075  # TRANSFER | DISPATCH_STORAGE
+        i4 = 48  # DEVICE_LOCAL
+        i6 = 2
+        i8 = 3
+        i10 = 4
+        i12 = 96
+        i14 = 64
+        i16 = 48
+        i18 = 0
+        i20 = -1
+        r2 = None
+        i5 = -1
+        r3 = global_load_ref(refs, 0, "!hal.device")
+        r4 = global_load_ref(refs, 3, "!hal.command_buffer")
+        r5 = rodata_input0
+        hal_buffer_view_assert(r0, r5, i2, i1, [i6, i8, i10])
+        r5 = hal_buffer_view_buffer(r0)
+        r0 = hal_device_allocator(r3)
+        r6 = rodata_tensor
+        hal_buffer_assert(r5, r6, r0, i12, i0, i3)
+        r7 = rodata_input1
+        hal_buffer_view_assert(r1, r7, i2, i1, [i6, i10, i6])
+        r7 = hal_buffer_view_buffer(r1)
+        r1 = None
+        hal_buffer_assert(r7, r6, r0, i14, i0, i3)
+        r6 = None
+        r0 = hal_fence_create(r3, i18)
+        r1 = hal_device_queue_alloca(r3, i20, r2, r0, i18, i4, i3, i16, i18)
+        r2 = hal_fence_create(r3, i18)
+        hal_device_queue_execute_indirect(
+            r3, i20, r0, r2, r4, i18, [(r5, i18, i12), (r7, i18, i14), (r1, i18, i16)]
+        )
+        r3 = r0 = r4 = r5 = r7 = None
+        i0 = hal_fence_await(i5, i18, [r2])
+        r2 = None
+        if i0:
+            r1 = None
+            raise vm_fail(i0, "failed to wait on timepoint", "batch_matmul", None)
+        r0 = hal_buffer_view_create(r1, i18, i16, i2, i1, [i6, i8, i6])
+        return r0

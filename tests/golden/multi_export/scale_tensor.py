@@ -1,0 +1,50 @@
+# Golden 'multi_export': multi_export.mlir, one function. Covers: several exports and internal calls; one export table.
+    def scale_tensor(r0, i0):
+        "sync func @scale_tensor(%input0: tensor<3xf32>, %input1: f32) -> (%output0: tensor<3xf32>)"
+        i1 = 13
+        i2 = 28
+        i3 = 0
+        i4 = 3  # TRANSFER | DISPATCH
+        i5 = 16
+        i6 = 1  # DENSE_ROW_MAJOR
+        i7 = 553648160  # FLOAT_32
+        i8 = -1
+        i10 = 0
+        r1 = None
+        i12 = -1
+        i14 = 12
+        i16 = 3
+        i9 = 48  # DEVICE_LOCAL
+        i18 = 3075
+        r2 = global_load_ref(refs, 0, "!hal.device")
+        r3 = global_load_ref(refs, 1, "!hal.executable")
+        r4 = rodata_input0
+        hal_buffer_view_assert(r0, r4, i7, i6, [i16])
+        r4 = hal_buffer_view_buffer(r0)
+        r0 = hal_device_allocator(r2)
+        r5 = rodata_tensor
+        hal_buffer_assert(r4, r5, r0, i14, i5, i18)
+        r5 = None
+        r0 = hal_fence_create(r2, i10)
+        r5 = hal_device_queue_alloca(r2, i12, r1, r0, i10, i9, i18, i14, i10)
+        i5 = bitcast_f32_i32(i0)
+        r1 = hal_command_buffer_create(r2, i6, i4, i12, i3)
+        r6 = rodata_scale_tensor_dispatch_0_elementwise_3_f3
+        i18 = hal_executable_lookup_function(r3, r6)
+        r6 = None
+        hal_command_buffer_dispatch(
+            r1, r3, i18, i6, i6, i6, i10, [i5], [(i3, i3, r4, i10, i14), (i3, i3, r5, i10, i14)]
+        )
+        r3 = r4 = None
+        hal_command_buffer_execution_barrier(r1, i2, i1, i10)
+        hal_command_buffer_finalize(r1)
+        r3 = hal_fence_create(r2, i10)
+        hal_device_queue_execute(r2, i12, r0, r3, r1, i10)
+        r2 = r0 = r1 = None
+        i0 = hal_fence_await(i8, i10, [r3])
+        r3 = None
+        if i0:
+            r5 = None
+            raise vm_fail(i0, "failed to wait on timepoint", "scale_tensor", None)
+        r0 = hal_buffer_view_create(r5, i10, i14, i7, i6, [i16])
+        return r0
