@@ -26,6 +26,7 @@ from ..errors import StatusCode, VMError
 from ..loaders import native, statistics
 from ..loaders.executable import Executable as _NativeExecutable
 from .buffer import WHOLE_BUFFER
+from .command_buffer import BufferRef
 
 _WG = struct.Struct("<IIHHIQI4x")
 _NULL_SLOT, _DIRECT = -1, -1
@@ -264,17 +265,17 @@ def _add_dispatch(plan: Plan, command, blocks) -> int:
     if len(command.bindings) != export.binding_count:
         raise _Unsupported
     flags = native.FLAG_SEQUENTIAL if export.flags & 1 else 0
-    if isinstance(command.workgroups, tuple):
-        cx, cy, cz = command.workgroups
-        if cx * cy * cz and (cz > 0xFFFF or cx * cy * cz >= 1 << 62):
-            raise _Unsupported  # the Python path raises OUT_OF_RANGE (or runs forever)
-        iref = (0, 0, 0)
-    else:
+    if isinstance(command.workgroups, BufferRef):
         cx = cy = cz = 0
         flags |= native.FLAG_INDIRECT
         iref = plan.ref(command.workgroups, transfer=True)
         if iref[2] < 12:
             raise _Unsupported
+    else:
+        cx, cy, cz = command.workgroups
+        if cx * cy * cz and (cz > 0xFFFF or cx * cy * cz >= 1 << 62):
+            raise _Unsupported  # the Python path raises OUT_OF_RANGE (or runs forever)
+        iref = (0, 0, 0)
     refs = []
     for ref in command.bindings:
         refs.extend(plan.ref(ref))
