@@ -56,6 +56,8 @@ class Plan:
         self.errors: list = []  # per command: (native executable, ordinal) or None
         self.keep: list = []
         self.workers = max(1, workers)
+        self.parallel = False  # some dispatch may have more than one workgroup
+        self.run_plan = native.native_runtime().run_plan
         self._lock = threading.Lock()
 
     # -- building ------------------------------------------------------------------------
@@ -166,14 +168,14 @@ class Plan:
                     return False
             if not self._fill_table(table):
                 return False
-            workers = min(workers, self.workers)
+            workers = min(workers, self.workers) if self.parallel else 1
             pool = native.worker_pool(workers) if workers > 1 else None
             address = pool.acquire() if pool is not None else None
             stats = None
             if statistics.enabled:
                 stats = (ctypes.c_int64 * (2 * self.count))()
             try:
-                result = native.native_runtime().run_plan(
+                result = self.run_plan(
                     self.plan_address,
                     self.count,
                     self.table_address,
@@ -295,6 +297,8 @@ def _add_dispatch(plan: Plan, command, blocks) -> int:
         export.binding_count,
         *refs,
     ]
+    if not flags & native.FLAG_SEQUENTIAL and (flags & native.FLAG_INDIRECT or cx * cy * cz > 1):
+        plan.parallel = True
     blocks.append((exe, ordinal, (cx, cy, cz), command.constants, len(plan.words)))
     plan.add(words, export.name, (exe, ordinal))
     plan.executables.append(exe)
