@@ -187,7 +187,9 @@ def test_indirect_counts_out_of_range_same_error(mul_executable):
 def test_one_shot_and_reuse(mul_executable):
     device, exe = mul_executable
     cb = _record(device, exe, MODE_ONE_SHOT)
-    cb.execute(_table(), 1)
+    once = _table()
+    cb.execute(once, 1)
+    assert cb._plan is False  # runs once: the Python path, no plan to build
     with pytest.raises(VMError) as info:
         cb.execute(_table(), 1)
     assert info.value.code == StatusCode.FAILED_PRECONDITION
@@ -196,7 +198,9 @@ def test_one_shot_and_reuse(mul_executable):
     reusable.execute(first, 1)
     second = _table()
     reusable.execute(second, 1)
+    assert reusable._plan
     assert [e[0].read() for e in first] == [e[0].read() for e in second]
+    assert [e[0].read() for e in once] == [e[0].read() for e in first]
 
 
 def test_statistics_count_plan_dispatches(mul_executable):

@@ -292,9 +292,11 @@ class HalCommandBuffer:
         self.executions += 1
         plan = self._plan
         if plan is None:
+            # Reusable command buffers (recorded once, replayed per call) become plans;
+            # a one-shot one runs once, and building a plan costs more than that run.
             from .plan import build_plan
 
-            plan = self._plan = build_plan(self.commands, workers) or False
+            plan = self._plan = (not self.one_shot and build_plan(self.commands, workers)) or False
         if plan and plan.run(binding_table, workers):
             return
         table = [Binding(*entry) for entry in binding_table] if binding_table else None

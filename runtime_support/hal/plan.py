@@ -113,9 +113,11 @@ class Plan:
         slots = max(self.slots, default=-1) + 1
         self.table = (ctypes.c_int64 * max(2, 2 * slots))()
         self.table_address = ctypes.addressof(self.table)
-        self.slot_items = sorted(self.slots.items())
+        self.checks = [
+            (slot, n.end, n.nonnull, n.writable, n.align) for slot, n in sorted(self.slots.items())
+        ]
         self.max_slot = slots - 1
-        self.needs_table = any(n.nonnull for _, n in self.slot_items)
+        self.needs_table = any(n.nonnull for n in self.slots.values())
         self.plan = (ctypes.c_int64 * max(1, len(self.words))).from_buffer(self.words)
         self.plan_address = ctypes.addressof(self.plan)
         self.out = (ctypes.c_int64 * 4)()
@@ -130,31 +132,29 @@ class Plan:
         if not table:  # no table: every slot ref is a null binding
             if self.needs_table:
                 return False
-            for slot, _ in self.slot_items:
+            for slot, *_ in self.checks:
                 t[2 * slot] = t[2 * slot + 1] = 0
             return True
         if self.max_slot >= len(table):
             return False
-        for slot, needs in self.slot_items:
-            entry = table[slot]
-            buffer = entry[0]
+        for slot, end, nonnull, writable, align in self.checks:
+            buffer, offset, length = table[slot]
             if buffer is None:
-                if needs.nonnull:
+                if nonnull:
                     return False
                 t[2 * slot] = t[2 * slot + 1] = 0
                 continue
-            offset, length = entry[1], entry[2]
+            size = buffer.length
             if length == WHOLE_BUFFER:
-                length = buffer.length - offset
-            if offset < 0 or length < 0 or offset + length > buffer.length:
+                length = size - offset
+            if offset < 0 or length < end or offset + length > size:
+                return False  # (end >= 0, so a negative length fails too)
+            allocation = buffer.allocation
+            if writable and allocation.readonly:
                 return False
-            if length < needs.end:
+            if align != 1 and offset % align:
                 return False
-            if needs.writable and buffer.allocation.readonly:
-                return False
-            if offset % needs.align:
-                return False
-            t[2 * slot] = buffer.allocation.address + buffer.offset + offset
+            t[2 * slot] = allocation.address + buffer.offset + offset
             t[2 * slot + 1] = length
         return True
 
