@@ -699,3 +699,56 @@ def test_worker_partitioning_and_local_memory(root, native):
                 chunk = -(-30 // (workers * 4))
                 for start in range(0, 30, chunk):
                     assert len(set(owners[start : start + chunk])) == 1, owners
+
+
+_COUNT_IR = """
+define i32 @count(ptr %env, ptr %ds, ptr %wg) {
+  %x = load i32, ptr %wg
+  %pid_p = getelementptr i8, ptr %wg, i64 12
+  %pid = load i32, ptr %pid_p
+  %mc_p = getelementptr i8, ptr %ds, i64 22
+  %mc = load i8, ptr %mc_p
+  %mc32 = zext i8 %mc to i32
+  %ok = icmp ult i32 %pid, %mc32
+  br i1 %ok, label %go, label %bad
+go:
+  %bindings_p = getelementptr i8, ptr %ds, i64 32
+  %bindings = load ptr, ptr %bindings_p
+  %out = load ptr, ptr %bindings
+  %xi = zext i32 %x to i64
+  %slot = getelementptr i32, ptr %out, i64 %xi
+  %old = atomicrmw add ptr %slot, i32 1 monotonic
+  ret i32 0
+bad:
+  ret i32 5
+}
+"""
+
+
+def test_worker_pool_stress(root):
+    """Many grids in a row, from two Python threads at once, on the native pool: every
+    tile runs exactly once, processor ids stay below max_concurrency."""
+    import threading
+
+    engine, address = _jit(_COUNT_IR, "count")
+    with load_executable(EMBEDDED, build(root, MUL).kernel) as exe:
+        exe._functions[0] = address  # white box: a counting kernel
+        exe._python_fns[0] = abi.DISPATCH_FN(address)
+        failures = []
+
+        def hammer(seed: int) -> None:
+            rng = np.random.default_rng(seed)
+            for _ in range(150):
+                n = int(rng.integers(1, 200))
+                workers = int(rng.integers(1, 5))
+                out = np.zeros(n, np.int32)
+                exe.dispatch(0, (n, 1, 1), [], bindings(out, out, out), workers=workers)
+                if not (out == 1).all():
+                    failures.append((n, workers, out.tolist()))
+
+        threads = [threading.Thread(target=hammer, args=(s,)) for s in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not failures, failures[:1]

@@ -171,6 +171,7 @@ POOL_SLEEPERS = 64  # i32: workers asleep on POOL_GEN
 POOL_TICKET = 128  # i64: generation << 32 | CLOSED | workers inside (low half: futex word)
 POOL_FN, POOL_ENV, POOL_DS, POOL_WGS = 192, 200, 208, 216
 POOL_CX, POOL_CY, POOL_TOTAL, POOL_CHUNK, POOL_MAXP, POOL_RC = 224, 232, 240, 248, 256, 264
+POOL_JOINS = 272  # i64: workers that joined the current job (their participant numbers)
 POOL_NEXT = 320  # i64: next tile to hand out
 POOL_THREADS = 384  # i64: worker threads running
 POOL_SPIN = 392  # i64: pause iterations before sleeping
@@ -295,8 +296,11 @@ cas:
   %ok = extractvalue { i64, i1 } %pair, 1
   br i1 %ok, label %joined, label %try
 joined:
-  %count = and i64 %t, 2147483647
-  %idx = add i64 %count, 1
+  ; A participant number no one else in this job has: workers may leave and others
+  ; join while the job runs, so the count inside the ticket would repeat numbers.
+  %pjoins = getelementptr i8, ptr %pool, i64 272
+  %before = atomicrmw add ptr %pjoins, i64 1 monotonic
+  %idx = add i64 %before, 1
   %maxp = load i64, ptr %pmaxp
   %room = icmp ult i64 %idx, %maxp
   br i1 %room, label %run, label %leave
@@ -369,6 +373,8 @@ publish:
   store i64 %chunk, ptr %pchunk
   store i64 %maxp, ptr %pmaxp
   store i32 0, ptr %prc
+  %pjoins = getelementptr i8, ptr %pool, i64 272
+  store i64 0, ptr %pjoins
   store atomic i64 0, ptr %pnext monotonic, align 8
   %told = load atomic i64, ptr %pticket monotonic, align 8
   %gold = lshr i64 %told, 32
