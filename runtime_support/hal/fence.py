@@ -18,6 +18,7 @@ from typing import Callable, Iterable
 from ..errors import StatusCode, VMError
 
 _cond = threading.Condition()
+_blocked = 0  # threads inside _cond.wait() (changed under _cond)
 
 _PENDING = 0
 _REACHED = 1
@@ -75,7 +76,7 @@ def _complete(timepoints: Iterable[Timepoint], error: VMError | None) -> None:
                 fire = waiter.reached() if error is None else waiter.failed(error)
                 if fire is not None:
                     ready.append(fire)
-        if _cond._waiters:  # threads blocked in Fence.wait (skips a no-op notify_all)
+        if _blocked:  # only threads blocked in Fence.wait need waking
             _cond.notify_all()
     for callback, err in ready:
         callback(err)
@@ -154,6 +155,7 @@ class Fence:
     def wait(self, timeout: float | None = None) -> bool:
         """Waits until reached. True when reached, False on timeout (seconds; None =
         forever, 0 = poll). Raises the failure's VMError if the fence failed."""
+        global _blocked
         if self.reached_now():
             return True
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
@@ -164,13 +166,16 @@ class Fence:
                     raise VMError(error.code, error.message) from error
                 if all(tp.state == _REACHED for tp in self.timepoints):
                     return True
-                if deadline is None:
-                    _cond.wait()
-                else:
+                remaining = None
+                if deadline is not None:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         return False
+                _blocked += 1
+                try:
                     _cond.wait(remaining)
+                finally:
+                    _blocked -= 1
 
     def on_complete(self, callback: Callable[[VMError | None], None]) -> None:
         """Calls `callback(None)` once every timepoint is reached, or `callback(error)` on
