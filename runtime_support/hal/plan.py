@@ -29,7 +29,7 @@ from .buffer import WHOLE_BUFFER
 from .command_buffer import BufferRef
 
 _WG = struct.Struct("<IIHHIQI4x")
-_NULL_SLOT, _DIRECT = -1, -1
+_DIRECT = -1  # slot word of a ref that holds an absolute address
 
 
 class _Unsupported(Exception):
