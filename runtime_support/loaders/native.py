@@ -918,7 +918,12 @@ def worker_pool(workers: int) -> WorkerPool | None:
     if _pool is None:
         with _runtime_lock:
             if _pool is None:
-                _pool = WorkerPool(runtime)
+                pool = WorkerPool(runtime)
+                # Pool threads run (spin in) the JIT code and read the pool block until
+                # the process ends: neither may be freed at interpreter shutdown, so the
+                # pool and the runtime it holds are never released.
+                ctypes.pythonapi.Py_IncRef(ctypes.py_object(pool))
+                _pool = pool
     pool = _pool
     if pool.threads < min(workers - 1, WorkerPool._MAX_THREADS):
         if not pool.acquire():
