@@ -72,7 +72,9 @@ def main(argv=None) -> None:
             fn() if name.startswith("IREE") else fn(x)
             times[name].append(time.perf_counter() - t0)
     for name, values in times.items():
-        print(f"{name:18s} median {st.median(values) * 1e3:8.3f} ms  min {min(values) * 1e3:8.3f} ms")
+        print(
+            f"{name:18s} median {st.median(values) * 1e3:8.3f} ms  min {min(values) * 1e3:8.3f} ms"
+        )
     statistics.enable()
     calls["pyree local"](x)
     statistics.enable(False)

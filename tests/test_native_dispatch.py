@@ -135,8 +135,13 @@ def _run(cb, native_plan: bool, table, workers=1):
 def _table():
     a = _f32([1.5, -2.0, 3.0, 4.25])
     b = _f32([2.0, 3.0, -0.5, 8.0])
-    return [(a, 0, 16), (b, 0, 16), (HalBuffer.allocate(16), 0, 16),
-            (HalBuffer.allocate(16), 0, -1), (HalBuffer.allocate(32), 16, 16)]
+    return [
+        (a, 0, 16),
+        (b, 0, 16),
+        (HalBuffer.allocate(16), 0, 16),
+        (HalBuffer.allocate(16), 0, -1),
+        (HalBuffer.allocate(32), 16, 16),
+    ]
 
 
 def test_plan_matches_python_path(mul_executable):

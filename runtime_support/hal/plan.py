@@ -68,8 +68,15 @@ class Plan:
             needs = self.slots[slot] = _SlotNeeds()
         return needs
 
-    def ref(self, ref, *, transfer: bool = False, writes: bool = False, align: int = 1,
-            extra_end: int = 0) -> tuple[int, int, int]:
+    def ref(
+        self,
+        ref,
+        *,
+        transfer: bool = False,
+        writes: bool = False,
+        align: int = 1,
+        extra_end: int = 0,
+    ) -> tuple[int, int, int]:
         """Plan words (slot, offset, length) for a BufferRef; registers its slot needs."""
         buffer, slot, offset, length = ref
         if buffer is not None:

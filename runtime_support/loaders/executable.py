@@ -489,7 +489,14 @@ class Executable:
             address = pool.acquire() if pool is not None else None
             try:
                 rc = loop.run_grid(
-                    address, fn, env_address, base, base + wg_offset, cx, cy, total,
+                    address,
+                    fn,
+                    env_address,
+                    base,
+                    base + wg_offset,
+                    cx,
+                    cy,
+                    total,
                     workers if address else 1,
                 )
             finally:

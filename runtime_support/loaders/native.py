@@ -425,7 +425,19 @@ finish:
 OP_DISPATCH, OP_FILL, OP_COPY, OP_UPDATE = 1, 2, 3, 4
 # Dispatch: [1, n, fn, env, ds, ptrs, lens, cx, cy, cz, flags, local_size, iref x3, nb, refs x3...]
 D_FN, D_ENV, D_DS, D_PTRS, D_LENS, D_CX, D_CY, D_CZ, D_FLAGS, D_LOCAL, D_IREF, D_NB, D_REFS = (
-    2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 15, 16,
+    2,
+    3,
+    4,
+    5,
+    6,
+    7,
+    8,
+    9,
+    10,
+    11,
+    12,
+    15,
+    16,
 )
 FLAG_SEQUENTIAL, FLAG_INDIRECT = 1, 2
 # Errors: (command index << 8) | code; out[0..2] carry details.
@@ -887,9 +899,7 @@ class WorkerPool:
             create.restype = ctypes.c_int
             while self._threads.value < wanted:
                 handle = ctypes.c_uint64()
-                rc = create(
-                    ctypes.byref(handle), None, self._runtime.worker_address, self.address
-                )
+                rc = create(ctypes.byref(handle), None, self._runtime.worker_address, self.address)
                 if rc != 0:
                     break  # run with the threads we have
                 libc.pthread_detach(handle)

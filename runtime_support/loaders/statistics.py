@@ -57,5 +57,7 @@ def table() -> str:
             f"{name:<{width}}  {count:>8}  {ns / 1e6:>10.3f}  {ns / 1e3 / count:>9.2f}  "
             f"{100 * ns / total:>5.1f}%"
         )
-    lines.append(f"{'(all)':<{width}}  {sum(c for _, (c, _) in rows):>8}  {total / 1e6 if rows else 0:>10.3f}")
+    lines.append(
+        f"{'(all)':<{width}}  {sum(c for _, (c, _) in rows):>8}  {total / 1e6 if rows else 0:>10.3f}"
+    )
     return "\n".join(lines)
