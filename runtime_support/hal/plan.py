@@ -57,7 +57,7 @@ class Plan:
         self.keep: list = []
         self.workers = max(1, workers)
         self.parallel = False  # some dispatch may have more than one workgroup
-        self.run_plan = native.native_runtime().run_plan
+        self.run_plan = native.native_runtime().run_plan_args
         self._lock = threading.Lock()
 
     # -- building ------------------------------------------------------------------------
@@ -130,6 +130,11 @@ class Plan:
         self.out = (ctypes.c_int64 * 4)()
         self.out_address = ctypes.addressof(self.out)
         self.executables = list({id(e): e for e in self.executables}.values())
+        args = dict.fromkeys(native.PLAN_ARGS, 0)
+        args.update(plan=self.plan_address, commands=self.count, table=self.table_address)
+        args.update(wgs=self.wgs_address, nwgs=self.wgs_count, out=self.out_address)
+        self.args = (ctypes.c_int64 * len(args))(*args.values())
+        self.args_address = ctypes.addressof(self.args)
 
     # -- running ---------------------------------------------------------------------------
 
@@ -181,18 +186,12 @@ class Plan:
             stats = None
             if statistics.enabled:
                 stats = (ctypes.c_int64 * (2 * self.count))()
+            args = self.args
+            args[3] = address or 0
+            args[4] = min(workers, pool.threads + 1) if address else 1
+            args[8] = ctypes.addressof(stats) if stats is not None else 0
             try:
-                result = self.run_plan(
-                    self.plan_address,
-                    self.count,
-                    self.table_address,
-                    address,
-                    min(workers, pool.threads + 1) if address else 1,
-                    self.wgs_address,
-                    self.wgs_count,
-                    self.out_address,
-                    ctypes.addressof(stats) if stats is not None else None,
-                )
+                result = self.run_plan(self.args_address)
             finally:
                 if address:
                     pool.release()

@@ -740,6 +740,36 @@ update:
 }
 """
 
+# ctypes converts every argument of a foreign call (about as costly as the call itself),
+# so the plan runner also takes its arguments as one block of i64 words, in order:
+# plan, commands, table, pool, workers, workgroup states, how many, out, stats.
+_PLAN_ARGS_IR = r"""
+define i64 @pyree_run_plan_args(ptr %a) {
+entry:
+  %p1 = getelementptr i64, ptr %a, i64 1
+  %p2 = getelementptr i64, ptr %a, i64 2
+  %p3 = getelementptr i64, ptr %a, i64 3
+  %p4 = getelementptr i64, ptr %a, i64 4
+  %p5 = getelementptr i64, ptr %a, i64 5
+  %p6 = getelementptr i64, ptr %a, i64 6
+  %p7 = getelementptr i64, ptr %a, i64 7
+  %p8 = getelementptr i64, ptr %a, i64 8
+  %plan = load ptr, ptr %a
+  %ncmd = load i64, ptr %p1
+  %table = load ptr, ptr %p2
+  %pool = load ptr, ptr %p3
+  %workers = load i64, ptr %p4
+  %wgs = load ptr, ptr %p5
+  %nwgs = load i64, ptr %p6
+  %out = load ptr, ptr %p7
+  %stats = load ptr, ptr %p8
+  %r = call i64 @pyree_run_plan(ptr %plan, i64 %ncmd, ptr %table, ptr %pool, i64 %workers,
+                                ptr %wgs, i64 %nwgs, ptr %out, ptr %stats)
+  ret i64 %r
+}
+"""
+PLAN_ARGS = ("plan", "commands", "table", "pool", "workers", "wgs", "nwgs", "out", "stats")
+
 _RUN_TILES = ctypes.CFUNCTYPE(
     ctypes.c_int32,
     ctypes.c_void_p,
@@ -783,7 +813,7 @@ def _ir() -> str:
     if futex is None or not hasattr(os, "sched_getaffinity"):
         raise OSError(f"no futex-based worker pool on {machine}")
     pool = _POOL_IR.replace("SYS_FUTEX", str(futex))
-    return _ARCH_IR.get(machine, _ARCH_IR_DEFAULT) + _TILES_IR + pool + _PLAN_IR
+    return _ARCH_IR.get(machine, _ARCH_IR_DEFAULT) + _TILES_IR + pool + _PLAN_IR + _PLAN_ARGS_IR
 
 
 class NativeRuntime:
@@ -807,6 +837,9 @@ class NativeRuntime:
         self.run_tiles = _RUN_TILES(address("pyree_run_tiles"))
         self.run_grid = _RUN_GRID(address("pyree_run_grid"))
         self.run_plan = _RUN_PLAN(address("pyree_run_plan"))
+        self.run_plan_args = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(
+            address("pyree_run_plan_args")
+        )
         self.import_thunk = address("pyree_import_thunk")
         self.worker_address = address("pyree_worker")
 
