@@ -128,6 +128,7 @@ _python_import_thunk_ptr = abi.IMPORT_THUNK(_python_import_thunk)
 # --- per-dispatch argument block -------------------------------------------------------
 
 _WG_STATE = struct.Struct("<IIHHIQI4x")  # WorkgroupStateV0
+_GRID_ARGS = struct.Struct("<9Q")  # native.GRID_ARGS, one foreign-call argument
 assert _WG_STATE.size == ctypes.sizeof(abi.WorkgroupStateV0)
 
 
@@ -432,7 +433,8 @@ class Executable:
         # One zeroed block holds everything the kernel reads besides the environment:
         # [dispatch state | constants | binding ptrs | binding lengths | workgroup states]
         layout = self._layouts[ordinal]
-        block = ctypes.create_string_buffer(layout.size + _WG_STATE.size * workers)
+        args_offset = layout.size + _WG_STATE.size * workers  # native grid-runner arguments
+        block = ctypes.create_string_buffer(args_offset + _GRID_ARGS.size)
         base = ctypes.addressof(block)
         try:
             layout.pack_into(
@@ -488,8 +490,10 @@ class Executable:
         if loop is not None:
             address = pool.acquire() if pool is not None else None
             try:
-                rc = loop.run_grid(
-                    address,
+                _GRID_ARGS.pack_into(
+                    block,
+                    args_offset,
+                    address or 0,
                     fn,
                     env_address,
                     base,
@@ -499,6 +503,7 @@ class Executable:
                     total,
                     workers if address else 1,
                 )
+                rc = loop.run_grid_args(base + args_offset)
             finally:
                 if address:
                     pool.release()

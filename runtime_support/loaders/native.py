@@ -768,6 +768,32 @@ entry:
   ret i64 %r
 }
 """
+_GRID_ARGS_IR = r"""
+define i32 @pyree_run_grid_args(ptr %a) {
+entry:
+  %p1 = getelementptr i64, ptr %a, i64 1
+  %p2 = getelementptr i64, ptr %a, i64 2
+  %p3 = getelementptr i64, ptr %a, i64 3
+  %p4 = getelementptr i64, ptr %a, i64 4
+  %p5 = getelementptr i64, ptr %a, i64 5
+  %p6 = getelementptr i64, ptr %a, i64 6
+  %p7 = getelementptr i64, ptr %a, i64 7
+  %p8 = getelementptr i64, ptr %a, i64 8
+  %pool = load ptr, ptr %a
+  %fn = load ptr, ptr %p1
+  %env = load ptr, ptr %p2
+  %ds = load ptr, ptr %p3
+  %wgs = load ptr, ptr %p4
+  %cx = load i64, ptr %p5
+  %cy = load i64, ptr %p6
+  %total = load i64, ptr %p7
+  %workers = load i64, ptr %p8
+  %r = call i32 @pyree_run_grid(ptr %pool, ptr %fn, ptr %env, ptr %ds, ptr %wgs,
+                                i64 %cx, i64 %cy, i64 %total, i64 %workers)
+  ret i32 %r
+}
+"""
+GRID_ARGS = ("pool", "fn", "env", "ds", "wgs", "cx", "cy", "total", "workers")
 PLAN_ARGS = ("plan", "commands", "table", "pool", "workers", "wgs", "nwgs", "out", "stats")
 
 _RUN_TILES = ctypes.CFUNCTYPE(
@@ -813,7 +839,14 @@ def _ir() -> str:
     if futex is None or not hasattr(os, "sched_getaffinity"):
         raise OSError(f"no futex-based worker pool on {machine}")
     pool = _POOL_IR.replace("SYS_FUTEX", str(futex))
-    return _ARCH_IR.get(machine, _ARCH_IR_DEFAULT) + _TILES_IR + pool + _PLAN_IR + _PLAN_ARGS_IR
+    return (
+        _ARCH_IR.get(machine, _ARCH_IR_DEFAULT)
+        + _TILES_IR
+        + pool
+        + _PLAN_IR
+        + _PLAN_ARGS_IR
+        + _GRID_ARGS_IR
+    )
 
 
 class NativeRuntime:
@@ -837,6 +870,9 @@ class NativeRuntime:
         self.run_tiles = _RUN_TILES(address("pyree_run_tiles"))
         self.run_grid = _RUN_GRID(address("pyree_run_grid"))
         self.run_plan = _RUN_PLAN(address("pyree_run_plan"))
+        self.run_grid_args = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(
+            address("pyree_run_grid_args")
+        )
         self.run_plan_args = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(
             address("pyree_run_plan_args")
         )
