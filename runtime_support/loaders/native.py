@@ -3,6 +3,7 @@
     pyree_run_tiles   one worker's walk over a range of workgroup tiles (FTZ/DAZ held)
     pyree_run_grid    a whole grid: inline on the caller, or split with the worker pool
     pyree_run_plan    a whole recorded command buffer (hal/plan.py builds the records)
+    pyree_run_{grid,plan}_args  the same, called with one block of i64 arguments
     pyree_worker      the body of a pool thread (started with pthread_create via ctypes)
     pyree_import_thunk  how kernels call host imports
 
@@ -807,32 +808,6 @@ _RUN_TILES = ctypes.CFUNCTYPE(
     ctypes.c_int64,
     ctypes.c_int64,
 )
-_RUN_GRID = ctypes.CFUNCTYPE(
-    ctypes.c_int32,
-    ctypes.c_void_p,
-    ctypes.c_void_p,
-    ctypes.c_void_p,
-    ctypes.c_void_p,
-    ctypes.c_void_p,
-    ctypes.c_int64,
-    ctypes.c_int64,
-    ctypes.c_int64,
-    ctypes.c_int64,
-)
-_RUN_PLAN = ctypes.CFUNCTYPE(
-    ctypes.c_int64,
-    ctypes.c_void_p,  # plan
-    ctypes.c_int64,  # commands
-    ctypes.c_void_p,  # table
-    ctypes.c_void_p,  # pool
-    ctypes.c_int64,  # workers
-    ctypes.c_void_p,  # workgroup states
-    ctypes.c_int64,  # how many
-    ctypes.c_void_p,  # out
-    ctypes.c_void_p,  # stats
-)
-
-
 def _ir() -> str:
     machine = _machine()
     futex = _SYS_FUTEX.get(machine)
@@ -868,8 +843,6 @@ class NativeRuntime:
         self._target_machine = target_machine
         address = self._engine.get_function_address
         self.run_tiles = _RUN_TILES(address("pyree_run_tiles"))
-        self.run_grid = _RUN_GRID(address("pyree_run_grid"))
-        self.run_plan = _RUN_PLAN(address("pyree_run_plan"))
         self.run_grid_args = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(
             address("pyree_run_grid_args")
         )
