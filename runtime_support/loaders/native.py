@@ -424,22 +424,10 @@ finish:
 # slot -1 an absolute address in `offset`. The table is (address, length) per slot,
 # address 0 for a null entry (refs into it resolve to (0, 0)).
 OP_DISPATCH, OP_FILL, OP_COPY, OP_UPDATE = 1, 2, 3, 4
-# Dispatch: [1, n, fn, env, ds, ptrs, lens, cx, cy, cz, flags, local_size, iref x3, nb, refs x3...]
-D_FN, D_ENV, D_DS, D_PTRS, D_LENS, D_CX, D_CY, D_CZ, D_FLAGS, D_LOCAL, D_IREF, D_NB, D_REFS = (
-    2,
-    3,
-    4,
-    5,
-    6,
-    7,
-    8,
-    9,
-    10,
-    11,
-    12,
-    15,
-    16,
-)
+# Dispatch: [1, n, fn, env, ds, ptrs, lens, cx, cy, cz, flags, local_size, iref x3, nb,
+#            estimated one-thread ns, refs x3...]
+D_FN, D_ENV, D_DS, D_PTRS, D_LENS, D_CX, D_CY, D_CZ, D_FLAGS = 2, 3, 4, 5, 6, 7, 8, 9, 10
+D_LOCAL, D_IREF, D_NB, D_EST, D_REFS = 11, 12, 15, 16, 17
 FLAG_SEQUENTIAL, FLAG_INDIRECT = 1, 2
 # Errors: (command index << 8) | code; out[0..2] carry details.
 ERR_KERNEL, ERR_COUNTS = 1, 2
@@ -541,7 +529,7 @@ bhead:
   br i1 %bmore, label %bbody, label %counts
 bbody:
   %b3 = mul i64 %b, 3
-  %roff = add i64 %b3, 16
+  %roff = add i64 %b3, 17
   %rref = getelementptr i64, ptr %p, i64 %roff
   %res = call { i64, i64 } @pyree_resolve(ptr %rref, ptr %table)
   %ra = extractvalue { i64, i64 } %res, 0
@@ -622,16 +610,27 @@ launch:
   %w2 = select i1 %w2c, i64 %w1, i64 %nwgs
   %w3c = icmp ult i64 %w2, 255
   %w3 = select i1 %w3c, i64 %w2, i64 255
-  %w8 = trunc i64 %w3 to i8
+  ; Small grids run inline: waking a worker costs more than it saves. The record keeps
+  ; an estimate of the grid's one-thread time (0 until measured; measured whenever more
+  ; than one participant could run it), and only grids estimated at INLINE_NS or more
+  ; go to the pool.
+  %pest = getelementptr i64, ptr %p, i64 16
+  %est = load i64, ptr %pest
+  %multi = icmp ugt i64 %w3, 1
+  %big = icmp uge i64 %est, INLINE_NS
+  %par = and i1 %multi, %big
+  %wuse = select i1 %par, i64 %w3, i64 1
+  %w8 = trunc i64 %wuse to i8
   %dsc = getelementptr i8, ptr %ds, i64 22
   store i8 %w8, ptr %dsc
   %plocal = getelementptr i64, ptr %p, i64 11
   %local = load i64, ptr %plocal
   %local32 = trunc i64 %local to i32
+  %measure = or i1 %timed, %multi
   br label %lhead
 lhead:
   %k = phi i64 [ 0, %launch ], [ %k1, %lbody ]
-  %lmore = icmp ult i64 %k, %w3
+  %lmore = icmp ult i64 %k, %wuse
   br i1 %lmore, label %lbody, label %run
 lbody:
   %k32 = mul i64 %k, 32
@@ -641,18 +640,22 @@ lbody:
   %k1 = add i64 %k, 1
   br label %lhead
 run:
-  br i1 %timed, label %t0, label %call
+  br i1 %measure, label %t0, label %call
 t0:
   %start = call i64 @pyree_now()
   br label %call
 call:
   %tstart = phi i64 [ 0, %run ], [ %start, %t0 ]
   %rc = call i32 @pyree_run_grid(ptr %pool, ptr %fn, ptr %env, ptr %ds, ptr %wgs,
-                                 i64 %cx, i64 %cy, i64 %total, i64 %w3)
-  br i1 %timed, label %t1, label %after
+                                 i64 %cx, i64 %cy, i64 %total, i64 %wuse)
+  br i1 %measure, label %t1, label %after
 t1:
   %stop = call i64 @pyree_now()
   %dt = sub i64 %stop, %tstart
+  %cost = mul i64 %dt, %wuse  ; a parallel run's time times its width bounds one thread's
+  store i64 %cost, ptr %pest
+  br i1 %timed, label %tstat, label %after
+tstat:
   %i2 = mul i64 %i, 2
   %sp = getelementptr i64, ptr %stats, i64 %i2
   %sv = load i64, ptr %sp
@@ -808,17 +811,20 @@ _RUN_TILES = ctypes.CFUNCTYPE(
     ctypes.c_int64,
     ctypes.c_int64,
 )
+
+
 def _ir() -> str:
     machine = _machine()
     futex = _SYS_FUTEX.get(machine)
     if futex is None or not hasattr(os, "sched_getaffinity"):
         raise OSError(f"no futex-based worker pool on {machine}")
     pool = _POOL_IR.replace("SYS_FUTEX", str(futex))
+    plan = _PLAN_IR.replace("INLINE_NS", str(inline_ns()))
     return (
         _ARCH_IR.get(machine, _ARCH_IR_DEFAULT)
         + _TILES_IR
         + pool
-        + _PLAN_IR
+        + plan
         + _PLAN_ARGS_IR
         + _GRID_ARGS_IR
     )
@@ -879,6 +885,21 @@ def native_error() -> BaseException | None:
 
 WORKERS_ENV = "PYREE_WORKERS"
 SPIN_ENV = "PYREE_SPIN"
+INLINE_ENV = "PYREE_INLINE_US"
+_DEFAULT_INLINE_US = 20  # grids estimated below this run on the caller alone
+
+
+def inline_ns() -> int:
+    """$PYREE_INLINE_US (microseconds) as nanoseconds: plan grids estimated to take less
+    on one thread run inline. Read once, when the native code is compiled."""
+    value = os.environ.get(INLINE_ENV, "").strip()
+    return (
+        int(float(value) * 1000)
+        if value.replace(".", "", 1).isdigit()
+        else _DEFAULT_INLINE_US * 1000
+    )
+
+
 _DEFAULT_SPIN = 2000  # pause iterations (a few microseconds) before a worker sleeps
 
 
