@@ -301,7 +301,7 @@ def _add_dispatch(plan: Plan, command, blocks) -> int:
         export.local_memory_size,
         *iref,
         export.binding_count,
-        0,  # estimated one-thread time (ns), kept by the runner
+        -1,  # estimated one-thread time (ns), kept by the runner; unknown: parallel
         *refs,
     ]
     if not flags & native.FLAG_SEQUENTIAL and (flags & native.FLAG_INDIRECT or cx * cy * cz > 1):

@@ -611,9 +611,9 @@ launch:
   %w3c = icmp ult i64 %w2, 255
   %w3 = select i1 %w3c, i64 %w2, i64 255
   ; Small grids run inline: waking a worker costs more than it saves. The record keeps
-  ; an estimate of the grid's one-thread time (0 until measured; measured whenever more
-  ; than one participant could run it), and only grids estimated at INLINE_NS or more
-  ; go to the pool.
+  ; an estimate of the grid's one-thread time (-1, i.e. huge, until measured; measured
+  ; whenever more than one participant could run it), and only grids estimated at
+  ; INLINE_NS or more go to the pool.
   %pest = getelementptr i64, ptr %p, i64 16
   %est = load i64, ptr %pest
   %multi = icmp ugt i64 %w3, 1
