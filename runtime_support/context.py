@@ -35,13 +35,18 @@ class DeviceError(VMError, ValueError):
     but not usable here). Also a ValueError, as `load(device=...)` raised before."""
 
 
-def make_device(device):
-    """A device object from a name (`local`, `local-task`, `local-sync`) or a device."""
+def make_device(device, workers: int | None = None):
+    """A device object from a name (`local`, `local-task`, `local-sync`) or a device.
+    `workers`: threads a `local` dispatch may use (default $PYREE_WORKERS or the cores)."""
     from runtime_support.hal.device import LocalDevice
 
     if not isinstance(device, str):
         return device
+    if workers is not None and (isinstance(workers, bool) or int(workers) < 1):
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
     kind = _LOCAL_DEVICES.get(device)
+    if kind == "local-task":
+        return LocalDevice(kind, worker_count=workers)
     if kind is not None:
         return LocalDevice(kind)
     usable = ", ".join(_LOCAL_DEVICES)
@@ -206,12 +211,13 @@ class ModuleContext:
         device="local",
         parameters=None,
         modules: dict[str, object] | None = None,
+        workers: int | None = None,
     ) -> None:
         modules = {
             name: ContextModule(module, name) if isinstance(module, ModuleContext) else module
             for name, module in (modules or {}).items()
         }
-        self.device = make_device(_shared_device(device, modules))
+        self.device = make_device(_shared_device(device, modules), workers)
         self.modules = default_modules(self.device, parameters)
         self.modules.update(modules)
         self.rwdata = bytearray(global_bytes)

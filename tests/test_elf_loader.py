@@ -675,7 +675,9 @@ bad:
 
 @pytest.mark.parametrize("native", [True, False])
 def test_worker_partitioning_and_local_memory(root, native):
-    """Workers get contiguous tile slices, their own processor id and local memory."""
+    """Every tile runs once; each worker has its own processor id and local memory.
+    The ctypes loop gives workers contiguous slices; the native pool hands out chunks
+    to whichever participant asks first."""
     import dataclasses
 
     engine, address = _jit(_RECORD_IR, "record")
@@ -686,7 +688,67 @@ def test_worker_partitioning_and_local_memory(root, native):
         for workers in (1, 3, 4):
             out = np.full(30, -1, np.int32)
             exe.dispatch(0, (30, 1, 1), [], bindings(out, out, out), workers=workers, native=native)
-            starts = [30 * w // workers for w in range(workers)]  # contiguous slices
-            owner = [max(w for w in range(workers) if starts[w] <= t) for t in range(30)]
-            expected = [workers * 1000 + w for w in owner]
-            assert out.tolist() == expected
+            assert all(v // 1000 == workers for v in out), out  # max_concurrency
+            owners = [v % 1000 for v in out]
+            assert all(0 <= w < workers for w in owners), out  # every tile ran once
+            if not native:
+                starts = [30 * w // workers for w in range(workers)]  # contiguous slices
+                expected = [max(w for w in range(workers) if starts[w] <= t) for t in range(30)]
+                assert owners == expected
+            else:  # chunks: a participant's tiles come in runs of the chunk size
+                chunk = -(-30 // (workers * 4))
+                for start in range(0, 30, chunk):
+                    assert len(set(owners[start : start + chunk])) == 1, owners
+
+
+_COUNT_IR = """
+define i32 @count(ptr %env, ptr %ds, ptr %wg) {
+  %x = load i32, ptr %wg
+  %pid_p = getelementptr i8, ptr %wg, i64 12
+  %pid = load i32, ptr %pid_p
+  %mc_p = getelementptr i8, ptr %ds, i64 22
+  %mc = load i8, ptr %mc_p
+  %mc32 = zext i8 %mc to i32
+  %ok = icmp ult i32 %pid, %mc32
+  br i1 %ok, label %go, label %bad
+go:
+  %bindings_p = getelementptr i8, ptr %ds, i64 32
+  %bindings = load ptr, ptr %bindings_p
+  %out = load ptr, ptr %bindings
+  %xi = zext i32 %x to i64
+  %slot = getelementptr i32, ptr %out, i64 %xi
+  %old = atomicrmw add ptr %slot, i32 1 monotonic
+  ret i32 0
+bad:
+  ret i32 5
+}
+"""
+
+
+def test_worker_pool_stress(root):
+    """Many grids in a row, from two Python threads at once, on the native pool: every
+    tile runs exactly once, processor ids stay below max_concurrency."""
+    import threading
+
+    engine, address = _jit(_COUNT_IR, "count")
+    with load_executable(EMBEDDED, build(root, MUL).kernel) as exe:
+        exe._functions[0] = address  # white box: a counting kernel
+        exe._python_fns[0] = abi.DISPATCH_FN(address)
+        failures = []
+
+        def hammer(seed: int) -> None:
+            rng = np.random.default_rng(seed)
+            for _ in range(150):
+                n = int(rng.integers(1, 200))
+                workers = int(rng.integers(1, 5))
+                out = np.zeros(n, np.int32)
+                exe.dispatch(0, (n, 1, 1), [], bindings(out, out, out), workers=workers)
+                if not (out == 1).all():
+                    failures.append((n, workers, out.tolist()))
+
+        threads = [threading.Thread(target=hammer, args=(s,)) for s in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not failures, failures[:1]

@@ -18,6 +18,7 @@ from typing import Callable, Iterable
 from ..errors import StatusCode, VMError
 
 _cond = threading.Condition()
+_blocked = 0  # threads inside _cond.wait() (changed under _cond)
 
 _PENDING = 0
 _REACHED = 1
@@ -75,7 +76,8 @@ def _complete(timepoints: Iterable[Timepoint], error: VMError | None) -> None:
                 fire = waiter.reached() if error is None else waiter.failed(error)
                 if fire is not None:
                     ready.append(fire)
-        _cond.notify_all()
+        if _blocked:  # only threads blocked in Fence.wait need waking
+            _cond.notify_all()
     for callback, err in ready:
         callback(err)
 
@@ -127,6 +129,14 @@ class Fence:
                 return 0
             return DEFERRED
 
+    def reached_now(self) -> bool:
+        """True if every timepoint is reached. Lock-free: reached is a final state, so a
+        True answer cannot go stale (False may be, and callers then take the slow path)."""
+        for tp in self.timepoints:
+            if tp.state != _REACHED:
+                return False
+        return True
+
     @property
     def is_reached(self) -> bool:
         return self.query() == 0
@@ -145,6 +155,9 @@ class Fence:
     def wait(self, timeout: float | None = None) -> bool:
         """Waits until reached. True when reached, False on timeout (seconds; None =
         forever, 0 = poll). Raises the failure's VMError if the fence failed."""
+        global _blocked
+        if self.reached_now():
+            return True
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
         with _cond:
             while True:
@@ -153,13 +166,16 @@ class Fence:
                     raise VMError(error.code, error.message) from error
                 if all(tp.state == _REACHED for tp in self.timepoints):
                     return True
-                if deadline is None:
-                    _cond.wait()
-                else:
+                remaining = None
+                if deadline is not None:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         return False
+                _blocked += 1
+                try:
                     _cond.wait(remaining)
+                finally:
+                    _blocked -= 1
 
     def on_complete(self, callback: Callable[[VMError | None], None]) -> None:
         """Calls `callback(None)` once every timepoint is reached, or `callback(error)` on
@@ -177,5 +193,8 @@ class Fence:
 
 def wait_all(fences: Iterable[Fence | None], timeout: float | None = None) -> bool:
     """Waits for every fence (None entries are reached). See `Fence.wait`."""
+    fences = list(fences)
+    if all(f is None or f.reached_now() for f in fences):
+        return True
     joined = Fence.join(fences)
     return True if joined is None else joined.wait(timeout)
