@@ -120,11 +120,14 @@ def _bind(ctx):
     }
 
 
-def load(device="local", parameters=None, modules=None):
+def load(device="local", parameters=None, modules=None, workers=None):
     """Creates an independent context: the device, the imports, `__init` run.
 
     device: "local" (multi-threaded workgroups), "local-sync" or "local-task".
-    modules: optional overrides of import modules by name (e.g. {"check": ...}).
+    parameters: parameter archives by scope, e.g. {"model": "weights.irpa"}.
+    modules: import modules by name: overrides (e.g. {"check": ...}), other translated
+        contexts whose exports this module imports, or Python objects declaring IMPORTS.
+    workers: threads a "local" dispatch may use (default: $PYREE_WORKERS, else the cores).
     """
     return ModuleContext(
         package_file=__file__,
@@ -137,4 +140,5 @@ def load(device="local", parameters=None, modules=None):
         device=device,
         parameters=parameters,
         modules=modules,
+        workers=workers,
     )
