@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from runtime_support import abi
-from runtime_support.errors import StatusCode, VMError
+from runtime_support.errors import StatusCode, VMError, quote_name
 from runtime_support.vm.buffer import VMBuffer
 
 DEVICES = ("local", "local-task", "local-sync", "cuda")
@@ -138,25 +138,36 @@ class ModuleContext:
         return out
 
     def _resolve(self, full_name: str, cconv: str, optional: bool):
+        """The callable serving import `full_name`, or None for an unresolved optional one.
+
+        Only what a module declares resolves: its `IMPORTS` table (full name -> cconv) must
+        list the import, and the method is named by the full name minus the module prefix
+        with `.` -> `_`. User-provided modules (`load(modules=...)`) declare `IMPORTS` the
+        same way. Anything else (`check.__init__`, an undeclared method) is NOT_FOUND when
+        required and unresolved when optional, as in IREE."""
         module_name, _, rest = full_name.partition(".")
         module = self.modules.get(module_name)
         fn = None
         if module is not None:
-            declared = getattr(module, "IMPORTS", {}).get(full_name)
+            table = getattr(module, "IMPORTS", None)
+            declared = table.get(full_name) if isinstance(table, dict) else None
             if declared is not None and declared != cconv:
                 if optional:
                     return None
                 raise VMError(
                     StatusCode.INVALID_ARGUMENT,
-                    f"import {full_name} has calling convention {cconv!r} but the "
-                    f"{module_name} module provides {declared!r}",
+                    f"import {quote_name(full_name)} has calling convention {cconv!r} but the "
+                    f"{quote_name(module_name)} module provides {declared!r}",
                 )
-            fn = getattr(module, rest.replace(".", "_"), None)
+            if declared is not None:
+                fn = getattr(module, rest.replace(".", "_"), None)
+                fn = fn if callable(fn) else None
         if fn is None and not optional:
             raise VMError(
                 StatusCode.NOT_FOUND,
-                f"required import {full_name} is not provided "
-                f"(module {module_name!r} {'lacks it' if module is not None else 'is not available'})",
+                f"required import {quote_name(full_name)} is not provided (module "
+                f"{quote_name(module_name)} "
+                f"{'does not declare it' if module is not None else 'is not available'})",
             )
         return fn
 

@@ -5,6 +5,26 @@ from __future__ import annotations
 import enum
 
 
+def quote_name(name: str) -> str:
+    """A name from a vmfb (function, export, import, module, file) as it appears in an
+    error message: a quoted Python string literal. Line breaks (`\\n`, U+2028, U+0085...),
+    control and format characters and lone surrogates come out escaped, so one error stays
+    one line and the name reads back exactly (`eval(quote_name(x)) == x`)."""
+    return repr(str(name))
+
+
+def one_line(text: str) -> str:
+    """`text` with every non-printable character escaped as in a Python literal: the last
+    guard that keeps an error message built from vmfb names on one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _plain_or_quoted(text: str) -> str:
+    return text if text.isprintable() else quote_name(text)
+
+
 class StatusCode(enum.IntEnum):
     """IREE status codes (runtime/src/iree/base/status.h)."""
 
@@ -64,10 +84,11 @@ class VMError(RuntimeSupportError):
 
     def _format(self) -> str:
         text = f"{self.code.name}; {self.message}"
+        # Function and location come from the vmfb: quoted unless plainly printable.
         if self.function:
-            text += f"; in {self.function}"
+            text += f"; in {_plain_or_quoted(self.function)}"
         if self.location:
-            text += f" at {self.location}"
+            text += f" at {_plain_or_quoted(self.location)}"
         return text
 
     def with_context(self, function: str | None, location: str | None) -> "VMError":

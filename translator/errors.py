@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from runtime_support.errors import one_line, quote_name
+
+__all__ = ["TranslatorError", "InvalidModuleError", "quote_name"]
+
 
 class TranslatorError(Exception):
     """Base class of translator errors."""
@@ -11,7 +15,9 @@ class InvalidModuleError(TranslatorError):
     """A malformed or unsupported .vmfb.
 
     Carries where the problem is: a byte offset into the file, or a function and a
-    pc inside its bytecode, so that the CLI can print one precise line.
+    pc inside its bytecode, so that the CLI can print one precise line. Names from the
+    vmfb are quoted with `quote_name` where a message cites them; the formatted text is
+    one line whatever they hold.
     """
 
     def __init__(
@@ -35,14 +41,15 @@ class InvalidModuleError(TranslatorError):
         if self.path is not None:
             parts.append(str(self.path))
         if self.function is not None:
-            where = f"function {self.function}"
+            name = str(self.function)
+            where = f"function {name if name.isprintable() else quote_name(name)}"
             if self.pc is not None:
                 where += f" pc 0x{self.pc:08X}"
             parts.append(where)
         elif self.offset is not None:
             parts.append(f"byte offset {self.offset}")
         parts.append(self.reason)
-        return ": ".join(parts)
+        return one_line(": ".join(parts))
 
     def with_path(self, path: str) -> "InvalidModuleError":
         """Returns a copy of this error that names the input file."""

@@ -40,14 +40,11 @@ import numpy as np
 from ..errors import StatusCode, VMError
 from ..hal import element_types as et
 from ..hal.buffer_view import HalBufferView
+from ..vm.args import Ref, bad_argument, import_module, vm_import
 
-IMPORTS: dict[str, str] = {
-    "check.expect_true": "0i_v",
-    "check.expect_false": "0i_v",
-    "check.expect_all_true": "0rr_v",
-    "check.expect_eq": "0rrr_v",
-    "check.expect_almost_eq": "0rrrff_v",
-}
+# The device argument is not used; IREE only requires it non-null.
+_DEVICE = Ref(object, "!hal.device")
+_VIEW = Ref(HalBufferView, "!hal.buffer_view")
 
 # Defaults the compiler applies to `check.expect_almost_eq[_const]` (CheckOps.td).
 DEFAULT_ATOL = float(np.float32(1e-4))
@@ -208,13 +205,6 @@ def format_buffer_view(
 # --------------------------------------------------------------------------- access
 
 
-def _view_arg(value, what: str) -> HalBufferView:
-    if not isinstance(value, HalBufferView):
-        kind = "null" if value is None else type(value).__name__
-        raise VMError(StatusCode.INVALID_ARGUMENT, f"{what}: expected a !hal.buffer_view, got {kind}")
-    return value
-
-
 def _contents(view: HalBufferView) -> np.ndarray:
     """The dense contents (uint8, packed) read through the view's buffer. Local CPU
     buffers are host memory, so no transfer is needed."""
@@ -234,6 +224,7 @@ def _both_views(os_lines: list[str], lhs: HalBufferView, rhs: HalBufferView) -> 
 # --------------------------------------------------------------------------- the module
 
 
+@import_module("check")
 class CheckModule:
     """The `check` import module: one method per import (ARCHITECTURE.md conventions).
 
@@ -242,7 +233,6 @@ class CheckModule:
     """
 
     NAME = "check"
-    IMPORTS = IMPORTS
     FAILURE_CODE = StatusCode.FAILED_PRECONDITION
 
     def __init__(self, *, raise_on_failure: bool = True) -> None:
@@ -268,20 +258,22 @@ class CheckModule:
 
     # -- imports --------------------------------------------------------------------------
 
+    @vm_import("check.expect_true", "0i_v")
     def expect_true(self, operand: int) -> None:
         self.calls["expect_true"] += 1
         if not operand:
             self._fail(f"Expected {operand} to be nonzero.")
 
+    @vm_import("check.expect_false", "0i_v")
     def expect_false(self, operand: int) -> None:
         self.calls["expect_false"] += 1
         if operand:
             self._fail(f"Expected {operand} to be zero.")
 
+    @vm_import("check.expect_all_true", "0rr_v", device=_DEVICE, operand=_VIEW)
     def expect_all_true(self, device, operand) -> None:
         self.calls["expect_all_true"] += 1
-        _device_arg(device)
-        view = _view_arg(operand, "operand")
+        view = operand
         mask = _nonzero_mask(_contents(view), view.element_type)
         if mask is None:
             raise VMError(
@@ -291,10 +283,9 @@ class CheckModule:
         if not mask.all():
             self._fail("Expected all true values, but got:\n    " + format_buffer_view(view))
 
+    @vm_import("check.expect_eq", "0rrr_v", device=_DEVICE, lhs=_VIEW, rhs=_VIEW)
     def expect_eq(self, device, lhs, rhs) -> None:
         self.calls["expect_eq"] += 1
-        _device_arg(device)
-        lhs, rhs = _view_arg(lhs, "lhs"), _view_arg(rhs, "rhs")
         types_eq = lhs.element_type == rhs.element_type
         shapes_eq = lhs.shape == rhs.shape
         contents_eq = (
@@ -313,10 +304,9 @@ class CheckModule:
         message.append(" Contents does not match.")
         self._fail(_both_views(message, lhs, rhs))
 
+    @vm_import("check.expect_almost_eq", "0rrrff_v", device=_DEVICE, lhs=_VIEW, rhs=_VIEW)
     def expect_almost_eq(self, device, lhs, rhs, atol: float, rtol: float) -> None:
         self.calls["expect_almost_eq"] += 1
-        _device_arg(device)
-        lhs, rhs = _view_arg(lhs, "lhs"), _view_arg(rhs, "rhs")
         types_eq = lhs.element_type == rhs.element_type
         shapes_eq = lhs.shape == rhs.shape
         if not (types_eq and shapes_eq):
@@ -366,15 +356,11 @@ class CheckModule:
         self.expect_almost_eq(device, lhs, _expected_view(lhs, expected), atol, rtol)
 
 
-def _device_arg(device) -> None:
-    if device is None:
-        raise VMError(StatusCode.INVALID_ARGUMENT, "device: expected a !hal.device, got null")
-
-
 def _expected_view(lhs, expected) -> HalBufferView:
     if isinstance(expected, HalBufferView):
         return expected
-    lhs = _view_arg(lhs, "lhs")
+    if not isinstance(lhs, HalBufferView):
+        raise bad_argument("check.expect_eq_const", "lhs", "!hal.buffer_view", lhs)
     array = np.asarray(expected)
     try:
         dtype = et.to_numpy_dtype(lhs.element_type)

@@ -16,30 +16,21 @@ from __future__ import annotations
 from ..errors import StatusCode, VMError
 from ..hal.buffer import HalBuffer, WHOLE_BUFFER
 from ..hal.device import has_cpu_feature
-from ..hal.module import HalModule
+from ..hal.module import BUFFER, HalModule
 from ..vm import args as vm_args
+from ..vm.args import TEXT, U32, Ref, import_module, vm_import
 from ..vm.buffer import VMBuffer
 
 # Usage bits of an inline allocation: TRANSFER | DISPATCH_STORAGE | MAPPING (module.c).
 _INLINE_USAGE = 0x3 | 0x30 | 0x3000
-# OPTIMAL_FOR_HOST: HOST_LOCAL | DEVICE_VISIBLE (hal-abi.md §B.3).
+# OPTIMAL_FOR_HOST: HOST_LOCAL | DEVICE_VISIBLE.
 _INLINE_MEMORY = 0x46
+
+VM_BUFFER = Ref(VMBuffer, "!vm.buffer")
 
 
 def _invalid(name: str, message: str) -> VMError:
     return vm_args.invalid("hal_inline", name, message)
-
-
-def _hal_buffer(value, name: str, arg: str = "buffer") -> HalBuffer:
-    return vm_args.deref(value, HalBuffer, "!hal.buffer", "hal_inline", name, arg)
-
-
-def _vm_buffer(value, name: str, arg: str) -> VMBuffer:
-    return vm_args.deref(value, VMBuffer, "!vm.buffer", "hal_inline", name, arg)
-
-
-def _text(value, name: str, arg: str) -> str:
-    return vm_args.vm_text(_vm_buffer(value, name, arg), "hal_inline", name, arg)
 
 
 def storage_of(buffer: HalBuffer) -> VMBuffer:
@@ -51,26 +42,9 @@ def storage_of(buffer: HalBuffer) -> VMBuffer:
     return VMBuffer(memoryview(buffer.bytes_view()), readonly=buffer.readonly)
 
 
+@import_module("hal_inline")
 class HalInlineModule:
     """The `hal_inline` module: host buffers and buffer views, no device."""
-
-    IMPORTS: dict[str, str] = {
-        "hal_inline.buffer.allocate": "0iI_rr",
-        "hal_inline.buffer.allocate.initialized": "0irII_rr",
-        "hal_inline.buffer.wrap": "0rII_r",
-        "hal_inline.buffer.subspan": "0rII_r",
-        "hal_inline.buffer.length": "0r_I",
-        "hal_inline.buffer.storage": "0r_r",
-        "hal_inline.buffer_view.create": "0rIIiiCID_r",
-        "hal_inline.buffer_view.assert": "0rriiCID_v",
-        "hal_inline.buffer_view.buffer": "0r_r",
-        "hal_inline.buffer_view.element_type": "0r_i",
-        "hal_inline.buffer_view.encoding_type": "0r_i",
-        "hal_inline.buffer_view.rank": "0r_i",
-        "hal_inline.buffer_view.dim": "0ri_I",
-        "hal_inline.buffer_view.trace": "0rCrD_v",
-        "hal_inline.device.query.i64": "0rr_iI",
-    }
 
     def __init__(self, trace_sink=None) -> None:
         # Buffer views behave exactly as in the full HAL module; share its code.
@@ -80,22 +54,27 @@ class HalInlineModule:
 
     @staticmethod
     def _allocate(name: str, alignment: int, size: int) -> HalBuffer:
+        """`alignment`: already unsigned."""
         if size < 0:
             raise _invalid(name, f"negative allocation size {size}")
-        alignment = max(int(alignment) & 0xFFFFFFFF, 1)
+        alignment = max(alignment, 1)
         if alignment & (alignment - 1):
             raise _invalid(name, f"minimum alignment {alignment} is not a power of two")
         return HalBuffer.allocate(
             size, _INLINE_MEMORY, _INLINE_USAGE, alignment=max(alignment, 64)
         )
 
+    @vm_import("hal_inline.buffer.allocate", "0iI_rr", minimum_alignment=U32)
     def buffer_allocate(self, minimum_alignment, allocation_size):
         buffer = self._allocate("buffer.allocate", minimum_alignment, allocation_size)
         return buffer, storage_of(buffer)
 
+    @vm_import(
+        "hal_inline.buffer.allocate.initialized", "0irII_rr",
+        minimum_alignment=U32, source=VM_BUFFER,
+    )
     def buffer_allocate_initialized(self, minimum_alignment, source, offset, length):
         name = "buffer.allocate.initialized"
-        source = _vm_buffer(source, name, "source")
         if offset < 0 or length < 0 or offset + length > source.length:
             raise VMError(
                 StatusCode.OUT_OF_RANGE,
@@ -107,63 +86,71 @@ class HalInlineModule:
         storage.data[:] = source.data[offset : offset + length]
         return buffer, storage
 
+    @vm_import("hal_inline.buffer.wrap", "0rII_r", source=VM_BUFFER)
     def buffer_wrap(self, source, offset, length):
-        _vm_buffer(source, "buffer.wrap", "source")
         raise VMError(
             StatusCode.UNIMPLEMENTED,
             "hal_inline.buffer.wrap: vm->hal buffer wrapping not yet implemented "
             "(as in IREE 3.13's hal_inline module)",
         )
 
+    @vm_import("hal_inline.buffer.subspan", "0rII_r", source_buffer=BUFFER)
     def buffer_subspan(self, source_buffer, source_offset, length):
-        buffer = _hal_buffer(source_buffer, "buffer.subspan", "source_buffer")
-        return buffer.subspan(source_offset, length)
+        return source_buffer.subspan(source_offset, length)
 
+    @vm_import("hal_inline.buffer.length", "0r_I", buffer=BUFFER)
     def buffer_length(self, buffer):
-        return _hal_buffer(buffer, "buffer.length").length
+        return buffer.length
 
+    @vm_import("hal_inline.buffer.storage", "0r_r", buffer=BUFFER)
     def buffer_storage(self, buffer):
-        return storage_of(_hal_buffer(buffer, "buffer.storage"))
+        return storage_of(buffer)
 
     # -- buffer views (shared with the full HAL module) -------------------------------------
 
+    @vm_import("hal_inline.buffer_view.create", "0rIIiiCID_r", buffer=BUFFER)
     def buffer_view_create(
         self, buffer, source_offset, source_length, element_type, encoding_type, shape
     ):
-        _hal_buffer(buffer, "buffer_view.create")
         if source_length == WHOLE_BUFFER:
             source_length = buffer.length - source_offset
         return self._views.buffer_view_create(
             buffer, source_offset, source_length, element_type, encoding_type, shape
         )
 
+    @vm_import("hal_inline.buffer_view.assert", "0rriiCID_v")
     def buffer_view_assert(self, buffer_view, message, element_type, encoding_type, shape):
         self._views.buffer_view_assert(buffer_view, message, element_type, encoding_type, shape)
 
+    @vm_import("hal_inline.buffer_view.buffer", "0r_r")
     def buffer_view_buffer(self, buffer_view):
         return self._views.buffer_view_buffer(buffer_view)
 
+    @vm_import("hal_inline.buffer_view.element_type", "0r_i")
     def buffer_view_element_type(self, buffer_view):
         return self._views.buffer_view_element_type(buffer_view)
 
+    @vm_import("hal_inline.buffer_view.encoding_type", "0r_i")
     def buffer_view_encoding_type(self, buffer_view):
         return self._views.buffer_view_encoding_type(buffer_view)
 
+    @vm_import("hal_inline.buffer_view.rank", "0r_i")
     def buffer_view_rank(self, buffer_view):
         return self._views.buffer_view_rank(buffer_view)
 
+    @vm_import("hal_inline.buffer_view.dim", "0ri_I")
     def buffer_view_dim(self, buffer_view, index):
         return self._views.buffer_view_dim(buffer_view, index)
 
+    @vm_import("hal_inline.buffer_view.trace", "0rCrD_v")
     def buffer_view_trace(self, key, operands):
         self._views.buffer_view_trace(key, operands)
 
     # -- device ---------------------------------------------------------------------------
 
+    @vm_import("hal_inline.device.query.i64", "0rr_iI", category=TEXT, key=TEXT)
     def device_query_i64(self, category, key):
         """(ok, value): only the `hal.cpu` category is known to the inline module."""
-        name = "device.query.i64"
-        category, key = _text(category, name, "category"), _text(key, name, "key")
         if category == "hal.cpu":
             return 1, int(has_cpu_feature(key))
         return 0, 0

@@ -14,51 +14,40 @@ from ..errors import StatusCode, VMError
 from ..hal.executable import HalExecutable
 from ..loaders import supported_formats
 from ..vm import args as vm_args
+from ..vm.args import TEXT, U32, U32_SPAN, Each, Ref, import_module, vm_import
 from ..vm.buffer import VMBuffer
 
 MAX_BINDINGS = 32
+
+VM_BUFFER = Ref(VMBuffer, "!vm.buffer")
+EXECUTABLE = Ref(HalExecutable, "!hal.executable")
 
 
 def _invalid(name: str, message: str) -> VMError:
     return vm_args.invalid("hal_loader", name, message)
 
 
-def _vm_buffer(value, name: str, arg: str) -> VMBuffer:
-    return vm_args.deref(value, VMBuffer, "!vm.buffer", "hal_loader", name, arg)
-
-
-def _executable(value, name: str) -> HalExecutable:
-    return vm_args.deref(value, HalExecutable, "!hal.executable", "hal_loader", name, "executable")
-
-
-def _text(value, name: str, arg: str) -> str:
-    return vm_args.vm_text(_vm_buffer(value, name, arg), "hal_loader", name, arg)
-
-
+@import_module("hal_loader")
 class HalLoaderModule:
     """The `hal_loader` module over pyree's executable loaders (runtime_support/loaders)."""
-
-    IMPORTS: dict[str, str] = {
-        "hal_loader.executable.query_support": "0r_i",
-        "hal_loader.executable.load": "0rrr_r",
-        "hal_loader.executable.lookup.function": "0rr_I",
-        "hal_loader.executable.dispatch": "0rIiiiCiDCrIID_v",
-    }
 
     def __init__(self, formats=None) -> None:
         self.formats = frozenset(supported_formats() if formats is None else formats)
 
+    @vm_import("hal_loader.executable.query_support", "0r_i", executable_format=TEXT)
     def executable_query_support(self, executable_format):
-        format = _text(executable_format, "executable.query_support", "executable_format")
-        return int(format in self.formats)
+        return int(executable_format in self.formats)
 
+    @vm_import(
+        "hal_loader.executable.load", "0rrr_r",
+        executable_format=TEXT, executable_data=VM_BUFFER, constants=VM_BUFFER.or_null,
+    )
     def executable_load(self, executable_format, executable_data, constants):
         name = "executable.load"
-        format = _text(executable_format, name, "executable_format")
-        data = _vm_buffer(executable_data, name, "executable_data")
+        format = executable_format
         values = None
         if constants is not None:
-            packed = _vm_buffer(constants, name, "constants")
+            packed = constants
             if packed.length % 4:
                 raise _invalid(
                     name,
@@ -72,23 +61,28 @@ class HalLoaderModule:
                 f"hal_loader.{name}: no executable loader registered for the given "
                 f"executable format '{format}'",
             )
-        return HalExecutable.load(None, format, data.data, values)
+        return HalExecutable.load(None, format, executable_data.data, values)
 
+    @vm_import(
+        "hal_loader.executable.lookup.function", "0rr_I",
+        executable=EXECUTABLE, function_name=VM_BUFFER,
+    )
     def executable_lookup_function(self, executable, function_name):
-        name = "executable.lookup.function"
-        executable = _executable(executable, name)
-        return executable.lookup(_vm_buffer(function_name, name, "function_name").tobytes())
+        return executable.lookup(function_name.tobytes())
 
+    @vm_import(
+        "hal_loader.executable.dispatch", "0rIiiiCiDCrIID_v",
+        executable=EXECUTABLE, workgroup_x=U32, workgroup_y=U32, workgroup_z=U32,
+        constants=U32_SPAN, bindings=Each(VM_BUFFER, at=0),
+    )
     def executable_dispatch(
         self, executable, function_id, workgroup_x, workgroup_y, workgroup_z, constants, bindings
     ):
         name = "executable.dispatch"
-        executable = _executable(executable, name)
         if len(bindings) > MAX_BINDINGS:
             raise VMError(StatusCode.RESOURCE_EXHAUSTED, f"hal_loader.{name}: too many bindings")
         resolved = []
         for i, (buffer, offset, length) in enumerate(bindings):
-            buffer = _vm_buffer(buffer, name, f"bindings[{i}]")
             if length == -1:
                 length = buffer.length - offset
             if offset < 0 or length < 0 or offset + length > buffer.length:
@@ -98,9 +92,7 @@ class HalLoaderModule:
                     f"out of bounds of a {buffer.length}-byte buffer",
                 )
             resolved.append((buffer.address + offset if length else 0, length))
-        counts = tuple(int(c) & 0xFFFFFFFF for c in (workgroup_x, workgroup_y, workgroup_z))
-        constants = [int(c) & 0xFFFFFFFF for c in constants]
-        executable.dispatch(function_id, counts, constants, resolved)
+        executable.dispatch(function_id, (workgroup_x, workgroup_y, workgroup_z), constants, resolved)
 
 
 __all__ = ["HalLoaderModule", "MAX_BINDINGS"]

@@ -45,9 +45,12 @@ from ..hal.buffer import (
     USAGE_TRANSFER_TARGET,
     HalBuffer,
 )
+from ..hal.device import LocalDevice
 from ..hal.fence import Fence
+from ..hal.module import BUFFER, QUEUE_FENCES
 from ..params.index import ParameterEntry, ParameterProviders, build_providers, splat_bytes
 from ..vm import args as vm_args
+from ..vm.args import DEVICE, HOST_BYTES, U32, import_module, vm_import
 from ..vm.list import VMList
 
 _KEY = struct.Struct("<II")
@@ -71,14 +74,19 @@ def _invalid(name: str, message: str) -> VMError:
     return vm_args.invalid(_MODULE, name, message)
 
 
-def _bytes_arg(value, name: str, arg: str, nullable: bool = False) -> memoryview | None:
-    """A `!vm.buffer` argument (VMBuffer, or bytes-like for hosts and tests) as bytes."""
-    data = vm_args.vm_bytes(value, _MODULE, name, arg, nullable)
-    return None if data is None else data[0]
+def _bytes(value) -> memoryview:
+    """A checked `!vm.buffer` argument (VMBuffer, or bytes-like for hosts and tests)."""
+    return vm_args.host_view(value)[0]
 
 
-def _ref_arg(value, cls, type_name: str, name: str, arg: str, nullable: bool = False):
-    return vm_args.deref(value, cls, type_name, _MODULE, name, arg, nullable)
+# The arguments every parameter operation takes.
+_COMMON = {
+    "device": DEVICE,
+    **QUEUE_FENCES,
+    "key_table": HOST_BYTES,
+    "key_data": HOST_BYTES,
+    "spans": HOST_BYTES,
+}
 
 
 class _Span:
@@ -93,14 +101,11 @@ class _Span:
         self.entry: ParameterEntry | None = None
 
 
+@import_module("io_parameters")
 class IoParametersModule:
     """The `io_parameters` module over a set of parameter providers (scopes)."""
 
-    IMPORTS: dict[str, str] = {
-        "io_parameters.load": "0rIrrrIiirrr_r",
-        "io_parameters.gather": "0rIrrrrrrr_v",
-        "io_parameters.scatter": "0rIrrrrrrr_v",
-    }
+    DEVICE_TYPES: tuple[type, ...] = (LocalDevice,)
 
     def __init__(self, providers=None) -> None:
         """`providers`: anything `runtime_support.params.build_providers` accepts (None,
@@ -113,33 +118,15 @@ class IoParametersModule:
     # -- argument decoding ------------------------------------------------------------
 
     @staticmethod
-    def _device(value, name: str):
+    def _scope(value) -> str:
+        """A checked, possibly null scope `!vm.buffer` as text (null: the default "")."""
         if value is None:
-            raise _invalid(name, "argument 'device' is null; expected !hal.device")
-        if not (hasattr(value, "queue") and hasattr(value, "allocator")):
-            raise _invalid(
-                name, f"argument 'device' is {type(value).__name__}; expected !hal.device"
-            )
-        return value
-
-    def _queue_args(self, device, wait_fence, signal_fence, name: str):
-        device = self._device(device, name)
-        wait = _ref_arg(wait_fence, Fence, "!hal.fence", name, "wait_fence", nullable=True)
-        signal = _ref_arg(signal_fence, Fence, "!hal.fence", name, "signal_fence", nullable=True)
-        return device, wait, signal
-
-    @staticmethod
-    def _scope(value, name: str, arg: str) -> str:
-        data = _bytes_arg(value, name, arg, nullable=True)
-        if data is None:
             return ""
-        return bytes(data).decode("utf-8", errors="surrogateescape")
+        return bytes(_bytes(value)).decode("utf-8", errors="surrogateescape")
 
     @staticmethod
     def _spans(key_table, key_data, spans, name: str) -> list[_Span]:
-        table = _bytes_arg(key_table, name, "key_table")
-        keys = _bytes_arg(key_data, name, "key_data")
-        raw = _bytes_arg(spans, name, "spans")
+        table, keys, raw = _bytes(key_table), _bytes(key_data), _bytes(spans)
         if raw.nbytes % _SPAN.size:
             raise _invalid(
                 name,
@@ -232,6 +219,11 @@ class IoParametersModule:
 
     # -- imports ----------------------------------------------------------------------
 
+    @vm_import(
+        "io_parameters.load", "0rIrrrIiirrr_r",
+        **_COMMON, source_scope=HOST_BYTES.or_null,
+        target_memory_types=U32, target_buffer_usage=U32,
+    )
     def load(
         self,
         device,
@@ -247,11 +239,10 @@ class IoParametersModule:
         spans,
     ):
         name = "load"
-        device, wait, signal = self._queue_args(device, wait_fence, signal_fence, name)
-        scope = self._scope(source_scope, name, "source_scope")
+        wait, signal = wait_fence, signal_fence
+        scope = self._scope(source_scope)
         spans = self._begin(scope, key_table, key_data, spans, name)
-        memory_types = target_memory_types & 0xFFFFFFFF
-        usage = target_buffer_usage & 0xFFFFFFFF
+        memory_types, usage = target_memory_types, target_buffer_usage
         may_write = bool(usage & _WRITE_USAGE) and not usage & USAGE_SHARING_IMMUTABLE
         buffers = []
         copies = []  # (target buffer, span) filled on the queue
@@ -315,6 +306,10 @@ class IoParametersModule:
             allocator=device.allocator,
         )
 
+    @vm_import(
+        "io_parameters.gather", "0rIrrrrrrr_v",
+        **_COMMON, source_scope=HOST_BYTES.or_null, target_buffer=BUFFER,
+    )
     def gather(
         self,
         device,
@@ -328,9 +323,8 @@ class IoParametersModule:
         spans,
     ):
         name = "gather"
-        device, wait, signal = self._queue_args(device, wait_fence, signal_fence, name)
-        scope = self._scope(source_scope, name, "source_scope")
-        target = _ref_arg(target_buffer, HalBuffer, "!hal.buffer", name, "target_buffer")
+        wait, signal, target = wait_fence, signal_fence, target_buffer
+        scope = self._scope(source_scope)
         spans = self._begin(scope, key_table, key_data, spans, name)
         try:
             if target.readonly and any(s.length for s in spans):
@@ -347,6 +341,10 @@ class IoParametersModule:
 
         device.queue.submit(wait, signal, work, f"{_MODULE}.{name}")
 
+    @vm_import(
+        "io_parameters.scatter", "0rIrrrrrrr_v",
+        **_COMMON, source_buffer=BUFFER, target_scope=HOST_BYTES.or_null,
+    )
     def scatter(
         self,
         device,
@@ -360,9 +358,8 @@ class IoParametersModule:
         spans,
     ):
         name = "scatter"
-        device, wait, signal = self._queue_args(device, wait_fence, signal_fence, name)
-        source = _ref_arg(source_buffer, HalBuffer, "!hal.buffer", name, "source_buffer")
-        scope = self._scope(target_scope, name, "target_scope")
+        wait, signal, source = wait_fence, signal_fence, source_buffer
+        scope = self._scope(target_scope)
         spans = self._begin(scope, key_table, key_data, spans, name)
         try:
             for span in spans:

@@ -1,10 +1,36 @@
-"""Argument checks shared by the import modules (`hal`, `hal_inline`, `hal_loader`,
-`io_parameters`): what IREE's `*_check_deref` helpers do, with messages that name the
-import (`hal_loader.executable.dispatch: argument 'executable' is null; ...`)."""
+"""Declarative import modules: each import is declared once, beside its method.
+
+    @import_module("hal")
+    class HalModule:
+        @vm_import("hal.buffer_view.create", "0rIIiiCID_r",
+                   buffer=BUFFER, element_type=U32, encoding_type=U32)
+        def buffer_view_create(self, buffer, source_offset, source_length,
+                               element_type, encoding_type, shape): ...
+
+From the declarations come the module's `IMPORTS` table (full name -> cconv, what the
+context resolves and the translator checks against), the argument checks IREE's
+`*_check_deref` helpers do, the masking of integers the import reads as unsigned, and the
+error messages (`hal.buffer_view.create: argument 'buffer' is null; expected
+!hal.buffer`).
+
+The checks cost nothing at declaration-free call sites and no Python layers per check:
+`vm_import` writes, once, when the class body runs, one small function per method whose
+checks are inlined `isinstance` tests and masks, which then calls the method as written.
+A method with nothing to check is left as it is. The declaration must fit the method: the
+name is the full name minus the module prefix with `.` -> `_`, the parameters match the
+cconv's arguments one to one, refs are declared on `r` arguments and masks on integers
+(TypeError at class creation otherwise).
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 from ..errors import StatusCode, VMError
+from . import numerics
+
+# --------------------------------------------------------------------------- failures
 
 
 def error(code: StatusCode, module: str, name: str, message: str) -> VMError:
@@ -15,37 +41,309 @@ def invalid(module: str, name: str, message: str) -> VMError:
     return error(StatusCode.INVALID_ARGUMENT, module, name, message)
 
 
-def deref(value, cls, type_name: str, module: str, name: str, arg: str, nullable: bool = False):
-    """`value` must be a `cls` (or None when `nullable`); INVALID_ARGUMENT otherwise."""
-    if value is None:
-        if nullable:
-            return None
-        raise invalid(module, name, f"argument '{arg}' is null; expected {type_name}")
-    if not isinstance(value, cls):
-        raise invalid(
-            module, name, f"argument '{arg}' is {type(value).__name__}; expected {type_name}"
-        )
-    return value
+def bad_argument(where: str, arg: str, type_name: str, value) -> VMError:
+    """INVALID_ARGUMENT for a null or mistyped argument `arg` of import `where`."""
+    what = "null" if value is None else type(value).__name__
+    return VMError(
+        StatusCode.INVALID_ARGUMENT, f"{where}: argument '{arg}' is {what}; expected {type_name}"
+    )
 
 
-def vm_bytes(value, module: str, name: str, arg: str, nullable: bool = False):
-    """A `!vm.buffer` argument as (byte memoryview, readonly), or None when null and
-    `nullable`. Accepts VMBuffer (`.data`, `.readonly`) and, for hosts and tests,
-    bytes / bytearray / memoryview."""
-    if value is None:
-        if nullable:
-            return None
-        raise invalid(module, name, f"argument '{arg}' is null; expected !vm.buffer")
-    if hasattr(value, "data") and hasattr(value, "readonly"):
-        data = memoryview(value.data).cast("B")
-        return data, bool(value.readonly) or data.readonly
+def _bad_item(where: str, arg: str, suffix: str, type_name: str, items, item, value) -> VMError:
+    index = next(i for i, x in enumerate(items) if x is item)
+    return bad_argument(where, f"{arg}[{index}]{suffix}", type_name, value)
+
+
+# --------------------------------------------------------------------------- !vm.buffer values
+
+
+def is_host_bytes(value) -> bool:
+    """A `!vm.buffer` (VMBuffer: `.data`, `.readonly`) or, for hosts and tests, bytes-like."""
+    return isinstance(value, (bytes, bytearray, memoryview)) or (
+        hasattr(value, "data") and hasattr(value, "readonly")
+    )
+
+
+def host_view(value) -> tuple[memoryview, bool]:
+    """A checked `!vm.buffer` argument as (byte memoryview, readonly)."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         data = memoryview(value).cast("B")
         return data, data.readonly
-    raise invalid(module, name, f"argument '{arg}' is {type(value).__name__}; expected !vm.buffer")
+    data = memoryview(value.data).cast("B")
+    return data, bool(value.readonly) or data.readonly
 
 
-def vm_text(value, module: str, name: str, arg: str) -> str:
-    """A `!vm.buffer` argument holding a string (invalid UTF-8 replaced)."""
-    data, _ = vm_bytes(value, module, name, arg)
-    return bytes(data).decode("utf-8", errors="replace")
+def _text(where: str, arg: str, value) -> str:
+    if value is None or not is_host_bytes(value):
+        raise bad_argument(where, arg, "!vm.buffer", value)
+    return bytes(host_view(value)[0]).decode("utf-8", errors="replace")
+
+
+def _check_bytes(where: str, arg: str, value, nullable: bool) -> None:
+    if value is None and nullable:
+        return
+    if value is None or not is_host_bytes(value):
+        raise bad_argument(where, arg, "!vm.buffer", value)
+
+
+# --------------------------------------------------------------------------- argument kinds
+
+
+class Arg:
+    """How one argument is checked (or converted); `emit` writes the inlined check."""
+
+    code = "r"  # the cconv code the argument must have
+
+    def emit(self, var: str, ns: dict, key: str) -> list[str]:
+        raise NotImplementedError
+
+
+class Ref(Arg):
+    """A ref of class `cls` (a class or tuple of classes); null only when `nullable`."""
+
+    def __init__(self, cls, type_name: str, nullable: bool = False) -> None:
+        self.cls, self.type_name, self.nullable = cls, type_name, nullable
+
+    @property
+    def or_null(self) -> "Ref":
+        return type(self)(self.cls, self.type_name, nullable=True)
+
+    def _classes(self, ns: dict, key: str) -> str:
+        ns[f"_c{key}"] = self.cls
+        return f"_c{key}"
+
+    def test(self, var: str, ns: dict, key: str) -> str:
+        """A Python expression that is true when `var` is NOT acceptable."""
+        ns[f"_t{key}"] = self.type_name
+        if self.cls is object:  # any ref: only null is refused
+            return "False" if self.nullable else f"{var} is None"
+        bad = f"not isinstance({var}, {self._classes(ns, key)})"
+        return f"{var} is not None and {bad}" if self.nullable else bad
+
+    def emit(self, var, ns, key):
+        return [
+            f"if {self.test(var, ns, key)}:",
+            f"    raise _bad(_where, {var!r}, _t{key}, {var})",
+        ]
+
+
+class Device(Ref):
+    """A `!hal.device`: an instance of the module's `DEVICE_TYPES` (read per call, so a
+    subclass or instance may widen it)."""
+
+    def __init__(self, nullable: bool = False) -> None:
+        super().__init__(None, "!hal.device", nullable)
+
+    @property
+    def or_null(self) -> "Device":
+        return Device(nullable=True)
+
+    def _classes(self, ns, key):
+        return "self.DEVICE_TYPES"
+
+
+class Text(Arg):
+    """A `!vm.buffer` holding a string: the method receives the `str` (invalid UTF-8
+    replaced)."""
+
+    def emit(self, var, ns, key):
+        return [f"{var} = _text(_where, {var!r}, {var})"]
+
+
+class HostBytes(Arg):
+    """A `!vm.buffer` (or bytes-like) the method reads through `host_view`."""
+
+    def __init__(self, nullable: bool = False) -> None:
+        self.nullable = nullable
+
+    @property
+    def or_null(self) -> "HostBytes":
+        return HostBytes(nullable=True)
+
+    def emit(self, var, ns, key):
+        return [f"_check_bytes(_where, {var!r}, {var}, {self.nullable})"]
+
+
+class Unsigned(Arg):
+    """An integer the import reads as unsigned: the method receives it masked
+    (an i32 -1 arrives as 0xFFFFFFFF)."""
+
+    def __init__(self, bits: int) -> None:
+        self.bits = bits
+        self.code = "i" if bits == 32 else "I"
+        self.mask = numerics.M32 if bits == 32 else numerics.M64
+
+    def emit(self, var, ns, key):
+        return [f"{var} &= {self.mask:#x}"]
+
+
+class UnsignedSpan(Arg):
+    """A span of single integers the import reads as unsigned (a new list, masked)."""
+
+    def __init__(self, bits: int) -> None:
+        self.item = Unsigned(bits)
+        self.code = (self.item.code,)
+
+    def emit(self, var, ns, key):
+        return [f"{var} = [_x & {self.item.mask:#x} for _x in {var}]"]
+
+
+class Each(Arg):
+    """Every element of a variadic span: the element itself (`at=None`) or item `at` of
+    each element tuple is checked with `ref` (messages say `arg[i]` + `suffix`)."""
+
+    code = "span"
+
+    def __init__(self, ref: Ref, at: int | None = None, suffix: str = "") -> None:
+        self.ref, self.at, self.suffix = ref, at, suffix
+
+    def emit(self, var, ns, key):
+        item = "_e" if self.at is None else f"_e[{self.at}]"
+        return [
+            f"for _e in {var}:",
+            f"    _v = {item}",
+            f"    if {self.ref.test('_v', ns, key)}:",
+            f"        raise _bad_item(_where, {var!r}, {self.suffix!r}, _t{key}, {var}, _e, _v)",
+        ]
+
+
+U32 = Unsigned(32)
+U64 = Unsigned(64)
+U32_SPAN = UnsignedSpan(32)
+TEXT = Text()
+HOST_BYTES = HostBytes()
+DEVICE = Device()
+
+
+# --------------------------------------------------------------------------- declarations
+
+
+def method_name(full_name: str) -> str:
+    """`hal.buffer_view.create` -> `buffer_view_create`: the method serving an import."""
+    return full_name.partition(".")[2].replace(".", "_")
+
+
+def cconv_arguments(cconv: str) -> list[str | tuple[str, ...]]:
+    """The argument codes of a cconv (`0rICiD_v` -> ['r', 'I', ('i',)])."""
+    fragment = cconv[1:].partition("_")[0]
+    out: list = []
+    span: list | None = None
+    for c in "" if fragment == "v" else fragment:
+        if c == "C":
+            span = []
+        elif c == "D":
+            out.append(tuple(span or ()))
+            span = None
+        elif span is not None:
+            span.append(c)
+        else:
+            out.append(c)
+    return out
+
+
+class ImportDecl:
+    """One import's declaration: full name, cconv and the declared argument kinds."""
+
+    def __init__(self, full_name: str, cconv: str, args: dict[str, Arg]) -> None:
+        self.full_name, self.cconv, self.args = full_name, cconv, args
+
+    def __repr__(self) -> str:
+        return f"ImportDecl({self.full_name!r}, {self.cconv!r})"
+
+
+def _fits(decl: ImportDecl, fn) -> list[str]:
+    """The parameter names of `fn` (after self), checked against the declaration."""
+    where = f"@vm_import({decl.full_name!r}) on {fn.__qualname__}"
+    if fn.__name__ != method_name(decl.full_name):
+        raise TypeError(f"{where}: method name must be {method_name(decl.full_name)!r}")
+    params = list(inspect.signature(fn).parameters)[1:]
+    codes = cconv_arguments(decl.cconv)
+    if len(params) != len(codes):
+        raise TypeError(
+            f"{where}: arity: {len(params)} parameters but cconv {decl.cconv!r} has "
+            f"{len(codes)} arguments"
+        )
+    by_name = dict(zip(params, codes))
+    for arg, kind in decl.args.items():
+        if arg not in by_name:
+            raise TypeError(f"{where}: no parameter {arg!r}")
+        code = by_name[arg]
+        if kind.code == "span":
+            ok = isinstance(code, tuple) and (
+                code == ("r",) if kind.at is None else code[kind.at : kind.at + 1] == ("r",)
+            )
+        else:
+            ok = code == kind.code
+        if not ok:
+            raise TypeError(f"{where}: {arg!r} is cconv {code!r}, not a {type(kind).__name__} ({kind.code})")
+    return params
+
+
+def vm_import(full_name: str, cconv: str, /, **args: Arg):
+    """Declares the method below as import `full_name` with calling convention `cconv`;
+    keyword arguments name the parameters that are checked refs, strings or unsigned."""
+
+    def declare(fn):
+        decl = ImportDecl(full_name, cconv, args)
+        params = _fits(decl, fn)
+        if not args:
+            fn.__vm_import__ = decl
+            return fn
+        ns = {
+            "_body": fn,
+            "_where": full_name,
+            "_bad": bad_argument,
+            "_bad_item": _bad_item,
+            "_text": _text,
+            "_check_bytes": _check_bytes,
+        }
+        lines = []
+        for i, name in enumerate(params):
+            if name in args:
+                lines += args[name].emit(name, ns, str(i))
+        signature = ", ".join(["self", *params])
+        source = "\n".join(
+            [f"def {fn.__name__}({signature}):"]
+            + [f"    {line}" for line in lines]
+            + [f"    return _body({signature})"]
+        )
+        exec(compile(source, f"<vm_import {full_name}>", "exec"), ns)
+        wrapper = functools.update_wrapper(ns[fn.__name__], fn)
+        wrapper.__vm_import__ = decl
+        return wrapper
+
+    return declare
+
+
+def import_module(prefix: str):
+    """Class decorator: builds `IMPORTS` (full name -> cconv) from the class's declared
+    methods, inherited ones included; every full name must start with `prefix.`."""
+
+    def build(cls):
+        table: dict[str, str] = {}
+        for klass in reversed(cls.__mro__):
+            for attr, value in vars(klass).items():
+                decl = getattr(value, "__vm_import__", None)
+                if decl is None:
+                    continue
+                if not decl.full_name.startswith(prefix + "."):
+                    raise TypeError(f"{cls.__name__}.{attr}: {decl.full_name!r} is not in {prefix!r}")
+                table[decl.full_name] = decl.cconv
+        cls.IMPORTS = table
+        cls.MODULE_NAME = prefix
+        return cls
+
+    return build
+
+
+# --------------------------------------------------------------------------- for bodies
+
+
+def deref(value, cls, type_name: str, module: str, name: str, arg: str, nullable: bool = False):
+    """`value` must be a `cls` (or None when `nullable`); INVALID_ARGUMENT otherwise. For
+    checks a declaration cannot express (values built inside a method)."""
+    if value is None and nullable:
+        return None
+    if not isinstance(value, cls):
+        raise bad_argument(f"{module}.{name}", arg, type_name, value)
+    return value

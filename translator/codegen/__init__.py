@@ -20,6 +20,7 @@ from translator.codegen.escape import comment_text, docstring_literal, string_li
 from translator.codegen.names import NameTable
 from translator.codegen.ops import HELPER_MODULES, OpRenderer
 from translator.decoder import decode_function
+from translator.imports import check_imports
 from translator.module import (
     CallSiteLoc,
     FileLineColLoc,
@@ -119,6 +120,7 @@ def _numeric_ops() -> set[str]:
 
 
 def generate(module: Module, name: str, source_name: str = "") -> GeneratedPackage:
+    check_imports(module)
     cconvs = function_cconvs(module)
     names = NameTable(module)
     locations = _Locations(module)

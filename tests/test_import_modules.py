@@ -1,0 +1,315 @@
+"""Import modules are declared once per import, and only what they declare can be imported.
+
+* Each module's `IMPORTS` table comes from its `@vm_import` declarations (name, cconv,
+  argument kinds); a declaration that does not fit its method is rejected at class creation.
+* At load, an import resolves only when its module's table declares it: `check.__init__`,
+  `check.__class__` or an undeclared public method are NOT_FOUND when required and
+  unresolved (None) when optional, as in IREE. User-provided modules declare `IMPORTS` too.
+* At translate time, every required `vm.import` of a module pyree provides is checked
+  against that module's table; a mismatch is one line naming the import.
+* Every error quoting a name from a vmfb is one line, whatever the name holds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from runtime_support.context import ModuleContext
+from runtime_support.errors import StatusCode, VMError, quote_name
+from runtime_support.hal import HalBuffer, LocalDevice
+from runtime_support.hal.module import HalModule
+from runtime_support.modules import import_tables
+from runtime_support.modules.check import CheckModule
+from runtime_support.modules.hal_inline import HalInlineModule
+from runtime_support.modules.hal_loader import HalLoaderModule
+from runtime_support.modules.io_parameters import IoParametersModule
+from runtime_support.vm import args as vm_args
+from translator.errors import InvalidModuleError
+from translator.imports import check_imports
+from translator.module import FLAG_OPTIONAL, ImportFunction, Signature
+
+HOSTILE_NAMES = ["a\nb", "a\rb", "a\u2028b", "a\u2029b", "a\x85b", "a\x0bb\x0cc", "a\x1cb", "a'\"b\\"]
+
+MODULE_CLASSES = (HalModule, HalInlineModule, HalLoaderModule, IoParametersModule, CheckModule)
+
+
+def _one_line(text: str) -> bool:
+    return len(text.splitlines()) == 1
+
+
+# --------------------------------------------------------------------------- declarations
+
+
+@pytest.mark.parametrize("cls", MODULE_CLASSES, ids=lambda c: c.__name__)
+def test_imports_table_comes_from_the_declarations(cls):
+    declared = {}
+    for attr in dir(cls):
+        decl = getattr(getattr(cls, attr), "__vm_import__", None)
+        if decl is not None:
+            assert attr == vm_args.method_name(decl.full_name), decl.full_name
+            declared[decl.full_name] = decl.cconv
+    assert declared == cls.IMPORTS
+    assert declared, "no declared imports"
+
+
+def test_import_tables_name_every_module():
+    tables = import_tables()
+    assert set(tables) == {"hal", "hal_inline", "hal_loader", "io_parameters", "check"}
+    assert tables["hal"] == HalModule.IMPORTS and tables["check"] == CheckModule.IMPORTS
+
+
+def test_declaration_that_does_not_fit_its_method_is_rejected():
+    with pytest.raises(TypeError, match="arity"):
+
+        @vm_args.import_module("m")
+        class _Arity:
+            @vm_args.vm_import("m.f", "0ri_v")
+            def f(self, a):
+                pass
+
+    with pytest.raises(TypeError, match="method name"):
+
+        @vm_args.import_module("m")
+        class _Name:
+            @vm_args.vm_import("m.g.h", "0i_v")
+            def g(self, a):
+                pass
+
+    with pytest.raises(TypeError, match="'b'"):
+
+        @vm_args.import_module("m")
+        class _Arg:
+            @vm_args.vm_import("m.f", "0r_v", b=vm_args.Ref(HalBuffer, "!hal.buffer"))
+            def f(self, a):
+                pass
+
+    with pytest.raises(TypeError, match="not a Ref"):
+
+        @vm_args.import_module("m")
+        class _Kind:
+            @vm_args.vm_import("m.f", "0i_v", a=vm_args.Ref(HalBuffer, "!hal.buffer"))
+            def f(self, a):
+                pass
+
+
+def test_declared_checks_and_unsigned_masking():
+    device = LocalDevice("local-sync")
+    hal = HalModule([device])
+    with pytest.raises(VMError) as e:
+        hal.buffer_view_create(None, 0, 4, 0x20000020, 1, [1])
+    assert e.value.code == StatusCode.INVALID_ARGUMENT
+    assert e.value.message == "hal.buffer_view.create: argument 'buffer' is null; expected !hal.buffer"
+    with pytest.raises(VMError) as e:
+        hal.command_buffer_dispatch(
+            hal.command_buffer_create(device, 1, 3, 0, 0), None, 0, 1, 1, 1, 0, [], []
+        )
+    assert "hal.command_buffer.dispatch: argument 'executable' is null" in e.value.message
+    buffer = hal.allocator_allocate(device.allocator, 0, -1, 0x3003, 16)
+    assert buffer.memory_types == 0xFFFFFFFF  # an i32 -1 is the u32 0xFFFFFFFF
+    view = hal.buffer_view_create(buffer, 0, 16, -1, -2, [4])
+    assert (view.element_type, view.encoding_type) == (0xFFFFFFFF, 0xFFFFFFFE)
+    assert hal.buffer_view_element_type(view) == -1  # back to a signed i32
+
+
+def test_imports_without_checks_add_no_layer():
+    # Nothing to check: the method is the function as written (no per-call wrapper).
+    assert HalModule.devices_count.__vm_import__.full_name == "hal.devices.count"
+    assert HalModule.devices_count.__code__.co_filename.endswith("hal/module.py")
+
+
+# --------------------------------------------------------------------------- resolution
+
+
+def _context(**modules) -> ModuleContext:
+    ctx = ModuleContext.__new__(ModuleContext)
+    ctx.modules = modules
+    return ctx
+
+
+UNDECLARED = [
+    ("check", "check.__init__", "0i_v"),
+    ("check", "check.__class__", "0i_v"),
+    ("check", "check.reset", "0v_v"),  # a public method, but not an import
+    ("check", "check.expect_eq_const", "0rrr_v"),
+    ("hal", "hal.__init__", "0r_v"),
+    ("hal", "hal._device", "0r_r"),
+]
+
+
+@pytest.mark.parametrize("module, full_name, cconv", UNDECLARED)
+def test_only_declared_imports_resolve(module, full_name, cconv):
+    modules = {"check": CheckModule(), "hal": HalModule([LocalDevice("local-sync")])}
+    ctx = _context(**modules)
+    with pytest.raises(VMError) as e:
+        ctx._resolve(full_name, cconv, False)
+    assert e.value.code == StatusCode.NOT_FOUND
+    assert ctx._resolve(full_name, cconv, True) is None
+    assert ctx._resolve("check.expect_true", "0i_v", False) == modules["check"].expect_true
+
+
+def test_user_module_resolves_what_it_declares():
+    class Custom:
+        IMPORTS = {"custom.fn": "0i_i"}
+
+        def fn(self, x):
+            return x + 1
+
+        def other(self, x):
+            return x
+
+    ctx = _context(custom=Custom())
+    assert ctx._resolve("custom.fn", "0i_i", False)(1) == 2
+    for name in ("custom.other", "custom.__init__", "custom.__class__"):
+        with pytest.raises(VMError) as e:
+            ctx._resolve(name, "0i_i", False)
+        assert e.value.code == StatusCode.NOT_FOUND
+        assert ctx._resolve(name, "0i_i", True) is None
+
+    class Undeclared:  # no IMPORTS: nothing resolves
+        def fn(self, x):
+            return x
+
+    with pytest.raises(VMError) as e:
+        _context(custom=Undeclared())._resolve("custom.fn", "0i_i", False)
+    assert e.value.code == StatusCode.NOT_FOUND
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_NAMES)
+def test_required_import_errors_are_one_line(hostile):
+    ctx = _context(check=CheckModule())
+    for full_name in (f"check.{hostile}", f"{hostile}.fn", "check.expect_true"):
+        cconv = "0i_i" if full_name == "check.expect_true" else "0i_v"
+        with pytest.raises(VMError) as e:
+            ctx._resolve(full_name, cconv, False)
+        assert _one_line(str(e.value)), str(e.value)
+        assert quote_name(full_name) in str(e.value)
+
+
+# --------------------------------------------------------------------------- one-line names
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_NAMES)
+def test_quote_name_is_one_line_and_reversible(hostile):
+    quoted = quote_name(hostile)
+    assert _one_line(quoted) and quoted.isprintable()
+    assert eval(quoted) == hostile  # a Python string literal of the exact name
+
+
+def test_quote_name_keeps_plain_names_readable():
+    assert quote_name("hal.buffer_view.create") == "'hal.buffer_view.create'"
+    assert quote_name("main$async") == "'main$async'"
+    assert quote_name("\udcff") == "'\\udcff'"  # surrogate-escaped invalid UTF-8
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_NAMES)
+def test_translator_errors_are_one_line(hostile):
+    e = InvalidModuleError(f"bad opcode in {hostile}", function=hostile, pc=4, path="x\ny.vmfb")
+    assert _one_line(str(e)), str(e)
+    # The function is cited as is when printable, else quoted (escaped).
+    assert f"function {hostile if hostile.isprintable() else quote_name(hostile)} pc" in str(e)
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_NAMES)
+def test_vm_error_context_is_one_line(hostile):
+    e = VMError(StatusCode.INTERNAL, "boom").with_context(hostile, f"{hostile}:1:2")
+    assert _one_line(str(e)), str(e)
+    assert e.function == hostile  # the attribute keeps the name itself
+
+
+# --------------------------------------------------------------------------- translate time
+
+
+def _module(*imports: tuple[str, str, bool]):
+    return SimpleNamespace(
+        imports=tuple(
+            ImportFunction(i, name, Signature(cconv), FLAG_OPTIONAL if optional else 0)
+            for i, (name, cconv, optional) in enumerate(imports)
+        )
+    )
+
+
+def test_translate_time_check_accepts_declared_and_unknown_modules():
+    check_imports(_module(*[(n, c, False) for n, c in HalModule.IMPORTS.items()]))
+    check_imports(_module(("custom.anything", "0rI_r", False), ("my_mod.f.g", "0v_v", False)))
+    # An optional import the module lacks stays unresolved at run time, as in IREE.
+    check_imports(_module(("hal.future.op", "0r_v", True), ("check.expect_true", "0I_v", True)))
+
+
+@pytest.mark.parametrize(
+    "name, cconv, what",
+    [
+        ("hal.buffer.nope", "0r_v", "not provided by the hal module"),
+        ("check.__init__", "0i_v", "not provided by the check module"),
+        ("hal.buffer_view.create", "0rIIii_r", "calling convention"),
+        ("io_parameters.load", "0r_r", "calling convention"),
+    ],
+)
+def test_translate_time_check_rejects_mismatches(name, cconv, what):
+    with pytest.raises(InvalidModuleError) as e:
+        check_imports(_module(("hal.devices.count", "0v_i", False), (name, cconv, False)))
+    text = str(e.value)
+    assert what in text and quote_name(name) in text and _one_line(text)
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_NAMES)
+def test_translate_time_check_error_is_one_line(hostile):
+    with pytest.raises(InvalidModuleError) as e:
+        check_imports(_module((f"hal.{hostile}", "0v_v", False)))
+    assert _one_line(str(e.value)) and quote_name(f"hal.{hostile}") in str(e.value)
+
+
+FLAGS = (
+    "--iree-hal-target-device=local",
+    "--iree-hal-local-target-device-backends=llvm-cpu",
+    "--iree-llvmcpu-target-cpu=host",
+)
+PROGRAM = """
+func.func private @{name}(i64)
+func.func @main(%x: i64) {{
+  call @{name}(%x) : (i64) -> ()
+  return
+}}
+"""
+
+
+def test_translate_rejects_a_vmfb_whose_import_does_not_match(tmp_path, compile_mlir):
+    from translator.codegen import write_package
+    from translator.reader import read_module
+
+    src = tmp_path / "bad_import.mlir"
+    src.write_text(PROGRAM.format(name="check.expect_true"))  # declared 0i_v, called 0I_v
+    data = Path(compile_mlir(src, FLAGS)).read_bytes()
+    module = read_module(data)
+    assert module.imports[0].signature.calling_convention == "0I_v"
+    with pytest.raises(InvalidModuleError) as e:
+        write_package(module, tmp_path, "bad_import")
+    assert "'check.expect_true'" in str(e.value) and "0I_v" in str(e.value)
+    assert not (tmp_path / "bad_import").exists()
+
+    src.write_text(PROGRAM.format(name="custom.log"))  # a user module: passes
+    data = Path(compile_mlir(src, FLAGS)).read_bytes()
+    pkg = write_package(read_module(data), tmp_path, "user_import")
+
+    class Custom:
+        IMPORTS = {"custom.log": "0I_v"}
+
+        def __init__(self):
+            self.seen = []
+
+        def log(self, x):
+            self.seen.append(x)
+
+    from test_translate_run import load_package
+
+    custom = Custom()
+    ctx = load_package(pkg).load(device="local-sync", modules={"custom": custom})
+    ctx.call("main", np.int64(-5))
+    assert custom.seen == [-5]
+    custom.IMPORTS = {}
+    with pytest.raises(VMError) as e:
+        load_package(pkg).load(device="local-sync", modules={"custom": custom})
+    assert e.value.code == StatusCode.NOT_FOUND and "'custom.log'" in str(e.value)
