@@ -24,14 +24,17 @@ from runtime_support.vm.buffer import VMBuffer
 DEVICES = ("local", "local-task", "local-sync", "cuda")
 
 
-def make_device(device):
-    """A device object from a name (`local`, `local-task`, `local-sync`) or a device."""
+def make_device(device, workers: int | None = None):
+    """A device object from a name (`local`, `local-task`, `local-sync`) or a device.
+    `workers`: threads a `local` dispatch may use (default $PYREE_WORKERS or the cores)."""
     from runtime_support.hal.device import LocalDevice
 
     if not isinstance(device, str):
         return device
+    if workers is not None and (isinstance(workers, bool) or int(workers) < 1):
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
     if device in ("local", "local-task"):
-        return LocalDevice("local-task")
+        return LocalDevice("local-task", worker_count=workers)
     if device == "local-sync":
         return LocalDevice("local-sync")
     if device == "cuda":
@@ -89,8 +92,9 @@ class ModuleContext:
         device="local",
         parameters=None,
         modules: dict[str, object] | None = None,
+        workers: int | None = None,
     ) -> None:
-        self.device = make_device(device)
+        self.device = make_device(device, workers)
         self.modules = default_modules(self.device, parameters)
         if modules:
             self.modules.update(modules)

@@ -3,6 +3,7 @@
     pyree-run PACKAGE_DIR [--function=NAME] [--input=SPEC]... [--device=DEVICE]
               [--parameters=[SCOPE=]FILE]... [--output=MODE]...
               [--output_max_element_count=N]   (alias: --print_max_element_count)
+              [--print_statistics]   (per-dispatch table on stderr after the call)
 
 What this expects from a generated package (PACKAGE_DIR/__init__.py):
 
@@ -36,6 +37,7 @@ import traceback
 import numpy as np
 
 from runtime_support.errors import LoaderError, StatusCode, VMError
+from runtime_support.loaders import statistics as dispatch_statistics
 from runtime_support.io_format import (
     DEFAULT_MAX_ELEMENT_COUNT,
     format_results,
@@ -162,6 +164,12 @@ def _build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_MAX_ELEMENT_COUNT,
         metavar="N",
     )
+    p.add_argument(
+        "--print_statistics",
+        action="store_true",
+        help="after the call, print per-dispatch statistics to stderr: executable export "
+        "name, count, total and mean time (off by default; costs nothing when off)",
+    )
     return p
 
 
@@ -255,6 +263,9 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
     # Call.
     stdout.write(f"EXEC @{name}\n")
     stdout.flush()
+    if getattr(args, "print_statistics", False):
+        dispatch_statistics.reset()
+        dispatch_statistics.enable()
     try:
         raw = method(*inputs)
     except VMError as e:
@@ -266,6 +277,10 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
     except LoaderError as e:
         stdout.flush()
         return _fail(stderr, f"INTERNAL; {e}; invoking function '{name}'")
+    finally:
+        if getattr(args, "print_statistics", False):
+            dispatch_statistics.enable(False)
+            stderr.write(f"Dispatch statistics (@{name}):\n{dispatch_statistics.table()}\n")
 
     if result_types is not None:
         if len(result_types) == 0:

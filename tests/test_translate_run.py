@@ -2,8 +2,8 @@
 
 For each program and CPU build (embedded-elf, system-dylib, VM-level), every export is
 called with the same deterministic inputs under `iree.runtime` (local-sync) and under
-the translated package (local-sync); results must be bit-identical, and where IREE fails
-pyree must fail too.
+the translated package (local-sync, and `local` for the embedded-elf build); results
+must be bit-identical, and where IREE fails pyree must fail too.
 """
 
 from __future__ import annotations
@@ -66,12 +66,20 @@ def _exports(case, vmfb):
         yield name, sig
 
 
-@pytest.mark.parametrize("case", RUN_CASES, ids=[c.id for c in RUN_CASES])
-def test_translated_matches_iree_runtime(case, compile_mlir, tmp_path):
+# The embedded-elf build also runs on `local` (native plans with the worker pool).
+DEVICE_CASES = [(c, "local-sync") for c in RUN_CASES] + [
+    (c, "local") for c in RUN_CASES if "embedded-elf" in c.id
+]
+
+
+@pytest.mark.parametrize(
+    "case,device", DEVICE_CASES, ids=[f"{c.id}-{d}" for c, d in DEVICE_CASES]
+)
+def test_translated_matches_iree_runtime(case, device, compile_mlir, tmp_path):
     vmfb = compile_mlir(case.source, case.flags)
     module = read_module_file(vmfb)
     pkg = load_package(write_package(module, tmp_path, "pkg"))
-    ctx = pkg.load(device="local-sync")
+    ctx = pkg.load(device=device)
     session = IreeSession(vmfb)
     checked = 0
     for name, sig in _exports(case, vmfb):

@@ -3,6 +3,10 @@
 Commands name buffers with buffer refs `(buffer-or-null, slot, offset, length)`
 (hal-abi.md §A.3), resolved against the binding table when the command buffer executes,
 not when it is recorded. Execution is serial, so barriers are ordering no-ops.
+
+A finalized command buffer runs as a native plan (`plan.py`: one foreign call for all
+its commands) whenever the plan can express it and this execution's binding table
+passes the plan's checks; otherwise, and as the reference, command by command here.
 """
 
 from __future__ import annotations
@@ -172,6 +176,7 @@ class HalCommandBuffer:
         self.recording = True
         self.executions = 0
         self.debug_depth = 0
+        self._plan = None  # plan.Plan, False (Python only), None (not built yet)
 
     def __repr__(self) -> str:
         state = "recording" if self.recording else "finalized"
@@ -285,6 +290,15 @@ class HalCommandBuffer:
                 StatusCode.FAILED_PRECONDITION, "execute: one-shot command buffer already executed"
             )
         self.executions += 1
+        plan = self._plan
+        if plan is None:
+            # Reusable command buffers (recorded once, replayed per call) become plans;
+            # a one-shot one runs once, and building a plan costs more than that run.
+            from .plan import build_plan
+
+            plan = self._plan = (not self.one_shot and build_plan(self.commands, workers)) or False
+        if plan and plan.run(binding_table, workers):
+            return
         table = [Binding(*entry) for entry in binding_table] if binding_table else None
         for command in self.commands:
             command.execute(table, workers)

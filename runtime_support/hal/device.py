@@ -1,12 +1,12 @@
 """LocalDevice: the local CPU device (`local-sync` or `local-task`).
 
 A device holds its allocator, its queue and a worker count (the workgroup parallelism a
-dispatch may use), and answers `hal.device.query.i64` (hal-abi.md §A.2).
+dispatch may use: `local-task` defaults to $PYREE_WORKERS or the cores this process may
+run on; the threads are the process-wide native pool of loaders/native.py), and answers `hal.device.query.i64` (hal-abi.md §A.2).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from functools import lru_cache
 
@@ -92,11 +92,9 @@ class LocalDevice:
         if identifier == "local-sync":
             worker_count = 1
         elif worker_count is None:
-            worker_count = (
-                len(os.sched_getaffinity(0))
-                if hasattr(os, "sched_getaffinity")
-                else os.cpu_count() or 1
-            )
+            from ..loaders.native import default_worker_count
+
+            worker_count = default_worker_count()  # $PYREE_WORKERS, else the usable cores
         self.identifier = identifier
         self.worker_count = max(1, int(worker_count))
         self._formats = None if executable_formats is None else tuple(executable_formats)

@@ -75,7 +75,8 @@ def _complete(timepoints: Iterable[Timepoint], error: VMError | None) -> None:
                 fire = waiter.reached() if error is None else waiter.failed(error)
                 if fire is not None:
                     ready.append(fire)
-        _cond.notify_all()
+        if _cond._waiters:  # threads blocked in Fence.wait (skips a no-op notify_all)
+            _cond.notify_all()
     for callback, err in ready:
         callback(err)
 
@@ -127,6 +128,14 @@ class Fence:
                 return 0
             return DEFERRED
 
+    def reached_now(self) -> bool:
+        """True if every timepoint is reached. Lock-free: reached is a final state, so a
+        True answer cannot go stale (False may be, and callers then take the slow path)."""
+        for tp in self.timepoints:
+            if tp.state != _REACHED:
+                return False
+        return True
+
     @property
     def is_reached(self) -> bool:
         return self.query() == 0
@@ -145,6 +154,8 @@ class Fence:
     def wait(self, timeout: float | None = None) -> bool:
         """Waits until reached. True when reached, False on timeout (seconds; None =
         forever, 0 = poll). Raises the failure's VMError if the fence failed."""
+        if self.reached_now():
+            return True
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
         with _cond:
             while True:
@@ -177,5 +188,8 @@ class Fence:
 
 def wait_all(fences: Iterable[Fence | None], timeout: float | None = None) -> bool:
     """Waits for every fence (None entries are reached). See `Fence.wait`."""
+    fences = list(fences)
+    if all(f is None or f.reached_now() for f in fences):
+        return True
     joined = Fence.join(fences)
     return True if joined is None else joined.wait(timeout)

@@ -53,6 +53,16 @@ class LocalQueue:
         If the work ran before this returns and failed with no signal fence to carry the
         error, the error is raised here.
         """
+        if wait_fence is None or wait_fence.reached_now():
+            # The common case: nothing to wait for. When no other thread is draining the
+            # queue, run here and now without queueing (same order, same error routing).
+            with self._lock:
+                idle = not self._draining
+                if idle:
+                    self._draining = True
+            if idle:
+                self._run_now(work, signal_fence, name)
+                return
         op = _Op(work, signal_fence, name)
         if wait_fence is None:
             self._enqueue(op, None)
@@ -64,12 +74,38 @@ class LocalQueue:
         if error is not None:
             raise error
 
+    def _run_now(self, work, signal_fence, name: str) -> None:
+        """Runs one ready operation on the caller (which holds the draining role), then
+        drains what became ready meanwhile; raises its error if it has no signal fence."""
+        error = None
+        try:
+            work()
+        except VMError as exc:
+            error = exc
+        except Exception as exc:  # a bug or a native failure: report it as INTERNAL
+            error = VMError(StatusCode.INTERNAL, f"{name}: {type(exc).__name__}: {exc}")
+            error.__cause__ = exc
+        try:
+            if signal_fence is not None:
+                if error is None:
+                    signal_fence.signal()
+                else:
+                    signal_fence.fail(error)
+        finally:
+            self._drain()
+        if error is not None and signal_fence is None:
+            raise error
+
     def _enqueue(self, op: _Op, error: VMError | None) -> None:
         with self._lock:
             self._ready.append((op, error))
             if self._draining:
                 return  # the thread draining the queue will run it
             self._draining = True
+        self._drain()
+
+    def _drain(self) -> None:
+        """Runs ready operations until none is left, then gives up the draining role."""
         while True:
             with self._lock:
                 if not self._ready:

@@ -7,16 +7,17 @@ are safe to read. From there this module does the rest, the same for every forma
     query(6, &environment) -> LibraryV0 -> header checks -> import resolution
       -> export table (ExportInfo per entry) -> Executable.dispatch(...)
 
-Dispatch runs every workgroup of a grid. The fast path is one native call per worker: a
-tiny loop compiled once per process with llvmlite (`_NativeLoop`) that walks a range of
-tiles `t` (x = t % X, y = (t / X) % Y, z = t / (X * Y): z outermost, x fastest, as the
-upstream inline executor does) and returns the first nonzero kernel result, with
-denormals flushed to zero for its duration as in IREE (`_FPU_IR`). Without llvmlite, or
-with `native=False`, a ctypes loop makes one foreign call per workgroup (and leaves the
-thread's FPU state alone: no flushing).
-Several workers split the tile range into contiguous slices, each with its own
-workgroup state (processor id, local memory); ctypes releases the GIL during the native
-call, so the slices really run in parallel.
+Dispatch runs every workgroup of a grid. The fast path is one native call
+(`native.py`, JIT-compiled once per process with llvmlite): it walks the tiles `t`
+(x = t % X, y = (t / X) % Y, z = t / (X * Y): z outermost, x fastest, as the upstream
+inline executor does) with denormals flushed to zero, on the caller alone or, with
+`workers` > 1, split in chunks across the native worker pool (each participant with
+its own workgroup state: processor id, local memory). Without llvmlite, or with
+`native=False`, a ctypes loop makes one foreign call per workgroup (leaving the thread's
+FPU state alone) and several workers split the tiles into contiguous slices on Python
+threads.
+
+`statistics` (when enabled) counts every dispatch and its time per export.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from __future__ import annotations
 import concurrent.futures
 import ctypes
 import dataclasses
-import platform
 import struct
 import threading
 import weakref
@@ -32,6 +32,8 @@ from typing import Callable, Sequence
 
 from ..errors import LoaderError, StatusCode, VMError
 from . import kernel_abi as abi
+from . import native as _jit
+from . import statistics
 
 _MAX_EXPORTS = 1 << 16
 _MAX_IMPORTS = 1 << 16
@@ -87,175 +89,13 @@ class LibraryMemory:
 
 # --- the native workgroup loop ------------------------------------------------------------
 
-# Kernels run with denormals flushed to zero, as IREE runs them: its inline command buffer
-# (local-sync) pushes IREE_FPU_STATE_FLAG_FLUSH_DENORMALS_TO_ZERO around every dispatch
-# ("we are running on a borrowed thread, we know nothing about the floating point state")
-# and its task workers (local-task) set it for their threads. Without it, results that
-# involve denormals differ from IREE's and denormal operands take slow microcode paths.
-# The loop saves the thread's FPU control state, sets the flush bits, runs its tiles and
-# restores the state, so Python code on the same thread never sees the change.
-# x86-64: MXCSR FTZ (bit 15) | DAZ (bit 6). AArch64: FPCR FZ (bit 24).
-_FPU_IR = {
-    "x86_64": (
-        """
-declare void @llvm.x86.sse.stmxcsr(ptr)
-declare void @llvm.x86.sse.ldmxcsr(ptr)
-define internal i64 @pyree_fpu_push() {
-  %slot = alloca i32
-  call void @llvm.x86.sse.stmxcsr(ptr %slot)
-  %old = load i32, ptr %slot
-  %new = or i32 %old, 32832
-  store i32 %new, ptr %slot
-  call void @llvm.x86.sse.ldmxcsr(ptr %slot)
-  %ret = zext i32 %old to i64
-  ret i64 %ret
-}
-define internal void @pyree_fpu_pop(i64 %state) {
-  %slot = alloca i32
-  %old = trunc i64 %state to i32
-  store i32 %old, ptr %slot
-  call void @llvm.x86.sse.ldmxcsr(ptr %slot)
-  ret void
-}
-"""
-    ),
-    "aarch64": (
-        """
-declare i64 @llvm.aarch64.get.fpcr()
-declare void @llvm.aarch64.set.fpcr(i64)
-define internal i64 @pyree_fpu_push() {
-  %old = call i64 @llvm.aarch64.get.fpcr()
-  %new = or i64 %old, 16777216
-  call void @llvm.aarch64.set.fpcr(i64 %new)
-  ret i64 %old
-}
-define internal void @pyree_fpu_pop(i64 %state) {
-  call void @llvm.aarch64.set.fpcr(i64 %state)
-  ret void
-}
-"""
-    ),
-}
-_FPU_IR_DEFAULT = """
-define internal i64 @pyree_fpu_push() {
-  ret i64 0
-}
-define internal void @pyree_fpu_pop(i64 %state) {
-  ret void
-}
-"""
+# The JIT-compiled tile loop, grid runner, plan runner and worker pool live in native.py.
+_NativeLoop = _jit.NativeRuntime
 
 
-def _fpu_ir() -> str:
-    machine = platform.machine().lower()
-    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
-    return _FPU_IR.get(machine, _FPU_IR_DEFAULT)
-
-
-_LOOP_IR = r"""
-define i32 @pyree_run_tiles(ptr %fn, ptr %env, ptr %ds, ptr %wg,
-                            i64 %cx, i64 %cy, i64 %begin, i64 %end) {
-entry:
-  %fpu = call i64 @pyree_fpu_push()
-  %py = getelementptr i8, ptr %wg, i64 4
-  %pz = getelementptr i8, ptr %wg, i64 8
-  %empty = icmp uge i64 %begin, %end
-  br i1 %empty, label %done, label %pre
-pre:
-  %x0 = urem i64 %begin, %cx
-  %q = udiv i64 %begin, %cx
-  %y0 = urem i64 %q, %cy
-  %z0 = udiv i64 %q, %cy
-  br label %loop
-loop:
-  %t = phi i64 [ %begin, %pre ], [ %t1, %next ]
-  %x = phi i64 [ %x0, %pre ], [ %xn, %next ]
-  %y = phi i64 [ %y0, %pre ], [ %yn, %next ]
-  %z = phi i64 [ %z0, %pre ], [ %zn, %next ]
-  %x32 = trunc i64 %x to i32
-  %y32 = trunc i64 %y to i32
-  %z16 = trunc i64 %z to i16
-  store i32 %x32, ptr %wg
-  store i32 %y32, ptr %py
-  store i16 %z16, ptr %pz
-  %rc = call i32 %fn(ptr %env, ptr %ds, ptr %wg)
-  %bad = icmp ne i32 %rc, 0
-  br i1 %bad, label %fail, label %next
-next:
-  %t1 = add i64 %t, 1
-  %x1 = add i64 %x, 1
-  %wrapx = icmp eq i64 %x1, %cx
-  %xn = select i1 %wrapx, i64 0, i64 %x1
-  %y1 = add i64 %y, 1
-  %yi = select i1 %wrapx, i64 %y1, i64 %y
-  %wrapy = icmp eq i64 %yi, %cy
-  %yn = select i1 %wrapy, i64 0, i64 %yi
-  %z1 = add i64 %z, 1
-  %zn = select i1 %wrapy, i64 %z1, i64 %z
-  %more = icmp ult i64 %t1, %end
-  br i1 %more, label %loop, label %done
-fail:
-  call void @pyree_fpu_pop(i64 %fpu)
-  ret i32 %rc
-done:
-  call void @pyree_fpu_pop(i64 %fpu)
-  ret i32 0
-}
-
-define i32 @pyree_import_thunk(ptr %fn, ptr %params, ptr %context, ptr %reserved) {
-entry:
-  %rc = call i32 %fn(ptr %params, ptr %context, ptr %reserved)
-  ret i32 %rc
-}
-"""
-
-_RUN_TILES = ctypes.CFUNCTYPE(
-    ctypes.c_int32,
-    ctypes.c_void_p,
-    ctypes.c_void_p,
-    ctypes.c_void_p,
-    ctypes.c_void_p,
-    ctypes.c_int64,
-    ctypes.c_int64,
-    ctypes.c_int64,
-    ctypes.c_int64,
-)
-
-
-class _NativeLoop:
-    """`pyree_run_tiles` and `pyree_import_thunk`, JIT-compiled once per process."""
-
-    def __init__(self) -> None:
-        import llvmlite.binding as llvm
-
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        target_machine = llvm.Target.from_default_triple().create_target_machine(opt=2)
-        module = llvm.parse_assembly(_fpu_ir() + _LOOP_IR)
-        module.verify()
-        self._engine = llvm.create_mcjit_compiler(module, target_machine)
-        self._engine.finalize_object()
-        self._target_machine = target_machine
-        self.run_tiles = _RUN_TILES(self._engine.get_function_address("pyree_run_tiles"))
-        self.import_thunk = self._engine.get_function_address("pyree_import_thunk")
-
-
-_native: _NativeLoop | None = None
-_native_error: BaseException | None = None
-_native_lock = threading.Lock()
-
-
-def native_loop() -> _NativeLoop | None:
-    """The process-wide JIT loop, or None if llvmlite cannot provide one."""
-    global _native, _native_error
-    if _native is None and _native_error is None:
-        with _native_lock:
-            if _native is None and _native_error is None:
-                try:
-                    _native = _NativeLoop()
-                except Exception as error:  # llvmlite missing or broken: use ctypes
-                    _native_error = error
-    return _native
+def native_loop() -> _jit.NativeRuntime | None:
+    """The process-wide JIT code, or None if llvmlite cannot provide it."""
+    return _jit.native_runtime()
 
 
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
@@ -264,7 +104,8 @@ _pool_lock = threading.Lock()
 
 
 def _worker_pool(size: int) -> concurrent.futures.ThreadPoolExecutor:
-    """A process-wide pool of at least `size` threads for dispatch workers 1..N-1."""
+    """Python threads for the ctypes loop (native=False) only; the JIT path uses
+    _jit.WorkerPool."""
     global _pool, _pool_size
     if _pool_size < size:
         with _pool_lock:
@@ -571,15 +412,22 @@ class Executable:
         total = cx * cy * cz
         if total == 0:
             return
-        loop = _native if native is not False else None
-        if loop is None and native is not False:
+        loop = None
+        if native is not False:
             loop = native_loop()
             if native and loop is None:
-                raise VMError(StatusCode.UNAVAILABLE, f"native dispatch loop: {_native_error}")
+                raise VMError(
+                    StatusCode.UNAVAILABLE, f"native dispatch loop: {_jit.native_error()}"
+                )
         if workers != 1:
             if export.flags & abi.DISPATCH_FLAG_SEQUENTIAL:
                 workers = 1
             workers = max(1, min(int(workers), total, 255))
+        pool = None
+        if workers > 1 and loop is not None:
+            pool = _jit.worker_pool(workers)
+            if pool is not None:
+                workers = min(workers, pool.threads + 1)
 
         # One zeroed block holds everything the kernel reads besides the environment:
         # [dispatch state | constants | binding ptrs | binding lengths | workgroup states]
@@ -636,14 +484,24 @@ class Executable:
 
         fn = self._functions[ordinal]
         env_address = ctypes.addressof(self._env)
-        if workers == 1:
-            if loop is not None:
-                rc = loop.run_tiles(fn, env_address, base, base + wg_offset, cx, cy, 0, total)
-            else:
-                rc = self._run_tiles_ctypes(
+        timer = statistics.clock() if statistics.enabled else None
+        if loop is not None:
+            address = pool.acquire() if pool is not None else None
+            try:
+                rc = loop.run_grid(
+                    address, fn, env_address, base, base + wg_offset, cx, cy, total,
+                    workers if address else 1,
+                )
+            finally:
+                if address:
+                    pool.release()
+            results = [rc]
+        elif workers == 1:
+            results = [
+                self._run_tiles_ctypes(
                     ordinal, env_address, base, block, wg_offset, cx, cy, 0, total
                 )
-            results = [rc]
+            ]
         else:
             results = [0] * workers
             bounds = [total * w // workers for w in range(workers + 1)]
@@ -651,14 +509,9 @@ class Executable:
             def worker_main(w: int) -> None:
                 begin, end = bounds[w], bounds[w + 1]
                 offset = wg_offset + w * _WG_STATE.size
-                if loop is not None:
-                    results[w] = loop.run_tiles(
-                        fn, env_address, base, base + offset, cx, cy, begin, end
-                    )
-                else:
-                    results[w] = self._run_tiles_ctypes(
-                        ordinal, env_address, base, block, offset, cx, cy, begin, end
-                    )
+                results[w] = self._run_tiles_ctypes(
+                    ordinal, env_address, base, block, offset, cx, cy, begin, end
+                )
 
             futures = [_worker_pool(workers - 1).submit(worker_main, w) for w in range(1, workers)]
             try:
@@ -666,14 +519,20 @@ class Executable:
             finally:
                 for future in futures:
                     future.result()
+        if timer is not None:
+            statistics.record(export.name, statistics.clock() - timer)
         del scratch  # kept alive until every worker has finished
         for rc in results:
             if rc:
-                raise VMError(
-                    StatusCode.INTERNAL,
-                    f"executable entry point '{export.name}' (export {ordinal} of "
-                    f"'{self.library_name}') returned catastrophic error {rc}",
-                )
+                raise self.kernel_error(ordinal, rc)
+
+    def kernel_error(self, ordinal: int, rc: int) -> VMError:
+        """The error for a kernel that returned nonzero (a catastrophic failure)."""
+        return VMError(
+            StatusCode.INTERNAL,
+            f"executable entry point '{self.exports[ordinal].name}' (export {ordinal} of "
+            f"'{self.library_name}') returned catastrophic error {rc}",
+        )
 
     def _run_tiles_ctypes(
         self,

@@ -1,0 +1,337 @@
+"""Native plans: a finalized command buffer turned into records one foreign call runs.
+
+`build_plan(commands, workers)` returns a `Plan` or None (the command buffer then runs
+command by command in Python, which stays the reference). A plan holds, per dispatch,
+the kernel pointer, a prebuilt dispatch state (workgroup size and counts, constants),
+binding refs (slot, offset, length) and flags; per fill, copy or update its refs and
+data; barriers vanish (execution is serial). `Plan.run(table, workers)` fills the
+binding-table array and calls `pyree_run_plan` (loaders/native.py) once.
+
+What the Python path would check per command is checked here once per execution in
+aggregate (per table slot: the furthest byte any ref needs, writability, alignment);
+when any aggregate check fails the plan declines (`run` returns False) before touching
+memory, and the Python path runs instead and raises the exact error in the exact place.
+Commands whose validity depends on the table in ways the aggregates cannot capture
+(whole-buffer transfers through table slots) make the whole command buffer Python-only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+from array import array
+
+from ..errors import StatusCode, VMError
+from ..loaders import native, statistics
+from ..loaders.executable import Executable as _NativeExecutable
+from .buffer import WHOLE_BUFFER
+from .command_buffer import BufferRef
+
+_WG = struct.Struct("<IIHHIQI4x")
+_NULL_SLOT, _DIRECT = -1, -1
+
+
+class _Unsupported(Exception):
+    """This command buffer stays on the Python path."""
+
+
+class _SlotNeeds:
+    __slots__ = ("end", "nonnull", "writable", "align")
+
+    def __init__(self) -> None:
+        self.end = 0  # entry length must be >= this
+        self.nonnull = False  # a null entry would be an error (transfers, indirect counts)
+        self.writable = False
+        self.align = 1  # entry offset (in its buffer) must be a multiple of this
+
+
+class Plan:
+    def __init__(self, workers: int) -> None:
+        self.words = array("q")
+        self.count = 0
+        self.slots: dict[int, _SlotNeeds] = {}
+        self.executables: list = []
+        self.names: list[str] = []  # per command: export name, "" for transfers
+        self.errors: list = []  # per command: (native executable, ordinal) or None
+        self.keep: list = []
+        self.workers = max(1, workers)
+        self.parallel = False  # some dispatch may have more than one workgroup
+        self.run_plan = native.native_runtime().run_plan
+        self._lock = threading.Lock()
+
+    # -- building ------------------------------------------------------------------------
+
+    def _needs(self, slot: int) -> _SlotNeeds:
+        needs = self.slots.get(slot)
+        if needs is None:
+            needs = self.slots[slot] = _SlotNeeds()
+        return needs
+
+    def ref(self, ref, *, transfer: bool = False, writes: bool = False, align: int = 1,
+            extra_end: int = 0) -> tuple[int, int, int]:
+        """Plan words (slot, offset, length) for a BufferRef; registers its slot needs."""
+        buffer, slot, offset, length = ref
+        if buffer is not None:
+            off, length = buffer.check_range(offset, length, "plan")
+            if writes and buffer.readonly:
+                raise _Unsupported
+            if transfer and (off % align or length % align):
+                raise _Unsupported
+            if extra_end and off + extra_end > buffer.length:
+                raise _Unsupported
+            self.keep.append(buffer)
+            return _DIRECT, buffer.address + off, length
+        if slot < 0 or offset < 0 or length < WHOLE_BUFFER:
+            raise _Unsupported
+        needs = self._needs(slot)
+        if length == WHOLE_BUFFER:
+            if transfer:
+                raise _Unsupported
+            needs.end = max(needs.end, offset)
+        else:
+            needs.end = max(needs.end, offset + length, offset + extra_end)
+        if transfer:
+            needs.nonnull = True
+            needs.align = max(needs.align, align)
+        if writes:
+            needs.writable = True
+        return slot, offset, length
+
+    def add(self, words, name: str = "", error=None) -> None:
+        """Appends one record: `words` is (op, fields...); the length word is inserted."""
+        self.words.append(words[0])
+        self.words.append(len(words) + 1)
+        self.words.extend(words[1:])
+        self.names.append(name)
+        self.errors.append(error)
+        self.count += 1
+
+    def finish(self) -> None:
+        if not self.words:
+            self.words.append(0)
+        slots = max(self.slots, default=-1) + 1
+        self.table = (ctypes.c_int64 * max(2, 2 * slots))()
+        self.table_address = ctypes.addressof(self.table)
+        self.checks = [
+            (slot, n.end, n.nonnull, n.writable, n.align) for slot, n in sorted(self.slots.items())
+        ]
+        self.max_slot = slots - 1
+        self.needs_table = any(n.nonnull for n in self.slots.values())
+        self.plan = (ctypes.c_int64 * max(1, len(self.words))).from_buffer(self.words)
+        self.plan_address = ctypes.addressof(self.plan)
+        self.out = (ctypes.c_int64 * 4)()
+        self.out_address = ctypes.addressof(self.out)
+        self.executables = list({id(e): e for e in self.executables}.values())
+
+    # -- running ---------------------------------------------------------------------------
+
+    def _fill_table(self, table) -> bool:
+        """Binding addresses for this execution; False when a check fails (decline)."""
+        t = self.table
+        if not table:  # no table: every slot ref is a null binding
+            if self.needs_table:
+                return False
+            for slot, *_ in self.checks:
+                t[2 * slot] = t[2 * slot + 1] = 0
+            return True
+        if self.max_slot >= len(table):
+            return False
+        for slot, end, nonnull, writable, align in self.checks:
+            buffer, offset, length = table[slot]
+            if buffer is None:
+                if nonnull:
+                    return False
+                t[2 * slot] = t[2 * slot + 1] = 0
+                continue
+            size = buffer.length
+            if length == WHOLE_BUFFER:
+                length = size - offset
+            if offset < 0 or length < end or offset + length > size:
+                return False  # (end >= 0, so a negative length fails too)
+            allocation = buffer.allocation
+            if writable and allocation.readonly:
+                return False
+            if align != 1 and offset % align:
+                return False
+            t[2 * slot] = allocation.address + buffer.offset + offset
+            t[2 * slot + 1] = length
+        return True
+
+    def run(self, table, workers: int) -> bool:
+        """Runs the plan; False (nothing done) when the Python path must run instead."""
+        if not self._lock.acquire(blocking=False):
+            return False  # another thread is running this plan: use the Python path
+        try:
+            for executable in self.executables:
+                if executable.closed:
+                    return False
+            if not self._fill_table(table):
+                return False
+            workers = min(workers, self.workers) if self.parallel else 1
+            pool = native.worker_pool(workers) if workers > 1 else None
+            address = pool.acquire() if pool is not None else None
+            stats = None
+            if statistics.enabled:
+                stats = (ctypes.c_int64 * (2 * self.count))()
+            try:
+                result = self.run_plan(
+                    self.plan_address,
+                    self.count,
+                    self.table_address,
+                    address,
+                    min(workers, pool.threads + 1) if address else 1,
+                    self.wgs_address,
+                    self.wgs_count,
+                    self.out_address,
+                    ctypes.addressof(stats) if stats is not None else None,
+                )
+            finally:
+                if address:
+                    pool.release()
+            if stats is not None:
+                for i, name in enumerate(self.names):
+                    if stats[2 * i + 1]:
+                        statistics.record(name, stats[2 * i], stats[2 * i + 1])
+            if result:
+                self._raise(result)
+            return True
+        finally:
+            self._lock.release()
+
+    def _raise(self, result: int) -> None:
+        index, code = result >> 8, result & 0xFF
+        executable, ordinal = self.errors[index]
+        if code == native.ERR_KERNEL:
+            raise executable.kernel_error(ordinal, self.out[0])
+        cx, cy, cz = self.out[0], self.out[1], self.out[2]
+        raise VMError(
+            StatusCode.OUT_OF_RANGE,
+            f"workgroup count ({cx}, {cy}, {cz}) out of range for "
+            f"'{executable.exports[ordinal].name}'",
+        )
+
+
+def build_plan(commands, workers: int) -> Plan | None:
+    """A native plan for `commands` (command_buffer._Fill/_Update/_Copy/_Dispatch), or
+    None when they must run in Python."""
+    runtime = native.native_runtime()
+    if runtime is None:
+        return None
+    plan = Plan(workers)
+    max_local = 0
+    blocks = []  # (executable, ordinal, counts, constants, record start)
+    try:
+        for command in commands:
+            kind = type(command).__name__
+            if kind == "_Dispatch":
+                max_local = max(max_local, _add_dispatch(plan, command, blocks))
+            elif kind == "_Fill":
+                slot, off, length = plan.ref(
+                    command.target, transfer=True, writes=True, align=command.pattern_length
+                )
+                plan.add(
+                    (native.OP_FILL, slot, off, length, command.pattern, command.pattern_length)
+                )
+            elif kind == "_Update":
+                slot, off, length = plan.ref(command.target, transfer=True, writes=True)
+                if length != len(command.data):
+                    raise _Unsupported
+                data = ctypes.create_string_buffer(bytes(command.data), max(1, len(command.data)))
+                plan.keep.append(data)
+                plan.add((native.OP_UPDATE, ctypes.addressof(data), slot, off, length))
+            elif kind == "_Copy":
+                src = plan.ref(command.source, transfer=True)
+                dst = plan.ref(command.target, transfer=True, writes=True, extra_end=src[2])
+                plan.add((native.OP_COPY, *src, *dst))
+            else:
+                raise _Unsupported
+    except (_Unsupported, VMError):
+        return None
+    _build_states(plan, blocks, max_local)
+    plan.finish()
+    return plan
+
+
+def _add_dispatch(plan: Plan, command, blocks) -> int:
+    hal_executable = command.executable
+    exe = getattr(hal_executable, "native", None)
+    if not isinstance(exe, _NativeExecutable) or exe.closed:
+        raise _Unsupported
+    ordinal = command.ordinal
+    if not 0 <= ordinal < len(exe.exports):
+        raise _Unsupported
+    export = exe.exports[ordinal]
+    if len(command.constants) != export.constant_count:
+        raise _Unsupported
+    if len(command.bindings) != export.binding_count:
+        raise _Unsupported
+    flags = native.FLAG_SEQUENTIAL if export.flags & 1 else 0
+    if isinstance(command.workgroups, BufferRef):
+        cx = cy = cz = 0
+        flags |= native.FLAG_INDIRECT
+        iref = plan.ref(command.workgroups, transfer=True)
+        if iref[2] < 12:
+            raise _Unsupported
+    else:
+        cx, cy, cz = command.workgroups
+        if cx * cy * cz and (cz > 0xFFFF or cx * cy * cz >= 1 << 62):
+            raise _Unsupported  # the Python path raises OUT_OF_RANGE (or runs forever)
+        iref = (0, 0, 0)
+    refs = []
+    for ref in command.bindings:
+        refs.extend(plan.ref(ref))
+    words = [
+        native.OP_DISPATCH,
+        exe._functions[ordinal],
+        ctypes.addressof(exe._env),
+        0,  # dispatch state: set by _build_states
+        0,
+        0,
+        cx,
+        cy,
+        cz,
+        flags,
+        export.local_memory_size,
+        *iref,
+        export.binding_count,
+        *refs,
+    ]
+    if not flags & native.FLAG_SEQUENTIAL and (flags & native.FLAG_INDIRECT or cx * cy * cz > 1):
+        plan.parallel = True
+    blocks.append((exe, ordinal, (cx, cy, cz), command.constants, len(plan.words)))
+    plan.add(words, export.name, (exe, ordinal))
+    plan.executables.append(exe)
+    return export.local_memory_size
+
+
+def _build_states(plan: Plan, blocks, max_local: int) -> None:
+    """One zeroed memory block: every dispatch's state (constants filled in, binding
+    arrays patched per run) and the per-worker workgroup states with local memory."""
+    offsets, size = [], 0
+    for exe, ordinal, _, _, _ in blocks:
+        offsets.append(size)
+        size += (exe._layouts[ordinal].size + 63) // 64 * 64
+    workers = plan.workers
+    wgs_offset = size
+    size += workers * _WG.size
+    local_offset = (size + 63) // 64 * 64
+    local_stride = (max_local + 63) // 64 * 64
+    size = local_offset + local_stride * workers
+    memory = ctypes.create_string_buffer(size + 64)
+    base = (ctypes.addressof(memory) + 63) & ~63
+    view = (ctypes.c_char * size).from_address(base)
+    for (exe, ordinal, (cx, cy, cz), constants, start), offset in zip(blocks, offsets):
+        layout = exe._layouts[ordinal]
+        nb = exe.exports[ordinal].binding_count
+        address = base + offset
+        layout.pack_into(view, offset, cx, cy, cz, 1, address, *constants, *([0] * (2 * nb)))
+        plan.words[start + native.D_DS] = address
+        plan.words[start + native.D_PTRS] = address + layout.ptrs_offset
+        plan.words[start + native.D_LENS] = address + layout.lengths_offset
+    for w in range(workers):
+        local = base + local_offset + w * local_stride if max_local else 0
+        _WG.pack_into(view, wgs_offset + w * _WG.size, 0, 0, 0, 0, w, local, 0)
+    plan.keep.append(memory)
+    plan.wgs_address = base + wgs_offset
+    plan.wgs_count = workers

@@ -1,0 +1,933 @@
+"""Native code the CPU loaders run: JIT-compiled once per process with llvmlite.
+
+    pyree_run_tiles   one worker's walk over a range of workgroup tiles (FTZ/DAZ held)
+    pyree_run_grid    a whole grid: inline on the caller, or split with the worker pool
+    pyree_run_plan    a whole recorded command buffer (hal/plan.py builds the records)
+    pyree_worker      the body of a pool thread (started with pthread_create via ctypes)
+    pyree_import_thunk  how kernels call host imports
+
+No C compiler is involved: the code is LLVM IR text below, compiled by llvmlite's MCJIT,
+and the few libc functions it needs (`syscall` for futexes, `clock_gettime`) are bound
+to the addresses ctypes resolves in the running process.
+
+The worker pool (`WorkerPool`) is one per process: N-1 native threads that never touch
+Python. A caller publishes a job (one grid) in the pool block, bumps a generation word
+and wakes sleeping workers with a futex. Workers spin briefly, then sleep on the futex.
+Participation is by ticket: the 64-bit ticket holds the job's generation (high half), a
+closed bit and the number of workers inside; a worker joins with a compare-and-swap
+while the job is open, so a late worker never delays the caller: the caller runs tiles
+itself, closes the ticket when no tiles are left and waits only for workers that did
+join. Tiles are handed out in chunks with an atomic counter (any tile may run on any
+participant; each participant has its own workgroup state and local memory).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import threading
+
+# --- architecture-specific pieces ---------------------------------------------------------
+
+# Kernels run with denormals flushed to zero, as IREE runs them: its inline command buffer
+# (local-sync) pushes IREE_FPU_STATE_FLAG_FLUSH_DENORMALS_TO_ZERO around every dispatch
+# ("we are running on a borrowed thread, we know nothing about the floating point state")
+# and its task workers (local-task) set it for their threads. Without it, results that
+# involve denormals differ from IREE's and denormal operands take slow microcode paths.
+# The tile loop saves the thread's FPU control state, sets the flush bits, runs its tiles
+# and restores the state, on the caller and on pool threads alike.
+# x86-64: MXCSR FTZ (bit 15) | DAZ (bit 6). AArch64: FPCR FZ (bit 24).
+_ARCH_IR = {
+    "x86_64": """
+declare void @llvm.x86.sse.stmxcsr(ptr)
+declare void @llvm.x86.sse.ldmxcsr(ptr)
+declare void @llvm.x86.sse2.pause()
+define internal i64 @pyree_fpu_push() {
+  %slot = alloca i32
+  call void @llvm.x86.sse.stmxcsr(ptr %slot)
+  %old = load i32, ptr %slot
+  %new = or i32 %old, 32832
+  store i32 %new, ptr %slot
+  call void @llvm.x86.sse.ldmxcsr(ptr %slot)
+  %ret = zext i32 %old to i64
+  ret i64 %ret
+}
+define internal void @pyree_fpu_pop(i64 %state) {
+  %slot = alloca i32
+  %old = trunc i64 %state to i32
+  store i32 %old, ptr %slot
+  call void @llvm.x86.sse.ldmxcsr(ptr %slot)
+  ret void
+}
+define internal void @pyree_pause() {
+  call void @llvm.x86.sse2.pause()
+  ret void
+}
+""",
+    "aarch64": """
+declare i64 @llvm.aarch64.get.fpcr()
+declare void @llvm.aarch64.set.fpcr(i64)
+declare void @llvm.aarch64.hint(i32)
+define internal i64 @pyree_fpu_push() {
+  %old = call i64 @llvm.aarch64.get.fpcr()
+  %new = or i64 %old, 16777216
+  call void @llvm.aarch64.set.fpcr(i64 %new)
+  ret i64 %old
+}
+define internal void @pyree_fpu_pop(i64 %state) {
+  call void @llvm.aarch64.set.fpcr(i64 %state)
+  ret void
+}
+define internal void @pyree_pause() {
+  call void @llvm.aarch64.hint(i32 1)
+  ret void
+}
+""",
+}
+_ARCH_IR_DEFAULT = """
+define internal i64 @pyree_fpu_push() {
+  ret i64 0
+}
+define internal void @pyree_fpu_pop(i64 %state) {
+  ret void
+}
+define internal void @pyree_pause() {
+  ret void
+}
+"""
+_SYS_FUTEX = {"x86_64": 202, "aarch64": 98}
+
+
+def _machine() -> str:
+    machine = platform.machine().lower()
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+
+
+# --- the tile loop ---------------------------------------------------------------------------
+
+_TILES_IR = r"""
+define i32 @pyree_run_tiles(ptr %fn, ptr %env, ptr %ds, ptr %wg,
+                            i64 %cx, i64 %cy, i64 %begin, i64 %end) {
+entry:
+  %fpu = call i64 @pyree_fpu_push()
+  %py = getelementptr i8, ptr %wg, i64 4
+  %pz = getelementptr i8, ptr %wg, i64 8
+  %empty = icmp uge i64 %begin, %end
+  br i1 %empty, label %done, label %pre
+pre:
+  %x0 = urem i64 %begin, %cx
+  %q = udiv i64 %begin, %cx
+  %y0 = urem i64 %q, %cy
+  %z0 = udiv i64 %q, %cy
+  br label %loop
+loop:
+  %t = phi i64 [ %begin, %pre ], [ %t1, %next ]
+  %x = phi i64 [ %x0, %pre ], [ %xn, %next ]
+  %y = phi i64 [ %y0, %pre ], [ %yn, %next ]
+  %z = phi i64 [ %z0, %pre ], [ %zn, %next ]
+  %x32 = trunc i64 %x to i32
+  %y32 = trunc i64 %y to i32
+  %z16 = trunc i64 %z to i16
+  store i32 %x32, ptr %wg
+  store i32 %y32, ptr %py
+  store i16 %z16, ptr %pz
+  %rc = call i32 %fn(ptr %env, ptr %ds, ptr %wg)
+  %bad = icmp ne i32 %rc, 0
+  br i1 %bad, label %fail, label %next
+next:
+  %t1 = add i64 %t, 1
+  %x1 = add i64 %x, 1
+  %wrapx = icmp eq i64 %x1, %cx
+  %xn = select i1 %wrapx, i64 0, i64 %x1
+  %y1 = add i64 %y, 1
+  %yi = select i1 %wrapx, i64 %y1, i64 %y
+  %wrapy = icmp eq i64 %yi, %cy
+  %yn = select i1 %wrapy, i64 0, i64 %yi
+  %z1 = add i64 %z, 1
+  %zn = select i1 %wrapy, i64 %z1, i64 %z
+  %more = icmp ult i64 %t1, %end
+  br i1 %more, label %loop, label %done
+fail:
+  call void @pyree_fpu_pop(i64 %fpu)
+  ret i32 %rc
+done:
+  call void @pyree_fpu_pop(i64 %fpu)
+  ret i32 0
+}
+
+define i32 @pyree_import_thunk(ptr %fn, ptr %params, ptr %context, ptr %reserved) {
+entry:
+  %rc = call i32 %fn(ptr %params, ptr %context, ptr %reserved)
+  ret i32 %rc
+}
+"""
+
+# --- the worker pool -------------------------------------------------------------------------
+
+# Pool block layout (bytes); hot words on their own cache lines.
+POOL_GEN = 0  # i32 futex word: the generation of the newest job
+POOL_SLEEPERS = 64  # i32: workers asleep on POOL_GEN
+POOL_TICKET = 128  # i64: generation << 32 | CLOSED | workers inside (low half: futex word)
+POOL_FN, POOL_ENV, POOL_DS, POOL_WGS = 192, 200, 208, 216
+POOL_CX, POOL_CY, POOL_TOTAL, POOL_CHUNK, POOL_MAXP, POOL_RC = 224, 232, 240, 248, 256, 264
+POOL_NEXT = 320  # i64: next tile to hand out
+POOL_THREADS = 384  # i64: worker threads running
+POOL_SPIN = 392  # i64: pause iterations before sleeping
+POOL_SIZE = 448
+
+WG_STATE_SIZE = 32  # iree_hal_executable_workgroup_state_v0_t
+
+_POOL_IR = r"""
+declare i64 @syscall(i64, ...)
+
+define internal void @pyree_futex_wait(ptr %addr, i32 %val) {
+  %v = zext i32 %val to i64
+  %r = call i64 (i64, ...) @syscall(i64 SYS_FUTEX, ptr %addr, i64 128, i64 %v, ptr null)
+  ret void
+}
+define internal void @pyree_futex_wake(ptr %addr, i32 %n) {
+  %m = zext i32 %n to i64
+  %r = call i64 (i64, ...) @syscall(i64 SYS_FUTEX, ptr %addr, i64 129, i64 %m)
+  ret void
+}
+
+; Runs tiles of the pool's current job as participant %idx until none are left.
+define internal void @pyree_run_job(ptr %pool, i64 %idx) {
+entry:
+  %pfn = getelementptr i8, ptr %pool, i64 192
+  %penv = getelementptr i8, ptr %pool, i64 200
+  %pds = getelementptr i8, ptr %pool, i64 208
+  %pwgs = getelementptr i8, ptr %pool, i64 216
+  %pcx = getelementptr i8, ptr %pool, i64 224
+  %pcy = getelementptr i8, ptr %pool, i64 232
+  %ptotal = getelementptr i8, ptr %pool, i64 240
+  %pchunk = getelementptr i8, ptr %pool, i64 248
+  %prc = getelementptr i8, ptr %pool, i64 264
+  %pnext = getelementptr i8, ptr %pool, i64 320
+  %fn = load ptr, ptr %pfn
+  %env = load ptr, ptr %penv
+  %ds = load ptr, ptr %pds
+  %wgs = load ptr, ptr %pwgs
+  %cx = load i64, ptr %pcx
+  %cy = load i64, ptr %pcy
+  %total = load i64, ptr %ptotal
+  %chunk = load i64, ptr %pchunk
+  %wgoff = mul i64 %idx, 32
+  %wg = getelementptr i8, ptr %wgs, i64 %wgoff
+  br label %grab
+grab:
+  %s = atomicrmw add ptr %pnext, i64 %chunk monotonic
+  %none = icmp uge i64 %s, %total
+  br i1 %none, label %out, label %work
+work:
+  %e0 = add i64 %s, %chunk
+  %over = icmp ugt i64 %e0, %total
+  %e = select i1 %over, i64 %total, i64 %e0
+  %rc = call i32 @pyree_run_tiles(ptr %fn, ptr %env, ptr %ds, ptr %wg, i64 %cx, i64 %cy, i64 %s, i64 %e)
+  %bad = icmp ne i32 %rc, 0
+  br i1 %bad, label %fail, label %grab
+fail:
+  %x = cmpxchg ptr %prc, i32 0, i32 %rc monotonic monotonic
+  store atomic i64 4611686018427387904, ptr %pnext monotonic, align 8  ; 2**62: no more tiles
+  br label %out
+out:
+  ret void
+}
+
+; Waits (spin, then futex) until the generation word differs from %seen.
+define internal void @pyree_wait_change(ptr %pool, i32 %seen) {
+entry:
+  %pspin = getelementptr i8, ptr %pool, i64 392
+  %spin = load i64, ptr %pspin
+  br label %spinloop
+spinloop:
+  %i = phi i64 [ 0, %entry ], [ %i1, %spinmore ]
+  %g = load atomic i32, ptr %pool acquire, align 4
+  %changed = icmp ne i32 %g, %seen
+  br i1 %changed, label %ret, label %spinmore
+spinmore:
+  call void @pyree_pause()
+  %i1 = add i64 %i, 1
+  %more = icmp ult i64 %i1, %spin
+  br i1 %more, label %spinloop, label %sleep
+sleep:
+  %psleep = getelementptr i8, ptr %pool, i64 64
+  %a = atomicrmw add ptr %psleep, i32 1 seq_cst
+  br label %sleeploop
+sleeploop:
+  %g2 = load atomic i32, ptr %pool seq_cst, align 4
+  %changed2 = icmp ne i32 %g2, %seen
+  br i1 %changed2, label %woke, label %wait
+wait:
+  call void @pyree_futex_wait(ptr %pool, i32 %seen)
+  br label %sleeploop
+woke:
+  %b = atomicrmw sub ptr %psleep, i32 1 seq_cst
+  br label %ret
+ret:
+  ret void
+}
+
+; A pool thread: wait for a new generation, try to join its job, run tiles, leave.
+define ptr @pyree_worker(ptr %pool) {
+entry:
+  %pticket = getelementptr i8, ptr %pool, i64 128
+  %pmaxp = getelementptr i8, ptr %pool, i64 256
+  %t0 = load atomic i64, ptr %pticket acquire, align 8
+  %g0 = lshr i64 %t0, 32
+  %seen0 = trunc i64 %g0 to i32
+  br label %wait
+wait:
+  %seen = phi i32 [ %seen0, %entry ], [ %tg32, %skip ], [ %tg32, %left ]
+  call void @pyree_wait_change(ptr %pool, i32 %seen)
+  br label %try
+try:
+  %t = load atomic i64, ptr %pticket acquire, align 8
+  %tg = lshr i64 %t, 32
+  %tg32 = trunc i64 %tg to i32
+  %closed = and i64 %t, 2147483648
+  %isclosed = icmp ne i64 %closed, 0
+  br i1 %isclosed, label %skip, label %cas
+cas:
+  %t1 = add i64 %t, 1
+  %pair = cmpxchg ptr %pticket, i64 %t, i64 %t1 acq_rel acquire
+  %ok = extractvalue { i64, i1 } %pair, 1
+  br i1 %ok, label %joined, label %try
+joined:
+  %count = and i64 %t, 2147483647
+  %idx = add i64 %count, 1
+  %maxp = load i64, ptr %pmaxp
+  %room = icmp ult i64 %idx, %maxp
+  br i1 %room, label %run, label %leave
+run:
+  call void @pyree_run_job(ptr %pool, i64 %idx)
+  br label %leave
+leave:
+  %old = atomicrmw sub ptr %pticket, i64 1 acq_rel
+  %low = and i64 %old, 4294967295
+  %last = icmp eq i64 %low, 2147483649
+  br i1 %last, label %wake, label %left
+wake:
+  call void @pyree_futex_wake(ptr %pticket, i32 1)
+  br label %left
+left:
+  br label %wait
+skip:
+  br label %wait
+}
+
+; Runs a grid of %total tiles: inline when it is too small or no pool is given,
+; otherwise with up to %workers participants (the caller is participant 0).
+define i32 @pyree_run_grid(ptr %pool, ptr %fn, ptr %env, ptr %ds, ptr %wgs,
+                           i64 %cx, i64 %cy, i64 %total, i64 %workers) {
+entry:
+  %nopool = icmp eq ptr %pool, null
+  %one = icmp ule i64 %workers, 1
+  %small = icmp ule i64 %total, 1
+  %a = or i1 %nopool, %one
+  %inline = or i1 %a, %small
+  br i1 %inline, label %solo, label %sized
+solo:
+  %rc0 = call i32 @pyree_run_tiles(ptr %fn, ptr %env, ptr %ds, ptr %wgs, i64 %cx, i64 %cy, i64 0, i64 %total)
+  ret i32 %rc0
+sized:
+  %pthreads = getelementptr i8, ptr %pool, i64 384
+  %threads = load i64, ptr %pthreads
+  %cap = add i64 %threads, 1
+  %m0c = icmp ult i64 %workers, %cap
+  %m0 = select i1 %m0c, i64 %workers, i64 %cap
+  %m1c = icmp ult i64 %m0, %total
+  %maxp = select i1 %m1c, i64 %m0, i64 %total
+  %alone = icmp ule i64 %maxp, 1
+  br i1 %alone, label %solo, label %publish
+publish:
+  %parts = mul i64 %maxp, 4
+  %c0 = add i64 %total, %parts
+  %c1 = sub i64 %c0, 1
+  %chunk = udiv i64 %c1, %parts
+  %pfn = getelementptr i8, ptr %pool, i64 192
+  %penv = getelementptr i8, ptr %pool, i64 200
+  %pds = getelementptr i8, ptr %pool, i64 208
+  %pwgs = getelementptr i8, ptr %pool, i64 216
+  %pcx = getelementptr i8, ptr %pool, i64 224
+  %pcy = getelementptr i8, ptr %pool, i64 232
+  %ptotal = getelementptr i8, ptr %pool, i64 240
+  %pchunk = getelementptr i8, ptr %pool, i64 248
+  %pmaxp = getelementptr i8, ptr %pool, i64 256
+  %prc = getelementptr i8, ptr %pool, i64 264
+  %pnext = getelementptr i8, ptr %pool, i64 320
+  %pticket = getelementptr i8, ptr %pool, i64 128
+  %psleep = getelementptr i8, ptr %pool, i64 64
+  store ptr %fn, ptr %pfn
+  store ptr %env, ptr %penv
+  store ptr %ds, ptr %pds
+  store ptr %wgs, ptr %pwgs
+  store i64 %cx, ptr %pcx
+  store i64 %cy, ptr %pcy
+  store i64 %total, ptr %ptotal
+  store i64 %chunk, ptr %pchunk
+  store i64 %maxp, ptr %pmaxp
+  store i32 0, ptr %prc
+  store atomic i64 0, ptr %pnext monotonic, align 8
+  %told = load atomic i64, ptr %pticket monotonic, align 8
+  %gold = lshr i64 %told, 32
+  %gnew = add i64 %gold, 1
+  %gmask = and i64 %gnew, 4294967295
+  %tnew = shl i64 %gmask, 32
+  store atomic i64 %tnew, ptr %pticket release, align 8
+  %g32 = trunc i64 %gmask to i32
+  store atomic i32 %g32, ptr %pool seq_cst, align 4
+  %sleepers = load atomic i32, ptr %psleep seq_cst, align 4
+  %anyasleep = icmp ne i32 %sleepers, 0
+  br i1 %anyasleep, label %wake, label %work
+wake:
+  %nw = sub i64 %maxp, 1
+  %nw32 = trunc i64 %nw to i32
+  call void @pyree_futex_wake(ptr %pool, i32 %nw32)
+  br label %work
+work:
+  call void @pyree_run_job(ptr %pool, i64 0)
+  %old = atomicrmw or ptr %pticket, i64 2147483648 acq_rel
+  br label %drain
+drain:
+  %i = phi i64 [ 0, %work ], [ %i1, %spin ], [ 0, %sleep ]
+  %low = load atomic i32, ptr %pticket acquire, align 8
+  %inside = and i32 %low, 2147483647
+  %empty = icmp eq i32 %inside, 0
+  br i1 %empty, label %finish, label %spin
+spin:
+  call void @pyree_pause()
+  %i1 = add i64 %i, 1
+  %more = icmp ult i64 %i1, 4000
+  br i1 %more, label %drain, label %sleep
+sleep:
+  call void @pyree_futex_wait(ptr %pticket, i32 %low)
+  br label %drain
+finish:
+  %rc = load i32, ptr %prc
+  ret i32 %rc
+}
+"""
+
+# --- the plan runner -------------------------------------------------------------------------
+
+# Plan records: i64 words, [op, words, ...]. A buffer ref is (slot, offset, length):
+# slot >= 0 names a binding-table entry (offset relative to it, length -1 = to its end),
+# slot -1 an absolute address in `offset`. The table is (address, length) per slot,
+# address 0 for a null entry (refs into it resolve to (0, 0)).
+OP_DISPATCH, OP_FILL, OP_COPY, OP_UPDATE = 1, 2, 3, 4
+# Dispatch: [1, n, fn, env, ds, ptrs, lens, cx, cy, cz, flags, local_size, iref x3, nb, refs x3...]
+D_FN, D_ENV, D_DS, D_PTRS, D_LENS, D_CX, D_CY, D_CZ, D_FLAGS, D_LOCAL, D_IREF, D_NB, D_REFS = (
+    2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 15, 16,
+)
+FLAG_SEQUENTIAL, FLAG_INDIRECT = 1, 2
+# Errors: (command index << 8) | code; out[0..2] carry details.
+ERR_KERNEL, ERR_COUNTS = 1, 2
+
+_PLAN_IR = r"""
+declare i32 @clock_gettime(i32, ptr)
+declare void @llvm.memmove.p0.p0.i64(ptr, ptr, i64, i1)
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
+
+define internal i64 @pyree_now() {
+  %ts = alloca [2 x i64]
+  %r = call i32 @clock_gettime(i32 1, ptr %ts)
+  %s = load i64, ptr %ts
+  %pn = getelementptr i64, ptr %ts, i64 1
+  %n = load i64, ptr %pn
+  %m = mul i64 %s, 1000000000
+  %t = add i64 %m, %n
+  ret i64 %t
+}
+
+; (address, length) of the ref at %rec: slot, offset, length.
+define internal { i64, i64 } @pyree_resolve(ptr %rec, ptr %table) {
+entry:
+  %slot = load i64, ptr %rec
+  %po = getelementptr i64, ptr %rec, i64 1
+  %off = load i64, ptr %po
+  %pl = getelementptr i64, ptr %rec, i64 2
+  %len = load i64, ptr %pl
+  %direct = icmp slt i64 %slot, 0
+  br i1 %direct, label %abs, label %slotted
+abs:
+  %r0 = insertvalue { i64, i64 } undef, i64 %off, 0
+  %r1 = insertvalue { i64, i64 } %r0, i64 %len, 1
+  ret { i64, i64 } %r1
+slotted:
+  %i2 = mul i64 %slot, 2
+  %pa = getelementptr i64, ptr %table, i64 %i2
+  %base = load i64, ptr %pa
+  %pb = getelementptr i64, ptr %pa, i64 1
+  %blen = load i64, ptr %pb
+  %null = icmp eq i64 %base, 0
+  br i1 %null, label %isnull, label %live
+isnull:
+  ret { i64, i64 } zeroinitializer
+live:
+  %addr = add i64 %base, %off
+  %whole = icmp eq i64 %len, -1
+  %rest = sub i64 %blen, %off
+  %l = select i1 %whole, i64 %rest, i64 %len
+  %s0 = insertvalue { i64, i64 } undef, i64 %addr, 0
+  %s1 = insertvalue { i64, i64 } %s0, i64 %l, 1
+  ret { i64, i64 } %s1
+}
+
+define i64 @pyree_run_plan(ptr %plan, i64 %ncmd, ptr %table, ptr %pool, i64 %workers,
+                           ptr %wgs, i64 %nwgs, ptr %out, ptr %stats) {
+entry:
+  %timed = icmp ne ptr %stats, null
+  br label %head
+head:
+  %i = phi i64 [ 0, %entry ], [ %inext, %next ]
+  %p = phi ptr [ %plan, %entry ], [ %pnext, %next ]
+  %more = icmp ult i64 %i, %ncmd
+  br i1 %more, label %body, label %ok
+ok:
+  ret i64 0
+body:
+  %op = load i64, ptr %p
+  %pw = getelementptr i64, ptr %p, i64 1
+  %nw = load i64, ptr %pw
+  switch i64 %op, label %next [ i64 1, label %dispatch
+                                i64 2, label %fill
+                                i64 3, label %copy
+                                i64 4, label %update ]
+next:
+  %inext = add i64 %i, 1
+  %pnext = getelementptr i64, ptr %p, i64 %nw
+  br label %head
+
+; -- dispatch ----------------------------------------------------------------------------
+dispatch:
+  %pfn = getelementptr i64, ptr %p, i64 2
+  %fn = load ptr, ptr %pfn
+  %penv = getelementptr i64, ptr %p, i64 3
+  %env = load ptr, ptr %penv
+  %pds = getelementptr i64, ptr %p, i64 4
+  %ds = load ptr, ptr %pds
+  %pptrs = getelementptr i64, ptr %p, i64 5
+  %ptrs = load ptr, ptr %pptrs
+  %plens = getelementptr i64, ptr %p, i64 6
+  %lens = load ptr, ptr %plens
+  %pnb = getelementptr i64, ptr %p, i64 15
+  %nb = load i64, ptr %pnb
+  br label %bhead
+bhead:
+  %b = phi i64 [ 0, %dispatch ], [ %b1, %bbody ]
+  %bmore = icmp ult i64 %b, %nb
+  br i1 %bmore, label %bbody, label %counts
+bbody:
+  %b3 = mul i64 %b, 3
+  %roff = add i64 %b3, 16
+  %rref = getelementptr i64, ptr %p, i64 %roff
+  %res = call { i64, i64 } @pyree_resolve(ptr %rref, ptr %table)
+  %ra = extractvalue { i64, i64 } %res, 0
+  %rl = extractvalue { i64, i64 } %res, 1
+  %dpa = getelementptr i64, ptr %ptrs, i64 %b
+  store i64 %ra, ptr %dpa
+  %dpl = getelementptr i64, ptr %lens, i64 %b
+  store i64 %rl, ptr %dpl
+  %b1 = add i64 %b, 1
+  br label %bhead
+counts:
+  %pflags = getelementptr i64, ptr %p, i64 10
+  %flags = load i64, ptr %pflags
+  %indirect = and i64 %flags, 2
+  %isind = icmp ne i64 %indirect, 0
+  br i1 %isind, label %ind, label %direct
+direct:
+  %pcx = getelementptr i64, ptr %p, i64 7
+  %dcx = load i64, ptr %pcx
+  %pcy = getelementptr i64, ptr %p, i64 8
+  %dcy = load i64, ptr %pcy
+  %pcz = getelementptr i64, ptr %p, i64 9
+  %dcz = load i64, ptr %pcz
+  br label %grid
+ind:
+  %iref = getelementptr i64, ptr %p, i64 12
+  %ires = call { i64, i64 } @pyree_resolve(ptr %iref, ptr %table)
+  %ia = extractvalue { i64, i64 } %ires, 0
+  %iptr = inttoptr i64 %ia to ptr
+  %icx32 = load i32, ptr %iptr, align 1
+  %ipy = getelementptr i8, ptr %iptr, i64 4
+  %icy32 = load i32, ptr %ipy, align 1
+  %ipz = getelementptr i8, ptr %iptr, i64 8
+  %icz32 = load i32, ptr %ipz, align 1
+  %icx = zext i32 %icx32 to i64
+  %icy = zext i32 %icy32 to i64
+  %icz = zext i32 %icz32 to i64
+  %ia0 = mul i64 %icx, %icy
+  %itotal = mul i64 %ia0, %icz
+  %iempty = icmp eq i64 %itotal, 0
+  br i1 %iempty, label %next, label %icheck
+icheck:
+  %zbig = icmp ugt i64 %icz, 65535
+  br i1 %zbig, label %badcounts, label %iwrite
+badcounts:
+  store i64 %icx, ptr %out
+  %o1 = getelementptr i64, ptr %out, i64 1
+  store i64 %icy, ptr %o1
+  %o2 = getelementptr i64, ptr %out, i64 2
+  store i64 %icz, ptr %o2
+  %e0 = shl i64 %i, 8
+  %e1 = or i64 %e0, 2
+  ret i64 %e1
+iwrite:
+  %dsx = getelementptr i8, ptr %ds, i64 12
+  store i32 %icx32, ptr %dsx
+  %dsy = getelementptr i8, ptr %ds, i64 16
+  store i32 %icy32, ptr %dsy
+  %dsz = getelementptr i8, ptr %ds, i64 20
+  %icz16 = trunc i32 %icz32 to i16
+  store i16 %icz16, ptr %dsz
+  br label %grid
+grid:
+  %cx = phi i64 [ %dcx, %direct ], [ %icx, %iwrite ]
+  %cy = phi i64 [ %dcy, %direct ], [ %icy, %iwrite ]
+  %cz = phi i64 [ %dcz, %direct ], [ %icz, %iwrite ]
+  %g0 = mul i64 %cx, %cy
+  %total = mul i64 %g0, %cz
+  %gempty = icmp eq i64 %total, 0
+  br i1 %gempty, label %next, label %launch
+launch:
+  %seq = and i64 %flags, 1
+  %isseq = icmp ne i64 %seq, 0
+  %w0 = select i1 %isseq, i64 1, i64 %workers
+  %w1c = icmp ult i64 %w0, %total
+  %w1 = select i1 %w1c, i64 %w0, i64 %total
+  %w2c = icmp ult i64 %w1, %nwgs
+  %w2 = select i1 %w2c, i64 %w1, i64 %nwgs
+  %w3c = icmp ult i64 %w2, 255
+  %w3 = select i1 %w3c, i64 %w2, i64 255
+  %w8 = trunc i64 %w3 to i8
+  %dsc = getelementptr i8, ptr %ds, i64 22
+  store i8 %w8, ptr %dsc
+  %plocal = getelementptr i64, ptr %p, i64 11
+  %local = load i64, ptr %plocal
+  %local32 = trunc i64 %local to i32
+  br label %lhead
+lhead:
+  %k = phi i64 [ 0, %launch ], [ %k1, %lbody ]
+  %lmore = icmp ult i64 %k, %w3
+  br i1 %lmore, label %lbody, label %run
+lbody:
+  %k32 = mul i64 %k, 32
+  %k24 = add i64 %k32, 24
+  %pls = getelementptr i8, ptr %wgs, i64 %k24
+  store i32 %local32, ptr %pls
+  %k1 = add i64 %k, 1
+  br label %lhead
+run:
+  br i1 %timed, label %t0, label %call
+t0:
+  %start = call i64 @pyree_now()
+  br label %call
+call:
+  %tstart = phi i64 [ 0, %run ], [ %start, %t0 ]
+  %rc = call i32 @pyree_run_grid(ptr %pool, ptr %fn, ptr %env, ptr %ds, ptr %wgs,
+                                 i64 %cx, i64 %cy, i64 %total, i64 %w3)
+  br i1 %timed, label %t1, label %after
+t1:
+  %stop = call i64 @pyree_now()
+  %dt = sub i64 %stop, %tstart
+  %i2 = mul i64 %i, 2
+  %sp = getelementptr i64, ptr %stats, i64 %i2
+  %sv = load i64, ptr %sp
+  %sv1 = add i64 %sv, %dt
+  store i64 %sv1, ptr %sp
+  %sc = getelementptr i64, ptr %sp, i64 1
+  %cv = load i64, ptr %sc
+  %cv1 = add i64 %cv, 1
+  store i64 %cv1, ptr %sc
+  br label %after
+after:
+  %failed = icmp ne i32 %rc, 0
+  br i1 %failed, label %kernelerr, label %next
+kernelerr:
+  %rc64 = sext i32 %rc to i64
+  store i64 %rc64, ptr %out
+  %k0 = shl i64 %i, 8
+  %kerr = or i64 %k0, 1
+  ret i64 %kerr
+
+; -- transfers ---------------------------------------------------------------------------
+fill:
+  %fref = getelementptr i64, ptr %p, i64 2
+  %fres = call { i64, i64 } @pyree_resolve(ptr %fref, ptr %table)
+  %fa = extractvalue { i64, i64 } %fres, 0
+  %fl = extractvalue { i64, i64 } %fres, 1
+  %fptr = inttoptr i64 %fa to ptr
+  %ppat = getelementptr i64, ptr %p, i64 5
+  %pat = load i64, ptr %ppat
+  %pplen = getelementptr i64, ptr %p, i64 6
+  %plen = load i64, ptr %pplen
+  switch i64 %plen, label %fill1 [ i64 2, label %fill2
+                                   i64 4, label %fill4 ]
+fill1:
+  %pat8 = trunc i64 %pat to i8
+  call void @llvm.memset.p0.i64(ptr %fptr, i8 %pat8, i64 %fl, i1 false)
+  br label %next
+fill2:
+  %n2 = udiv i64 %fl, 2
+  %pat16 = trunc i64 %pat to i16
+  br label %f2loop
+f2loop:
+  %j2 = phi i64 [ 0, %fill2 ], [ %j2n, %f2body ]
+  %f2more = icmp ult i64 %j2, %n2
+  br i1 %f2more, label %f2body, label %next
+f2body:
+  %q2 = getelementptr i16, ptr %fptr, i64 %j2
+  store i16 %pat16, ptr %q2, align 1
+  %j2n = add i64 %j2, 1
+  br label %f2loop
+fill4:
+  %n4 = udiv i64 %fl, 4
+  %pat32 = trunc i64 %pat to i32
+  br label %f4loop
+f4loop:
+  %j4 = phi i64 [ 0, %fill4 ], [ %j4n, %f4body ]
+  %f4more = icmp ult i64 %j4, %n4
+  br i1 %f4more, label %f4body, label %next
+f4body:
+  %q4 = getelementptr i32, ptr %fptr, i64 %j4
+  store i32 %pat32, ptr %q4, align 1
+  %j4n = add i64 %j4, 1
+  br label %f4loop
+copy:
+  %sref = getelementptr i64, ptr %p, i64 2
+  %sres = call { i64, i64 } @pyree_resolve(ptr %sref, ptr %table)
+  %sa = extractvalue { i64, i64 } %sres, 0
+  %sl = extractvalue { i64, i64 } %sres, 1
+  %dref = getelementptr i64, ptr %p, i64 5
+  %dres = call { i64, i64 } @pyree_resolve(ptr %dref, ptr %table)
+  %da = extractvalue { i64, i64 } %dres, 0
+  %sptr = inttoptr i64 %sa to ptr
+  %dptr = inttoptr i64 %da to ptr
+  call void @llvm.memmove.p0.p0.i64(ptr %dptr, ptr %sptr, i64 %sl, i1 false)
+  br label %next
+update:
+  %pdata = getelementptr i64, ptr %p, i64 2
+  %data = load ptr, ptr %pdata
+  %uref = getelementptr i64, ptr %p, i64 3
+  %ures = call { i64, i64 } @pyree_resolve(ptr %uref, ptr %table)
+  %ua = extractvalue { i64, i64 } %ures, 0
+  %ul = extractvalue { i64, i64 } %ures, 1
+  %uptr = inttoptr i64 %ua to ptr
+  call void @llvm.memcpy.p0.p0.i64(ptr %uptr, ptr %data, i64 %ul, i1 false)
+  br label %next
+}
+"""
+
+_RUN_TILES = ctypes.CFUNCTYPE(
+    ctypes.c_int32,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_int64,
+    ctypes.c_int64,
+    ctypes.c_int64,
+    ctypes.c_int64,
+)
+_RUN_GRID = ctypes.CFUNCTYPE(
+    ctypes.c_int32,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+    ctypes.c_int64,
+    ctypes.c_int64,
+    ctypes.c_int64,
+    ctypes.c_int64,
+)
+_RUN_PLAN = ctypes.CFUNCTYPE(
+    ctypes.c_int64,
+    ctypes.c_void_p,  # plan
+    ctypes.c_int64,  # commands
+    ctypes.c_void_p,  # table
+    ctypes.c_void_p,  # pool
+    ctypes.c_int64,  # workers
+    ctypes.c_void_p,  # workgroup states
+    ctypes.c_int64,  # how many
+    ctypes.c_void_p,  # out
+    ctypes.c_void_p,  # stats
+)
+
+
+def _ir() -> str:
+    machine = _machine()
+    futex = _SYS_FUTEX.get(machine)
+    if futex is None or not hasattr(os, "sched_getaffinity"):
+        raise OSError(f"no futex-based worker pool on {machine}")
+    pool = _POOL_IR.replace("SYS_FUTEX", str(futex))
+    return _ARCH_IR.get(machine, _ARCH_IR_DEFAULT) + _TILES_IR + pool + _PLAN_IR
+
+
+class NativeRuntime:
+    """The compiled functions, once per process (see module docstring)."""
+
+    def __init__(self) -> None:
+        import llvmlite.binding as llvm
+
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        libc = ctypes.CDLL(None)
+        for name in ("syscall", "clock_gettime"):
+            llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
+        target_machine = llvm.Target.from_default_triple().create_target_machine(opt=2)
+        module = llvm.parse_assembly(_ir())
+        module.verify()
+        self._engine = llvm.create_mcjit_compiler(module, target_machine)
+        self._engine.finalize_object()
+        self._target_machine = target_machine
+        address = self._engine.get_function_address
+        self.run_tiles = _RUN_TILES(address("pyree_run_tiles"))
+        self.run_grid = _RUN_GRID(address("pyree_run_grid"))
+        self.run_plan = _RUN_PLAN(address("pyree_run_plan"))
+        self.import_thunk = address("pyree_import_thunk")
+        self.worker_address = address("pyree_worker")
+
+
+_runtime: NativeRuntime | None = None
+_runtime_error: BaseException | None = None
+_runtime_lock = threading.Lock()
+
+
+def native_runtime() -> NativeRuntime | None:
+    """The process-wide compiled code, or None if llvmlite cannot provide it."""
+    global _runtime, _runtime_error
+    if _runtime is None and _runtime_error is None:
+        with _runtime_lock:
+            if _runtime is None and _runtime_error is None:
+                try:
+                    _runtime = NativeRuntime()
+                except Exception as error:  # llvmlite missing or broken: ctypes fallbacks
+                    _runtime_error = error
+    return _runtime
+
+
+def native_error() -> BaseException | None:
+    return _runtime_error
+
+
+# --- the process-wide pool ----------------------------------------------------------------
+
+WORKERS_ENV = "PYREE_WORKERS"
+SPIN_ENV = "PYREE_SPIN"
+_DEFAULT_SPIN = 2000  # pause iterations (a few microseconds) before a worker sleeps
+
+
+def default_worker_count() -> int:
+    """$PYREE_WORKERS if set (>= 1), else the cores this process may run on."""
+    value = os.environ.get(WORKERS_ENV, "").strip()
+    if value:
+        try:
+            return max(1, int(value))
+        except ValueError:
+            raise ValueError(f"{WORKERS_ENV}={value!r} is not an integer") from None
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+class WorkerPool:
+    """N-1 native threads serving one grid at a time (the caller is the N-th).
+
+    `acquire()` returns the pool block address for one caller at a time (None while
+    another thread uses it: that caller then runs its grid inline), `release()` ends the
+    use. Threads are added on demand by `ensure(workers)` and live until the process
+    exits; after fork() the child starts with no threads and grows its own.
+    """
+
+    _MAX_THREADS = 254
+
+    def __init__(self, runtime: NativeRuntime) -> None:
+        self._runtime = runtime
+        raw = ctypes.create_string_buffer(POOL_SIZE + 64)
+        self._raw = raw
+        self.address = (ctypes.addressof(raw) + 63) & ~63
+        spin = os.environ.get(SPIN_ENV, "").strip()
+        ctypes.c_int64.from_address(self.address + POOL_SPIN).value = (
+            max(0, int(spin)) if spin.isdigit() else _DEFAULT_SPIN
+        )
+        self._threads = ctypes.c_int64.from_address(self.address + POOL_THREADS)
+        self._use = threading.Lock()
+        self._grow = threading.Lock()
+        self._handles: list = []
+
+    @property
+    def threads(self) -> int:
+        return self._threads.value
+
+    def ensure(self, workers: int) -> None:
+        """Starts threads until `workers` participants (caller included) can run."""
+        wanted = min(max(0, workers - 1), self._MAX_THREADS)
+        if self._threads.value >= wanted:
+            return
+        with self._grow:
+            libc = ctypes.CDLL(None, use_errno=True)
+            create = libc.pthread_create
+            create.argtypes = [
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+                ctypes.c_void_p,
+            ]
+            create.restype = ctypes.c_int
+            while self._threads.value < wanted:
+                handle = ctypes.c_uint64()
+                rc = create(
+                    ctypes.byref(handle), None, self._runtime.worker_address, self.address
+                )
+                if rc != 0:
+                    break  # run with the threads we have
+                libc.pthread_detach(handle)
+                self._handles.append(handle)
+                # Only the Python side changes the count (under _grow, outside any grid).
+                self._threads.value += 1
+
+    def acquire(self) -> int | None:
+        return self.address if self._use.acquire(blocking=False) else None
+
+    def release(self) -> None:
+        self._use.release()
+
+
+_pool: WorkerPool | None = None
+
+
+def worker_pool(workers: int) -> WorkerPool | None:
+    """The process-wide pool with room for `workers` participants (None: no native code)."""
+    global _pool
+    if workers <= 1:
+        return None
+    runtime = native_runtime()
+    if runtime is None:
+        return None
+    if _pool is None:
+        with _runtime_lock:
+            if _pool is None:
+                _pool = WorkerPool(runtime)
+    pool = _pool
+    if pool.threads < min(workers - 1, WorkerPool._MAX_THREADS):
+        if not pool.acquire():
+            return pool  # in use: grown next time
+        try:
+            pool.ensure(workers)
+        finally:
+            pool.release()
+    return pool
+
+
+def _forget_pool_in_child() -> None:
+    global _pool
+    _pool = None  # the threads did not survive fork(); a new pool starts its own
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)

@@ -1,0 +1,273 @@
+"""Native command-buffer plans, the native worker pool and dispatch statistics.
+
+Plans (runtime_support/hal/plan.py) must give exactly what the command-by-command Python
+path gives (the reference), decline to it whenever an execution would fail, and raise the
+same errors; the worker pool must give bit-identical results to one thread, denormals
+flushed on every thread; translated programs must match iree.runtime on `local`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from runtime_support.errors import StatusCode, VMError
+from runtime_support.hal.buffer import HalBuffer
+from runtime_support.hal.command_buffer import MODE_ONE_SHOT, BufferRef, HalCommandBuffer
+from runtime_support.hal.device import LocalDevice
+from runtime_support.loaders import native, statistics
+
+pytestmark = pytest.mark.skipif(native.native_runtime() is None, reason="needs llvmlite")
+
+FLAGS = (
+    "--iree-hal-target-device=local",
+    "--iree-hal-local-target-device-backends=llvm-cpu",
+    "--iree-llvmcpu-target-cpu=generic",
+)
+
+MUL = """
+func.func @mul(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = arith.mulf %a, %b : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"""
+
+# Several workgroups per dispatch, several dispatches, and denormal products.
+BIG = """
+func.func @big(%a: tensor<256x512xf32>, %b: tensor<512x384xf32>, %c: tensor<256x384xf32>)
+    -> (tensor<256x384xf32>, tensor<256x384xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<256x384xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<256x384xf32>) -> tensor<256x384xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<256x512xf32>, tensor<512x384xf32>)
+                     outs(%f : tensor<256x384xf32>) -> tensor<256x384xf32>
+  %p = arith.mulf %c, %c : tensor<256x384xf32>
+  %s = arith.addf %m, %p : tensor<256x384xf32>
+  return %s, %p : tensor<256x384xf32>, tensor<256x384xf32>
+}
+"""
+
+_counter = itertools.count()
+
+
+def _src(tmp_path_factory, name: str, text: str) -> Path:
+    path = tmp_path_factory.mktemp(name) / f"{name}.mlir"
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture(scope="module")
+def mul_vmfb(compile_mlir, tmp_path_factory) -> Path:
+    return compile_mlir(_src(tmp_path_factory, "mul", MUL), FLAGS)
+
+
+@pytest.fixture(scope="module")
+def big_vmfb(compile_mlir, tmp_path_factory) -> Path:
+    return compile_mlir(_src(tmp_path_factory, "big", BIG), FLAGS)
+
+
+def _package(vmfb: Path, out: Path):
+    from translator.codegen import write_package
+    from translator.reader import read_module_file
+
+    pkg_dir = write_package(read_module_file(vmfb), out, "pkg")
+    name = f"_native_dispatch_pkg_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(
+        name, pkg_dir / "__init__.py", submodule_search_locations=[str(pkg_dir)]
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# --- plans against the Python path, at the HAL level --------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mul_executable(mul_vmfb):
+    with zipfile.ZipFile(mul_vmfb) as z:
+        (name,) = [n for n in z.namelist() if n.endswith(".so")]
+        kernel = z.read(name)
+    device = LocalDevice("local-sync")
+    exe = device.create_executable("embedded-elf-x86_64", kernel)
+    return device, exe
+
+
+def _f32(values) -> HalBuffer:
+    data = np.asarray(values, np.float32).tobytes()
+    buffer = HalBuffer.allocate(len(data))
+    buffer.write(0, data)
+    return buffer
+
+
+def _record(device, exe, modes=0) -> HalCommandBuffer:
+    """update, fill, copy, a direct dispatch and an indirect one, over table slots 0..3
+    and one direct buffer."""
+    cb = HalCommandBuffer(device, modes, 3, 5)
+    counts = HalBuffer.allocate(12)
+    counts.write(0, np.array([1, 1, 1], np.uint32).tobytes())
+    slot = lambda s, off=0, n=16: BufferRef(None, s, off, n)  # noqa: E731
+    cb.update(np.array([7.0, 8.0], np.float32).tobytes(), slot(2, 8, 8))
+    cb.fill(slot(3, 0, 8), 0x3F800000, 4)  # 1.0f twice
+    cb.copy(slot(0, 0, 8), slot(3, 8, 8))
+    cb.dispatch(exe, 0, (1, 1, 1), (), [slot(0), slot(1), slot(2, 0, -1)])
+    cb.execution_barrier()
+    cb.dispatch(exe, 0, BufferRef(counts, 0, 0, 12), (), [slot(2), slot(3), slot(4)])
+    cb.finalize()
+    return cb
+
+
+def _run(cb, native_plan: bool, table, workers=1):
+    if not native_plan:
+        cb._plan = False
+    cb.execute(table, workers)
+    return cb
+
+
+def _table():
+    a = _f32([1.5, -2.0, 3.0, 4.25])
+    b = _f32([2.0, 3.0, -0.5, 8.0])
+    return [(a, 0, 16), (b, 0, 16), (HalBuffer.allocate(16), 0, 16),
+            (HalBuffer.allocate(16), 0, -1), (HalBuffer.allocate(32), 16, 16)]
+
+
+def test_plan_matches_python_path(mul_executable):
+    device, exe = mul_executable
+    results = []
+    for use_plan in (True, False):
+        table = _table()
+        cb = _run(_record(device, exe), use_plan, table)
+        assert bool(cb._plan) is use_plan
+        results.append([entry[0].read() for entry in table])
+    assert results[0] == results[1]
+    out = np.frombuffer(results[0][4][16:], np.float32)
+    assert out.tolist() != [0.0] * 4  # the chain really ran
+
+
+def test_plan_declines_and_python_path_raises(mul_executable):
+    device, exe = mul_executable
+    errors = []
+    for use_plan in (True, False):
+        table = _table()
+        table[3] = (table[3][0], 0, 8)  # too short for the fill/copy
+        cb = _record(device, exe)
+        with pytest.raises(VMError) as info:
+            _run(cb, use_plan, table)
+        errors.append((info.value.code, str(info.value)))
+    assert errors[0] == errors[1]
+    assert errors[0][0] == StatusCode.OUT_OF_RANGE
+
+
+def test_indirect_counts_out_of_range_same_error(mul_executable):
+    device, exe = mul_executable
+    errors = []
+    for use_plan in (True, False):
+        counts = HalBuffer.allocate(12)
+        counts.write(0, np.array([1, 1, 0x10000], np.uint32).tobytes())
+        cb = HalCommandBuffer(device, 0, 3, 3)
+        cb.dispatch(exe, 0, BufferRef(None, 0, 0, 12), (), [BufferRef(None, 1, 0, 16)] * 3)
+        cb.finalize()
+        table = [(counts, 0, 12), (HalBuffer.allocate(16), 0, 16)]
+        with pytest.raises(VMError) as info:
+            _run(cb, use_plan, table)
+        assert bool(cb._plan) is use_plan
+        errors.append((info.value.code, str(info.value)))
+    assert errors[0] == errors[1]
+    assert errors[0][0] == StatusCode.OUT_OF_RANGE
+
+
+def test_one_shot_and_reuse(mul_executable):
+    device, exe = mul_executable
+    cb = _record(device, exe, MODE_ONE_SHOT)
+    once = _table()
+    cb.execute(once, 1)
+    assert cb._plan is False  # runs once: the Python path, no plan to build
+    with pytest.raises(VMError) as info:
+        cb.execute(_table(), 1)
+    assert info.value.code == StatusCode.FAILED_PRECONDITION
+    reusable = _record(device, exe)
+    first = _table()
+    reusable.execute(first, 1)
+    second = _table()
+    reusable.execute(second, 1)
+    assert reusable._plan
+    assert [e[0].read() for e in first] == [e[0].read() for e in second]
+    assert [e[0].read() for e in once] == [e[0].read() for e in first]
+
+
+def test_statistics_count_plan_dispatches(mul_executable):
+    device, exe = mul_executable
+    cb = _record(device, exe)
+    statistics.reset()
+    statistics.enable()
+    try:
+        cb.execute(_table(), 1)
+        cb.execute(_table(), 1)
+    finally:
+        statistics.enable(False)
+    name = exe.exports[0].name
+    count, nanoseconds = statistics.snapshot()[name]
+    assert count == 4 and nanoseconds > 0
+    assert name in statistics.table()
+    statistics.reset()
+    cb.execute(_table(), 1)  # off: nothing recorded
+    assert statistics.snapshot() == {}
+
+
+# --- the worker pool, end to end against iree.runtime -------------------------------------
+
+
+def test_local_workers_bit_identical_to_iree(big_vmfb, tmp_path):
+    from iree_oracle import IreeSession
+
+    pkg = _package(big_vmfb, tmp_path)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((256, 512)).astype(np.float32)
+    b = rng.standard_normal((512, 384)).astype(np.float32)
+    # c*c is denormal (or flushed) for tiny c; denormal inputs themselves must read as 0.
+    c = (rng.standard_normal((256, 384)) * 1e-20).astype(np.float32)
+    c[0, :8] = np.float32(1e-40)
+    session = IreeSession(big_vmfb)
+    expected = session.call("big", [a, b, c], session.signature("big"))
+    for workers in (1, 2, 3):
+        ctx = pkg.load(device=LocalDevice("local-task", worker_count=workers))
+        for _ in range(3):
+            got = ctx.big(a, b, c)
+            for e, g in zip(expected, got):
+                assert np.asarray(g).tobytes() == np.asarray(e).tobytes(), workers
+    assert not np.asarray(got[1]).any()  # every product flushed to zero, on every thread
+
+
+def test_workers_env_and_device_default(monkeypatch):
+    monkeypatch.setenv(native.WORKERS_ENV, "3")
+    assert LocalDevice("local-task").worker_count == 3
+    assert LocalDevice("local-sync").worker_count == 1
+    monkeypatch.setenv(native.WORKERS_ENV, "x")
+    with pytest.raises(ValueError):
+        LocalDevice("local-task")
+
+
+def test_print_statistics(big_vmfb, tmp_path):
+    pkg = _package(big_vmfb, tmp_path)
+    pkg_dir = Path(pkg.__file__).parent
+    inputs = ["--input=256x512xf32=1", "--input=512x384xf32=0.5", "--input=256x384xf32=2"]
+    run = [sys.executable, "-m", "runtime_support.run_cli", str(pkg_dir), "--function=big"]
+    plain = subprocess.run(run + inputs, capture_output=True, text=True)
+    stats = subprocess.run(run + inputs + ["--print_statistics"], capture_output=True, text=True)
+    assert plain.returncode == stats.returncode == 0, stats.stderr
+    assert plain.stdout == stats.stdout  # results unchanged
+    assert "Dispatch statistics" not in plain.stderr
+    lines = stats.stderr.splitlines()
+    assert lines[0] == "Dispatch statistics (@big):"
+    assert lines[1].split() == ["export", "count", "total", "ms", "mean", "us", "share"]
+    rows = [line.split() for line in lines[2:-1]]
+    assert rows and all(row[0].startswith("big_dispatch_") for row in rows)
+    assert all(int(row[1]) >= 1 for row in rows)
