@@ -247,3 +247,14 @@ def test_a_rank_that_never_joins_is_a_bounded_error(tmp_path):
     lines = [l for l in res.stdout.splitlines() if l.startswith("ERROR")]
     assert len(lines) == 1, (res.stdout, res.stderr[-2000:])
     assert "DEADLINE_EXCEEDED" in lines[0] and "all_reduce.sum<f32>" in lines[0] and "a rank did not join" in lines[0]
+
+
+@pytest.mark.slow
+def test_sharded_mlp_example_matches_the_whole_model():
+    _mpiexec()
+    res = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "sharded_mlp.py")],
+        capture_output=True, text=True, timeout=600, env=_env(), cwd=REPO,
+    )
+    assert res.returncode == 0, res.stdout + res.stderr[-3000:]
+    assert "max relative difference" in res.stdout
