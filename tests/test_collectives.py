@@ -258,3 +258,25 @@ def test_sharded_mlp_example_matches_the_whole_model():
     )
     assert res.returncode == 0, res.stdout + res.stderr[-3000:]
     assert "max relative difference" in res.stdout
+
+
+def test_iree_single_rank_all_reduce_runs_in_one_process(compile_mlir, tmp_path, monkeypatch):
+    """IREE's tests/e2e/collectives SingleRank case: all_reduce([1, 2, 3, 4]) over one rank,
+    no launcher (iree-run-module 3.13 fails it with UNIMPLEMENTED on the CPU)."""
+    from test_translate_run import load_package
+    from translator.codegen import write_package
+    from translator.reader import read_module_file
+
+    for var in ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "MPI_LOCALRANKID"):
+        monkeypatch.delenv(var, raising=False)
+    src = tmp_path / "one.mlir"
+    src.write_text(STABLEHLO.split("func.func @all_gather")[0].replace(
+        "dense<[[0, 1]]> : tensor<1x2xi64>", "dense<[[0]]> : tensor<1x1xi64>"))
+    vmfb = compile_mlir(src, ("--iree-input-type=stablehlo", "--iree-hal-target-device=local",
+                              "--iree-hal-local-target-device-backends=llvm-cpu"))
+    module = read_module_file(vmfb)
+    assert "hal.command_buffer.collective" in {i.full_name for i in module.imports}
+    pkg = load_package(write_package(module, tmp_path / "out", "one"))
+    x = np.array([1, 2, 3, 4], dtype=np.float32)
+    for device in ("local-sync", "local"):
+        assert pkg.load(device=device).all_reduce_sum(x).tolist() == [1, 2, 3, 4]
