@@ -452,33 +452,6 @@ def test_check_deref_errors_name_import_and_argument(hal, device):
     expect(StatusCode.INVALID_ARGUMENT, hal.device_query_i64, device, 5, b"x")
 
 
-def test_collectives_are_unimplemented(hal, device):
-    expect(StatusCode.UNIMPLEMENTED, hal.channel_create, device, -1, 0, None, None, 0, 1)
-    expect(StatusCode.UNIMPLEMENTED, hal.channel_split, None, 0, 0, 0)
-    expect(StatusCode.UNIMPLEMENTED, hal.channel_rank_and_count, None)
-    cb = hal.command_buffer_create(device, 0, 3, -1, 0)
-    expect(
-        StatusCode.UNIMPLEMENTED,
-        hal.command_buffer_collective,
-        cb,
-        None,
-        0,
-        0,
-        0,
-        0,
-        None,
-        None,
-        0,
-        0,
-        0,
-        0,
-        0,
-    )
-
-
-# -- fences ---------------------------------------------------------------------------------
-
-
 def test_fence_signal_query_join(hal, device):
     a, b = hal.fence_create(device, 0), hal.fence_create(device, 0)
     assert hal.fence_query(a) == 17

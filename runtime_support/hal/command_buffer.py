@@ -158,6 +158,38 @@ class _Dispatch(NamedTuple):
         self.executable.dispatch(self.ordinal, counts, self.constants, bindings, workers)
 
 
+class _CollectiveBatch:
+    """Consecutive collectives, started together and waited for together (collectives.py)."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: list[tuple] = []  # (channel, op, param, send ref, recv ref, count)
+
+    def execute(self, table, workers):
+        from .collectives import Collective, byte_counts, run_batch
+
+        batch = []
+        for channel, op, param, send_ref, recv_ref, count in self.entries:
+            send_bytes, recv_bytes = byte_counts(op, count, channel.count)
+            views = []
+            for ref, needed, what in ((send_ref, send_bytes, "send"), (recv_ref, recv_bytes, "recv")):
+                resolved = resolve_ref(ref, table, f"collective {op} {what}")
+                if resolved is None:
+                    if needed and (what == "send" or op.kind not in ("broadcast", "reduce")):
+                        raise VMError(StatusCode.INVALID_ARGUMENT, f"collective {op}: no {what} buffer")
+                    views.append(None)
+                    continue
+                buffer, offset, length = resolved
+                if length < needed:
+                    raise _out_of_range(
+                        f"collective {op}", f"{what} range of {length} bytes for {needed} bytes"
+                    )
+                views.append(buffer.bytes_view(offset, needed) if needed else None)
+            batch.append(Collective(channel, op, param, views[0], views[1], count))
+        run_batch(batch)
+
+
 class HalCommandBuffer:
     """A `!hal.command_buffer`, created in the recording state."""
 
@@ -173,6 +205,7 @@ class HalCommandBuffer:
         self.categories = categories & 0xFFFFFFFF
         self.binding_capacity = binding_capacity
         self.commands: list = []
+        self._open_batch: _CollectiveBatch | None = None
         self.recording = True
         self.executions = 0
         self.debug_depth = 0
@@ -222,18 +255,21 @@ class HalCommandBuffer:
             )
         target = self._ref(*target, "fill_buffer")
         self.commands.append(_Fill(target, pattern, pattern_length))
+        self._open_batch = None
 
     def update(self, data, target: BufferRef) -> None:
         """Records a copy of host bytes; `data` is captured (copied) now."""
         self._check_recording("update_buffer")
         target = self._ref(*target, "update_buffer")
         self.commands.append(_Update(bytes(data), target))
+        self._open_batch = None
 
     def copy(self, source: BufferRef, target: BufferRef) -> None:
         self._check_recording("copy_buffer")
         source = self._ref(*source, "copy_buffer source")
         target = self._ref(*target, "copy_buffer target")
         self.commands.append(_Copy(source, target))
+        self._open_batch = None
 
     def dispatch(
         self, executable, ordinal: int, workgroups, constants, bindings, flags: int = 0
@@ -248,11 +284,24 @@ class HalCommandBuffer:
         refs = tuple(self._ref(*ref, f"dispatch binding {i}") for i, ref in enumerate(bindings))
         constants = tuple(int(c) & 0xFFFFFFFF for c in constants)
         self.commands.append(_Dispatch(executable, ordinal, workgroups, constants, refs, flags))
+        self._open_batch = None
+
+    def collective(self, channel, op, param: int, send: BufferRef, recv: BufferRef, count: int) -> None:
+        """Records a collective (`op`: collectives.CollectiveOp) over `channel`; consecutive
+        collectives join one batch, as IREE groups them."""
+        self._check_recording("collective")
+        if count < 0:
+            raise VMError(StatusCode.INVALID_ARGUMENT, f"collective {op}: element count {count}")
+        if self._open_batch is None:
+            self._open_batch = _CollectiveBatch()
+            self.commands.append(self._open_batch)
+        self._open_batch.entries.append((channel, op, param, send, recv, count))
 
     def execution_barrier(
         self, source_stage_mask: int = 0, target_stage_mask: int = 0, flags: int = 0
     ) -> None:
         self._check_recording("execution_barrier")  # serial execution: nothing to order
+        self._open_batch = None  # a barrier ends a batch of collectives
 
     def begin_debug_group(self, label: str = "") -> None:
         self._check_recording("begin_debug_group")

@@ -27,15 +27,13 @@ from . import element_types
 from .allocator import HalAllocator
 from .buffer import HalBuffer, WHOLE_BUFFER
 from .buffer_view import HalBufferView
+from .channel import HalChannel
+from .collectives import decode_op
 from .command_buffer import Binding, BufferRef, HalCommandBuffer
 from .device import LocalDevice
 from .executable import HalExecutable
 from .fence import Fence, wait_all
 from .file import ACCESS_READ, HalFile
-
-
-class HalChannel:
-    """A `!hal.channel` (collectives are not implemented on the local device)."""
 
 
 # Argument kinds of the hal imports.
@@ -46,6 +44,7 @@ COMMAND_BUFFER = Ref(HalCommandBuffer, "!hal.command_buffer")
 EXECUTABLE = Ref(HalExecutable, "!hal.executable")
 FENCE = Ref(Fence, "!hal.fence")
 FILE = Ref(HalFile, "!hal.file")
+CHANNEL = Ref(HalChannel, "!hal.channel")
 # The wait and signal fences every queue operation takes.
 QUEUE_FENCES = {"wait_fence": FENCE.or_null, "signal_fence": FENCE.or_null}
 
@@ -72,13 +71,6 @@ def _host_range(
 def _timeout_seconds(millis: int) -> float | None:
     """An unsigned timeout in milliseconds; 0xFFFFFFFF waits forever."""
     return None if millis == M32 else millis / 1000.0
-
-
-def _no_collectives(name: str) -> VMError:
-    return VMError(
-        StatusCode.UNIMPLEMENTED,
-        f"hal.{name}: collectives are not implemented on the local CPU device",
-    )
 
 
 def _dispatch_bindings(bindings) -> list[BufferRef]:
@@ -294,19 +286,23 @@ class HalModule:
         if self.trace_sink is not None:
             self.trace_sink(key, list(operands))
 
-    # -- hal.channel (collectives: not implemented) ---------------------------------------
+    # -- hal.channel: collectives over MPI, or one rank (channel.py) ------------------------
 
-    @vm_import("hal.channel.create", "0rIIrrii_r")
+    @vm_import(
+        "hal.channel.create", "0rIIrrii_r",
+        device=DEVICE, id=HOST_BYTES.or_null, group=HOST_BYTES.or_null,
+    )
     def channel_create(self, device, queue_affinity, flags, id, group, rank, count):
-        raise _no_collectives("channel.create")
+        name = bytes(vm_args.host_view(group)[0]).decode("utf-8", "replace") if group is not None else ""
+        return HalChannel.create(rank, count, name)
 
-    @vm_import("hal.channel.split", "0riiI_r")
+    @vm_import("hal.channel.split", "0riiI_r", channel=CHANNEL)
     def channel_split(self, channel, color, key, flags):
-        raise _no_collectives("channel.split")
+        return channel.split(color, key)
 
-    @vm_import("hal.channel.rank_and_count", "0r_ii")
+    @vm_import("hal.channel.rank_and_count", "0r_ii", channel=CHANNEL)
     def channel_rank_and_count(self, channel):
-        raise _no_collectives("channel.rank_and_count")
+        return channel.rank, channel.count
 
     # -- hal.command_buffer ---------------------------------------------------------------
 
@@ -437,7 +433,11 @@ class HalModule:
             BufferRef(target_buffer, target_buffer_slot, target_offset, length),
         )
 
-    @vm_import("hal.command_buffer.collective", "0rriiiirrIIIII_v")
+    @vm_import(
+        "hal.command_buffer.collective", "0rriiiirrIIIII_v",
+        command_buffer=COMMAND_BUFFER, channel=CHANNEL,
+        send_buffer=BUFFER.or_null, recv_buffer=BUFFER.or_null,
+    )
     def command_buffer_collective(
         self,
         command_buffer,
@@ -454,7 +454,14 @@ class HalModule:
         recv_length,
         element_count,
     ):
-        raise _no_collectives("command_buffer.collective")
+        command_buffer.collective(
+            channel,
+            decode_op(op),
+            param & M32,
+            BufferRef(send_buffer, send_slot, send_offset, send_length),
+            BufferRef(recv_buffer, recv_slot, recv_offset, recv_length),
+            element_count,
+        )
 
     @vm_import(
         "hal.command_buffer.dispatch", "0rrIiiiICiDCiirIID_v",
