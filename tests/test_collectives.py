@@ -105,7 +105,13 @@ def test_one_rank_channel_without_mpi(monkeypatch):
 
 
 def _worker_results(stdout: str) -> list[dict]:
-    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    """Every JSON object the ranks printed (mpiexec may join the ranks' lines)."""
+    decoder, out, i = json.JSONDecoder(), [], stdout.find('{"rank"')
+    while i != -1:
+        obj, end = decoder.raw_decode(stdout, i)
+        out.append(obj)
+        i = stdout.find('{"rank"', end)
+    return out
 
 
 def test_every_collective_on_one_rank():
@@ -280,3 +286,22 @@ def test_iree_single_rank_all_reduce_runs_in_one_process(compile_mlir, tmp_path,
     x = np.array([1, 2, 3, 4], dtype=np.float32)
     for device in ("local-sync", "local"):
         assert pkg.load(device=device).all_reduce_sum(x).tolist() == [1, 2, 3, 4]
+
+
+def test_pyree_run_under_mpiexec_with_per_rank_files(compile_mlir, tmp_path):
+    """`mpiexec -n 2 pyree-run PKG --input=@x{rank}.npy --output=@y{rank}.npy`."""
+    from translator.codegen import write_package
+    from translator.reader import read_module_file
+
+    src = tmp_path / "ar.mlir"
+    src.write_text(STABLEHLO.split("func.func @all_gather")[0])
+    vmfb = compile_mlir(src, ("--iree-input-type=stablehlo", "--iree-hal-target-device=local",
+                              "--iree-hal-local-target-device-backends=llvm-cpu"))
+    pkg = write_package(read_module_file(vmfb), tmp_path / "out", "ar")
+    for r in range(2):
+        np.save(tmp_path / f"x{r}.npy", np.arange(4, dtype=np.float32) * (r + 1))
+    res = _run_ranks(2, ["-m", "runtime_support.run_cli", str(pkg), "--function=all_reduce_sum",
+                         f"--input=@{tmp_path}/x{{rank}}.npy", f"--output=@{tmp_path}/y{{rank}}.npy"])
+    assert res.returncode == 0, res.stderr[-3000:]
+    for r in range(2):
+        assert np.load(tmp_path / f"y{r}.npy").tolist() == [0.0, 3.0, 6.0, 9.0]
