@@ -73,6 +73,11 @@ def _timeout_seconds(millis: int) -> float | None:
     return None if millis == M32 else millis / 1000.0
 
 
+def _message(message) -> str:
+    """An assert's `!vm.buffer` message as text (checked as HOST_BYTES already)."""
+    return bytes(vm_args.host_view(message)[0]).decode("utf-8", errors="replace")
+
+
 def _dispatch_bindings(bindings) -> list[BufferRef]:
     return [BufferRef(buffer, slot, offset, length) for _, slot, buffer, offset, length in bindings]
 
@@ -155,10 +160,17 @@ class HalModule:
 
     @vm_import(
         "hal.buffer.assert", "0rrrIii_v",
-        buffer=BUFFER, message=TEXT, allocator=ALLOCATOR.or_null,  # allocator: not checked
+        buffer=BUFFER, message=HOST_BYTES, allocator=ALLOCATOR.or_null,  # allocator: not checked
         memory_types=U32, buffer_usage=U32,
     )
     def buffer_assert(self, buffer, message, allocator, minimum_length, memory_types, buffer_usage):
+        if (
+            buffer.length >= minimum_length
+            and buffer.memory_types & memory_types == memory_types
+            and buffer.allowed_usage & buffer_usage == buffer_usage
+        ):
+            return  # the message is decoded only for an error (it is per call otherwise)
+        message = _message(message)
         if buffer.length < minimum_length:
             raise VMError(
                 StatusCode.INVALID_ARGUMENT,
@@ -228,10 +240,17 @@ class HalModule:
 
     @vm_import(
         "hal.buffer_view.assert", "0rriiCID_v",
-        buffer_view=BUFFER_VIEW, message=TEXT, element_type=U32, encoding_type=U32,
+        buffer_view=BUFFER_VIEW, message=HOST_BYTES, element_type=U32, encoding_type=U32,
     )
     def buffer_view_assert(self, buffer_view, message, element_type, encoding_type, shape):
         view = buffer_view
+        if (
+            view.element_type == element_type
+            and view.encoding_type == encoding_type
+            and view.shape == tuple(shape)
+        ):
+            return  # the common case; the message is decoded only for an error
+        message = _message(message)
         if (
             view.encoding_type != encoding_type
             and view.encoding_type != element_types.ENCODING_OPAQUE
