@@ -16,6 +16,19 @@ import types
 _ENTRY = re.compile(r"\.entry\s+(\S+)\s*\((.*?)\)", re.S)
 
 
+def ptx_entries(ptx: str) -> dict[str, list[str]]:
+    """`.entry` name -> its parameter types (`.u64` pointer or `.b32`), in order."""
+    out = {}
+    for name, params in _ENTRY.findall(ptx):
+        kinds = []
+        for p in params.split(","):
+            words = p.split()
+            if ".param" in words:
+                kinds.append(words[words.index(".param") + 1])
+        out[name] = kinds
+    return out
+
+
 class DriverDoubleError(Exception):
     """What the real driver would report as an error."""
 
@@ -48,14 +61,7 @@ class PyCudaDriverDouble:
         text = bytes(image).decode("ascii")  # PTX is ASCII; a decode error is a bad image
         if "\0" in text or ".version" not in text or ".target" not in text:
             raise DriverDoubleError("CUDA_ERROR_INVALID_PTX: not a PTX module")
-        entries = {}
-        for name, params in _ENTRY.findall(text):
-            kinds = []
-            for p in params.split(","):
-                words = p.split()
-                if ".param" in words:
-                    kinds.append(words[words.index(".param") + 1])
-            entries[name] = kinds
+        entries = ptx_entries(text)
         self.calls.append(("module_from_buffer", len(image), sorted(entries)))
         return _Module(self, entries)
 

@@ -24,6 +24,7 @@ import flatbuffers
 import pytest
 
 from conftest import corpus_cases
+from cuda_driver_double import ptx_entries
 from runtime_support.cuda.executable_def import MAGIC, read_cuda_executable
 from runtime_support.errors import LoaderError
 from translator.codegen import write_package
@@ -41,22 +42,6 @@ def cuda_flags(target: str) -> tuple[str, ...]:
 def _cuda_segments(vmfb: Path):
     module = read_module_file(vmfb)
     return module, [bytes(s.data) for s in module.rodata if bytes(s.data[:4]) == MAGIC]
-
-
-_ENTRY = re.compile(r"\.entry\s+(\S+)\s*\((.*?)\)", re.S)
-
-
-def ptx_entries(ptx: str) -> dict[str, list[str]]:
-    """`.entry` name -> its parameter types (`.u64` pointer or `.b32`), in order."""
-    out = {}
-    for name, params in _ENTRY.findall(ptx):
-        kinds = []
-        for p in params.split(","):
-            words = p.split()
-            if ".param" in words:
-                kinds.append(words[words.index(".param") + 1])
-        out[name] = kinds
-    return out
 
 
 TENSOR_PROGRAMS = sorted({c.name: c for c in corpus_cases(variants=("embedded-elf",), kinds=("tensor",))}.values(), key=lambda c: c.name)

@@ -8,7 +8,6 @@ flushed on every thread; translated programs must match iree.runtime on `local`.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import numpy as np
 import pytest
 
 from runtime_support.errors import StatusCode, VMError
+from test_translate_run import load_package
 from runtime_support.hal.buffer import HalBuffer
 from runtime_support.hal.command_buffer import MODE_ONE_SHOT, BufferRef, HalCommandBuffer
 from runtime_support.hal.device import LocalDevice
@@ -63,7 +63,6 @@ func.func @big(%a: tensor<256x512xf32>, %b: tensor<512x384xf32>, %c: tensor<256x
 }
 """
 
-_counter = itertools.count()
 
 
 def _src(tmp_path_factory, name: str, text: str) -> Path:
@@ -86,15 +85,7 @@ def _package(vmfb: Path, out: Path):
     from translator.codegen import write_package
     from translator.reader import read_module_file
 
-    pkg_dir = write_package(read_module_file(vmfb), out, "pkg")
-    name = f"_native_dispatch_pkg_{next(_counter)}"
-    spec = importlib.util.spec_from_file_location(
-        name, pkg_dir / "__init__.py", submodule_search_locations=[str(pkg_dir)]
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_package(write_package(read_module_file(vmfb), out, "pkg"))
 
 
 # --- plans against the Python path, at the HAL level --------------------------------------
