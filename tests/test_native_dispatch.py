@@ -8,7 +8,6 @@ flushed on every thread; translated programs must match iree.runtime on `local`.
 
 from __future__ import annotations
 
-import itertools
 import subprocess
 import sys
 import zipfile
