@@ -182,6 +182,24 @@ def vm_fail(status: int, message: str, function: str, location: str | None) -> V
     return VMError(status, message, function=function, location=location)
 
 
+def describe_exports(doc: str | None, exports: dict) -> str:
+    """A generated package's docstring with its exports listed, for `help(pkg)`.
+
+    Built at import time from the `_EXPORTS` literals, so no vmfb text is ever written
+    into a docstring of the generated source (export names and declarations are
+    untrusted); names that are not plain printable text are shown as literals."""
+    lines = [doc.rstrip() if doc else "", "", "Exports (ctx = load(); ctx.NAME(...), or ctx.call(NAME, ...)):"]
+    for name, e in exports.items():
+        if name.startswith("__"):  # __init/__deinit: the module's own lifecycle, run by load()
+            continue
+        shown = name if name.isprintable() and name.isascii() and name.strip() == name else repr(name)
+        decl = e.declaration
+        if decl is None or not (decl.isprintable() and decl.isascii()):
+            decl = f"cconv {e.cconv}" if decl is None else repr(decl)
+        lines.append(f"    {shown}: {decl}")
+    return "\n".join(lines) + "\n"
+
+
 class Export(NamedTuple):
     """One row of a generated package's export table (`_EXPORTS`)."""
 

@@ -7,6 +7,7 @@ reason; 2 usage error.
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 import subprocess
@@ -292,3 +293,34 @@ def test_help():
     r = run_cli("--help")
     assert r.returncode == 0
     assert "--dump" in r.stdout and "--bytecode-offsets" in r.stdout
+
+
+def test_translate_prints_a_summary_and_quiet_silences_it(tensor_vmfb, tmp_path):
+    r = run_cli(tensor_vmfb, "-o", tmp_path, "--name", "pkg")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == str(tmp_path / "pkg")  # stdout: the package path alone
+    lines = r.stderr.splitlines()
+    assert re.fullmatch(rf"pyree-translate: wrote {re.escape(str(tmp_path / 'pkg'))} in \d+\.\d\d s", lines[0])
+    assert re.fullmatch(r"  \d+ functions, \d+ exports \(.+\), \d+ imports", lines[1])
+    assert lines[2] == "  executable formats: embedded-elf-x86_64"
+    assert re.fullmatch(r"  files: __init__\.py \([\d,]+ bytes\), rodata\.bin \([\d,]+ bytes\)", lines[3])
+    verbose = run_cli(tensor_vmfb, "-o", tmp_path, "--name", "pkg", "-v")
+    assert any(line.startswith("  function 0: ") for line in verbose.stderr.splitlines())
+    quiet = run_cli(tensor_vmfb, "-o", tmp_path, "--name", "pkg", "-q")
+    assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout.strip() == str(tmp_path / "pkg")
+
+
+def test_package_help_and_dir_show_the_api(tensor_vmfb, tmp_path):
+    run_cli(tensor_vmfb, "-o", tmp_path, "--name", "pkg", "-q")
+    code = (
+        "import pkg, pydoc; print(sorted(dir(pkg))); "
+        "print(pydoc.render_doc(pkg, renderer=pydoc.plaintext))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert r.returncode == 0, r.stderr
+    first, _, rest = r.stdout.partition("\n")
+    assert first == "['CCONVS', 'EXPORTS', 'PACKAGE_NAME', 'VM_MODULE_NAME', 'load']"
+    assert "Exports (ctx = load()" in rest and "sync func @" in rest
+    assert "vm_fail" not in rest and "add_i32" not in rest
+    assert "workers: threads" in rest  # load()'s docstring documents every argument

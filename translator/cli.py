@@ -12,6 +12,7 @@ import argparse
 import keyword
 import re
 import sys
+import time
 from pathlib import Path
 
 from translator.errors import InvalidModuleError
@@ -74,6 +75,12 @@ def _parser() -> argparse.ArgumentParser:
         help="refuse (exit 1) a module with executables pyree cannot run, instead of warning",
     )
     p.add_argument(
+        "-v", "--verbose", action="store_true", help="also list every function in the summary"
+    )
+    p.add_argument(
+        "-q", "--quiet", action="store_true", help="print only the package path (no summary)"
+    )
+    p.add_argument(
         "--provenance",
         action="store_true",
         help="comment each op's statements with its VM pc and opcode (`# pc 0x42 vm.call`)",
@@ -107,6 +114,32 @@ def _unrunnable_formats(module) -> list[str]:
     return [ef.unsupported_reason(f) for f in executable_formats(module) if not ef.is_supported(f)]
 
 
+def _shown(name: str) -> str:
+    """A vmfb name for a one-line message: as is when plain, else as a literal."""
+    return name if name.isascii() and name.isprintable() and name.strip() == name else repr(name)
+
+
+def _summary(module, package: Path, seconds: float, verbose: bool) -> None:
+    """What was translated and written, on stderr (stdout keeps the package path alone)."""
+    from translator.summary import executable_formats
+
+    exports = [e.local_name for e in module.exports]
+    lines = [
+        f"pyree-translate: wrote {package} in {seconds:.2f} s",
+        f"  {module.function_count} functions, {len(exports)} exports "
+        f"({', '.join(_shown(n) for n in exports[:8])}{', ...' if len(exports) > 8 else ''}), "
+        f"{len(module.imports)} imports",
+        f"  executable formats: {', '.join(executable_formats(module)) or 'none'}",
+        "  files: " + ", ".join(
+            f"{f.name} ({f.stat().st_size:,} bytes)" for f in sorted(package.iterdir()) if f.is_file()
+        ),
+    ]
+    if verbose:
+        for k in range(module.function_count):
+            lines.append(f"  function {k}: {_shown(module.function_display_name(k))}")
+    print("\n".join(lines), file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from translator.reader import read_module_file
@@ -133,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         if not name.isidentifier() or keyword.iskeyword(name):
             print(f"pyree-translate: --name {name!r} is not a valid Python identifier", file=sys.stderr)
             return 2
+        started = time.perf_counter()
         out = write_package(
             module,
             Path(args.output_dir),
@@ -143,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
             pipeline=Pipeline(module),
         )
         print(out)
+        if not args.quiet:
+            _summary(module, Path(out), time.perf_counter() - started, args.verbose)
         return 0
     except InvalidModuleError as e:
         print(f"pyree-translate: error: {e.with_path(path)}", file=sys.stderr)

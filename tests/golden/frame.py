@@ -8,7 +8,7 @@ Generated code; regenerate with the command below rather than editing.
 # Source: tensor_elementwise.vmfb
 # Translator: pyree 0.1.0
 # Regenerate: pyree-translate tensor_elementwise.vmfb -o OUT_DIR --name elementwise
-from runtime_support.context import Export, ModuleContext, vm_fail
+from runtime_support.context import Export, ModuleContext, describe_exports, vm_fail
 from runtime_support.vm.numerics import add_i64, trunc_i64_i32
 from runtime_support.vm.globals import global_load_ref, global_store_ref
 
@@ -30,6 +30,15 @@ _EXPORTS = {
 EXPORTS = {name: e.declaration for name, e in _EXPORTS.items()}
 #: Export name -> VM calling convention.
 CCONVS = {name: e.cconv for name, e in _EXPORTS.items()}
+# help(pkg) lists the exports (built from the literals above: no vmfb text in docstrings).
+__doc__ = describe_exports(__doc__, _EXPORTS)
+#: The package's API; dir(pkg) shows it rather than the runtime helpers imported below.
+__all__ = ["load", "EXPORTS", "CCONVS", "VM_MODULE_NAME", "PACKAGE_NAME"]
+
+
+def __dir__():
+    return list(__all__)
+
 
 # Imports by ordinal: (full name, calling convention, optional).
 _IMPORTS = (

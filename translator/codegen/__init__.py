@@ -206,7 +206,7 @@ def generate(
         blob += seg.data
 
     helper_imports = []
-    context_names = {"Export", "ModuleContext"} | renderer.helpers["context"]
+    context_names = {"Export", "ModuleContext", "describe_exports"} | renderer.helpers["context"]
     helper_imports.append(("runtime_support.context", sorted(context_names)))
     for key, modname in HELPER_MODULES.items():
         used = sorted(renderer.helpers[key])
