@@ -32,7 +32,7 @@ EXPORTS = {name: e.declaration for name, e in _EXPORTS.items()}
 CCONVS = {name: e.cconv for name, e in _EXPORTS.items()}
 # help(pkg) lists the exports (built from the literals above: no vmfb text in docstrings).
 __doc__ = describe_exports(__doc__, _EXPORTS)
-#: The package's API; dir(pkg) shows it rather than the runtime helpers imported below.
+#: The package's API; dir(pkg) shows it rather than the runtime helpers it imports.
 __all__ = ["load", "EXPORTS", "CCONVS", "VM_MODULE_NAME", "PACKAGE_NAME"]
 
 
