@@ -305,3 +305,25 @@ def test_pyree_run_under_mpiexec_with_per_rank_files(compile_mlir, tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     for r in range(2):
         assert np.load(tmp_path / f"y{r}.npy").tolist() == [0.0, 3.0, 6.0, 9.0]
+
+
+DIFFERENT_SIZES = NEVER_JOINS.replace(
+    '''if channel.rank == 1:
+    print("rank 1 skips the collective", flush=True)
+    sys.exit(0)
+''', "").replace(
+    "hal.command_buffer_collective(cb, channel, 0x00090101, 0, 0, 0, send, recv, 0, 16, 0, 16, 4)",
+    "n = 4 if channel.rank == 0 else 2\n"
+    "hal.command_buffer_collective(cb, channel, 0x00090101, 0, 0, 0, send, recv, 0, 16, 0, 16, n)",
+)
+
+
+def test_ranks_that_disagree_on_sizes_end_in_an_error(tmp_path):
+    script = tmp_path / "sizes.py"
+    script.write_text(DIFFERENT_SIZES)
+    res = _run_ranks(2, [str(script)], timeout=120, PYREE_COLLECTIVE_TIMEOUT="3")
+    errors = [l for l in res.stdout.splitlines() if l.startswith("ERROR")]
+    # MPICH runs a mismatched all-reduce without complaint (wrong data, silently); the
+    # ranks' agreement check before the batch turns it into an error on both ranks.
+    assert len(errors) == 2, (res.returncode, res.stdout, res.stderr[-2000:])
+    assert all("INVALID_ARGUMENT" in l and "recorded different collectives" in l for l in errors)

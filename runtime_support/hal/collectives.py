@@ -12,7 +12,10 @@ Element counts are what iree-compile 3.13 passes (checked on stablehlo collectiv
     send_recv       param = send peer (low int16) | recv peer (high int16), -1 for none;
                     a rank that receives nothing gets zeros
 
-Consecutive collectives of a command buffer form one batch, as IREE groups them
+Before a batch starts, the ranks compare what they recorded (one small all-gather): ranks
+that disagree on an operation's type, count or root get INVALID_ARGUMENT instead of MPI
+silently reading or writing the wrong amount. Consecutive collectives of a command buffer
+form one batch, as IREE groups them
 (ncclGroupStart/End): every operation of the batch is started, non-blocking, in recorded
 order, then all are waited for, so paired sends and receives cannot deadlock. Data moves
 straight between the HAL buffers' memory and MPI (no staging copies) except where MPI has
@@ -24,6 +27,7 @@ a rank that never joins ends in an error, not a silent hang.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from dataclasses import dataclass
@@ -185,9 +189,41 @@ def _peer(value: int) -> int:
     return value - 0x10000 if value & 0x8000 else value
 
 
+def _signature(batch: list[Collective]) -> np.ndarray:
+    """[entries, digest] of what this rank is about to run: every rank of the channel must
+    agree (kind, reduction, type, count, root), or MPI would read or write past buffers or
+    mix up data silently. Point-to-point peers and counts legitimately differ per rank."""
+    parts = []
+    for c in batch:
+        if c.op.kind in ("send", "recv", "send_recv"):
+            parts.append(c.op.kind)
+        else:
+            root = c.param if c.op.kind in ("broadcast", "reduce") else 0
+            parts.append(f"{c.op}:{c.count}:{root}")
+    digest = int.from_bytes(hashlib.blake2b("|".join(parts).encode(), digest_size=7).digest(), "little")
+    return np.array([len(batch), digest], dtype=np.int64)
+
+
+def _check_agreement(batch: list[Collective]) -> None:
+    channel = batch[0].channel
+    mine = _signature(batch)
+    everyone = np.empty((channel.count, 2), dtype=np.int64)
+    _wait([channel.comm.Iallgather(mine, everyone)], batch)
+    differ = [r for r in range(channel.count) if not np.array_equal(everyone[r], mine)]
+    if differ:
+        raise VMError(
+            StatusCode.INVALID_ARGUMENT,
+            f"collective batch [{', '.join(str(c.op) for c in batch)}] on rank {channel.rank}: "
+            f"rank(s) {', '.join(map(str, differ))} recorded different collectives "
+            "(operation, element type, element count or root)",
+        )
+
+
 def run_batch(batch: list[Collective]) -> None:
     """Starts every collective of the batch in order, then waits for all of them."""
     requests, finishers, local_sends = [], [], {}
+    if batch and batch[0].channel.comm is not None and all(c.channel is batch[0].channel for c in batch):
+        _check_agreement(batch)
     for c in batch:
         if c.channel.comm is None:
             _start_local(c, local_sends, finishers)
