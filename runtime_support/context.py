@@ -20,6 +20,7 @@ from typing import Callable
 from runtime_support import abi
 from runtime_support.errors import StatusCode, VMError
 from runtime_support.vm.buffer import VMBuffer
+from runtime_support.vm.globals import RefGlobals, new_rwdata
 
 DEVICES = ("local", "local-task", "local-sync", "cuda")
 
@@ -94,8 +95,8 @@ class ModuleContext:
         self.modules = default_modules(self.device, parameters)
         if modules:
             self.modules.update(modules)
-        self.rwdata = bytearray(global_bytes)
-        self.refs: list = [None] * global_refs
+        self.rwdata = new_rwdata(global_bytes)
+        self.refs = RefGlobals(global_refs)
         self.rodata = self._map_rodata(Path(package_file).with_name("rodata.bin"), rodata)
         self.imports = tuple(self._resolve(name, cconv, optional) for name, cconv, optional in imports)
         self._lock = threading.Lock()
@@ -308,4 +309,4 @@ class ModuleContext:
         deinit, self._deinit = self._deinit, None
         if deinit is not None:
             self._call_vm("__deinit", deinit, ())
-        self.refs[:] = [None] * len(self.refs)
+        self.refs.clear()

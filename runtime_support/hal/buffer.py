@@ -13,6 +13,7 @@ import threading
 import numpy as np
 
 from ..errors import StatusCode, VMError
+from ..vm.limits import allocating
 
 # Memory types (hal-abi.md §B.3).
 MEMORY_TYPE_OPTIMAL = 0x01
@@ -91,7 +92,10 @@ class Allocation:
     @classmethod
     def allocate(cls, size: int, alignment: int = ALIGNMENT) -> "Allocation":
         """New zero-filled storage of `size` bytes whose address is `alignment`-aligned."""
-        raw = np.zeros(size + alignment, dtype=np.uint8)
+        # np.zeros is calloc'd (pages committed on first touch); the size comes from the
+        # program, so it is checked against the memory limit first.
+        with allocating("hal.allocator.allocate", size, f"{size}-byte buffer"):
+            raw = np.zeros(size + alignment, dtype=np.uint8)
         skew = (-raw.ctypes.data) % alignment
         return cls(raw[skew : skew + size])
 
