@@ -99,7 +99,10 @@ class ModuleContext:
         self.refs = RefGlobals(global_refs)
         self.rodata = self._map_rodata(Path(package_file).with_name("rodata.bin"), rodata)
         self.imports = tuple(self._resolve(name, cconv, optional) for name, cconv, optional in imports)
-        self._lock = threading.Lock()
+        # One call at a time per context: threads sharing a context (a user's thread pool)
+        # queue up here. Re-entrant so a call that re-enters its own context (an import
+        # module calling back) does not deadlock.
+        self._lock = threading.RLock()
         self._functions = bind(self)
         self._exports: dict[str, Callable] = {}
         self._vm_exports: dict[str, Callable] = {}
@@ -163,11 +166,7 @@ class ModuleContext:
 
     # -- calls -----------------------------------------------------------------------
     def _call_vm(self, name: str, fn: Callable, args: tuple):
-        if not self._lock.acquire(blocking=False):
-            raise RuntimeError(
-                f"context is already running a call in another thread; use one context "
-                f"per thread (calling {name!r})"
-            )
+        self._lock.acquire()
         try:
             return fn(*args)
         except VMError as e:

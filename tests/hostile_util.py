@@ -96,3 +96,32 @@ def run_python(
         cwd=str(REPO),
         preexec_fn=_limits(mem_bytes, cpu_s),
     )
+
+
+_pkg_counter = iter(range(1 << 30))
+
+
+def load_package(pkg_dir: Path):
+    """Imports a generated package from its directory under a private module name."""
+    import importlib.util
+
+    name = f"_pyree_hostile_{next(_pkg_counter)}"
+    spec = importlib.util.spec_from_file_location(
+        name, Path(pkg_dir) / "__init__.py", submodule_search_locations=[str(pkg_dir)]
+    )
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def process_footprint() -> dict:
+    """RSS (KiB), open fds and mappings of this process, from /proc."""
+    rss = 0
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1])
+    with open("/proc/self/maps") as f:
+        maps = sum(1 for _ in f)
+    return {"rss_kib": rss, "fds": len(os.listdir("/proc/self/fd")), "maps": maps}
