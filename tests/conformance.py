@@ -60,6 +60,10 @@ for _path in (REPO, Path(__file__).resolve().parent):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+from iree_tools import ensure_on_path  # noqa: E402 - after the path set-up above
+
+ensure_on_path()  # iree-compile / iree-run-module through the installed packages
+
 DEFAULT_BASE_FLAGS = [
     "--iree-hal-target-device=local",
     "--iree-hal-local-target-device-backends=llvm-cpu",
