@@ -406,7 +406,8 @@ def _run_forked(pkg_dir: Path) -> dict:
     try:
         return json.loads(data)
     except ValueError:
-        return {"class": "traceback", "detail": f"child exit {os.WEXITSTATUS(status)}, no report"}
+        # Gone without a report: native code ended the process (exit, abort...).
+        return {"class": f"crash:exit{os.WEXITSTATUS(status)}"}
 
 
 def run_input(seed: SeedInfo, index: int, base_seed: int, tmp: Path) -> dict:
