@@ -29,9 +29,13 @@ the package, loads it and calls up to 4 exports with VM-level arguments. Outcome
     hang                child over its wall or CPU time (a bug)
     unset_register      generated code read a register that no path wrote (bytecode
                         mutated to name another register): IREE reads a zeroed register;
-                        pyree raises UnboundLocalError. A known code-generation defect,
-                        counted apart from `traceback` until generated code defines every
-                        register it reads
+                        pyree raises UnboundLocalError/NameError. A known code-generation
+                        defect, counted apart from `traceback` until generated code
+                        defines every register it reads
+    generated_syntax    the translated package does not compile (e.g. nesting deeper than
+                        Python allows): a code-generation bug
+    program_timeout     over its time after bytecode-only mutations (a loop bound or
+                        branch changed: IREE runs as long); listed, not a bug
     crash:<signal>      child killed by a signal (a bug)
     code_crash:<signal> killed by a signal after a mutation that changes the machine code
                         kernels run (an executable segment's mapping, a relocation): as
@@ -59,7 +63,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-BUG_CLASSES = ("translator_internal", "traceback", "hang", "rejected_multiline")
+BUG_CLASSES = ("translator_internal", "traceback", "hang", "rejected_multiline",
+               "generated_syntax")
 CALL_WALL_S = 20
 CHILD_CPU_S = 15
 CHILD_EXTRA_AS = 2 << 30  # address space a run may add to the worker's
@@ -363,8 +368,11 @@ def _child_run(pkg_dir: Path, mem_limit: int) -> dict:
         tb = traceback.extract_tb(e.__traceback__)
         where = f"{tb[-1].filename}:{tb[-1].lineno} {tb[-1].name}" if tb else ""
         cls = "traceback"
-        if isinstance(e, UnboundLocalError) and tb and Path(tb[-1].filename) == pkg_dir / "__init__.py":
+        generated = bool(tb) and Path(tb[-1].filename) == pkg_dir / "__init__.py"
+        if isinstance(e, NameError) and generated:  # UnboundLocalError included
             cls = "unset_register"
+        elif isinstance(e, SyntaxError) and Path(e.filename or "").name == "__init__.py":
+            cls = "generated_syntax"
         return {"class": cls, "detail": f"{type(e).__name__}: {str(e)[:200]} at {where}"}
 
 
@@ -519,10 +527,13 @@ def fuzz(seed_paths, inputs: int, jobs: int, base_seed: int = 0, batch: int = 25
                               "detail": err.decode()[-800:], "mutations": []})
             for r in lines:
                 cls = r["class"]
-                if cls.startswith("crash:") and any(
-                    m.startswith(CODE_MUTATIONS) for m in r.get("mutations", [])
-                ):
+                mutations = r.get("mutations", [])
+                if cls.startswith("crash:") and any(m.startswith(CODE_MUTATIONS) for m in mutations):
                     cls = r["class"] = "code_" + cls  # changed code bytes: IREE crashes too
+                elif cls == "hang" and r.get("detail", "").startswith("over") and mutations and all(
+                    m.startswith("bytecode") for m in mutations
+                ) and "translator" not in r.get("detail", ""):
+                    cls = r["class"] = "program_timeout"  # a mutated loop runs long in IREE too
                 counts[cls] = counts.get(cls, 0) + 1
                 for m in r.get("mutations", []):
                     k = m.split(" ")[0].split("@")[0]
@@ -530,7 +541,7 @@ def fuzz(seed_paths, inputs: int, jobs: int, base_seed: int = 0, batch: int = 25
                     by_kind[k][cls] += 1
                 if cls in BUG_CLASSES or cls.startswith("crash") or cls == "worker_died":
                     bugs.append(r)
-                elif cls.startswith("code_crash"):
+                elif cls.startswith("code_crash") or cls == "program_timeout":
                     code_crashes.append(r)
             done += n
             if progress:
