@@ -16,7 +16,10 @@ every exported no-argument function is one test:
 
 Check calls are counted on both sides: a test that passes with zero checks proves nothing
 (the compiled code skips `check.*` calls whose import is unresolved). Negative controls are
-copies of tests with one expected constant changed; they must fail on both sides.
+copies of tests with one randomly chosen element of one expected constant changed; they
+must fail on both sides, and a case without a working control counts as a failure. The
+values every check receives are also compared with IREE's bit for bit (where IREE's own
+runs agree), since the e2e checks alone allow tolerances up to 5e-2.
 
 Builds: `embedded-elf` (the cases' flags), `system-dylib` (+ `--iree-llvmcpu-link-embedded=false`),
 `inline-dynamic` (+ `--iree-execution-model=inline-dynamic`; these modules import `hal_inline`
@@ -40,6 +43,7 @@ import hashlib
 import importlib.util
 import json
 import math
+import random
 import re
 import struct
 import subprocess
@@ -292,8 +296,8 @@ def _literal_sites(text: str):
 
 
 def mutations(text: str) -> list[Mutation]:
-    """Copies of the program with the first number of one check's expected `dense<...>`
-    literal changed, in source order (one per check call site)."""
+    """Copies of the program with one randomly chosen number of one check's expected
+    `dense<...>` literal changed, in source order (one per check call site)."""
     out = []
     for check_pos, start in sorted(_literal_sites(text)):
         end = text.find(">", start)  # brackets nest, no '>' inside a literal's numbers
@@ -302,12 +306,19 @@ def mutations(text: str) -> list[Mutation]:
         literal = text[start:end]
         type_end = text.find("\n", end)
         literal_type = text[end : type_end if type_end >= 0 else len(text)]
-        number = _NUMBER.search(literal)
         funcs = list(_FUNC.finditer(text, 0, check_pos))
+        # A random element of the literal (seeded by the program and the site, so a run is
+        # reproducible), not always the first: a bug in any element must be caught.
+        rng = random.Random(hashlib.sha256(f"{start}:{text}".encode()).digest())
+        numbers = list(_NUMBER.finditer(literal))
+        rng.shuffle(numbers)
+        number = new = None
+        for candidate in numbers:
+            new = _changed_number(candidate.group(0), literal_type)
+            if new is not None:
+                number = candidate
+                break
         if number is None or not funcs:
-            continue
-        new = _changed_number(number.group(0), literal_type)
-        if new is None:
             continue
         pos = start + number.start()
         line = text.count("\n", 0, pos) + 1
@@ -359,7 +370,10 @@ class ControlResult:
 
     @property
     def ok(self) -> bool:
-        return self.iree_failed is not False and self.pyree_failed is not False
+        """The mutant failed under the oracle (and under pyree where it ran). A case with
+        no control (nothing to mutate, no mutant compiled, every mutant passed) is a
+        failure of the control, not a pass: its checks are not shown to be live."""
+        return self.iree_failed is True and self.pyree_failed is not False
 
 
 @dataclass
@@ -407,19 +421,73 @@ def _translated_package(vmfb_path: Path, out_root: Path):
     return pkg
 
 
+def _recording_check_module():
+    """pyree's CheckModule, also recording every check's operands like the IREE oracle
+    (IreeCheckOracle.operands): (element type, shape, raw bytes) per view, ints."""
+    from runtime_support.modules.check import CheckModule
+
+    def key(view):
+        raw = view.buffer.read(0, view.byte_length) if view is not None else None
+        return (view.element_type, tuple(view.shape), raw) if view is not None else None
+
+    class Recording(CheckModule):
+        def __init__(self):
+            super().__init__(raise_on_failure=False)
+            self.operands: list = []
+
+        def expect_true(self, operand):
+            self.operands.append(("expect_true", int(operand) & 0xFFFFFFFF))
+            return super().expect_true(operand)
+
+        def expect_false(self, operand):
+            self.operands.append(("expect_false", int(operand) & 0xFFFFFFFF))
+            return super().expect_false(operand)
+
+        def expect_all_true(self, device, operand):
+            self.operands.append(("expect_all_true", key(operand)))
+            return super().expect_all_true(device, operand)
+
+        def expect_eq(self, device, lhs, rhs):
+            self.operands.append(("expect_eq", key(lhs), key(rhs)))
+            return super().expect_eq(device, lhs, rhs)
+
+        def expect_almost_eq(self, device, lhs, rhs, atol, rtol):
+            self.operands.append(("expect_almost_eq", key(lhs), key(rhs)))
+            return super().expect_almost_eq(device, lhs, rhs, atol, rtol)
+
+    return Recording()
+
+
+def first_difference(ours: list, theirs: list) -> str | None:
+    """None when two operand records are identical, else where they first differ."""
+    if ours == theirs:
+        return None
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        if a != b:
+            return f"check call {i} ({b[0]}): operands differ from IREE's"
+    return f"{len(ours)} check calls recorded, IREE {len(theirs)}"
+
+
 def run_translated(
-    vmfb_path: Path, function: str, *, out_root: Path | None = None, device: str = "local-sync"
+    vmfb_path: Path,
+    function: str,
+    *,
+    out_root: Path | None = None,
+    device: str = "local-sync",
+    operands: list | None = None,
 ) -> tuple[bool, int, str | None]:
     """Translates `vmfb_path` with pyree and runs `function` with the CheckModule as `check`.
 
     Returns (ok, check calls, error): ok when the call returned and no check failed.
+    `operands`, when given, receives every check's operands (see _recording_check_module).
     """
     available, reason = translator_available()
     if not available:
         return False, 0, reason
-    from runtime_support.modules.check import CheckModule
 
-    check = CheckModule(raise_on_failure=False)
+    check = _recording_check_module()
+    if operands is not None:
+        check.operands = operands
     try:
         pkg = _translated_package(vmfb_path, out_root or CACHE_DIR / "packages")
         ctx = pkg.load(device=device, modules={"check": check})
@@ -657,9 +725,20 @@ def run_case(
         fr.iree_ok, fr.iree_checks = run.ok, run.checks
         fr.iree_error = run.error or (run.failures[0] if run.failures else None)
         if can_translate:
+            ours: list = []
             fr.pyree_ok, fr.pyree_checks, fr.pyree_error = run_translated(
-                vmfb, name, out_root=cache_dir / "packages"
+                vmfb, name, out_root=cache_dir / "packages", operands=ours
             )
+            # The values the test computed, bit for bit (the e2e checks alone allow
+            # tolerances up to 5e-2): where IREE is deterministic (a second run agrees).
+            diff = first_difference(ours, run.operands) if run.error is None else None
+            if diff is not None:
+                again = run_function(module, name)
+                if again.operands == run.operands:
+                    fr.outputs_differ = True
+                    fr.pyree_error = fr.pyree_error or diff
+                else:
+                    fr.note = "IREE's results vary between runs: not compared bit for bit"
         elif translate:
             fr.pyree_error = TRANSLATOR_UNAVAILABLE
         result.functions.append(fr)
@@ -823,7 +902,7 @@ def report(results: list[CaseResult], out=None) -> bool:
             for c in controls:
                 if not c.ok:
                     ok = False
-                status = "ok" if c.ok and c.iree_failed else ("SKIP" if c.iree_failed is None else "BAD")
+                status = "ok" if c.ok else ("NONE" if c.iree_failed is None else "BAD")
                 print(f"   {status:<5}{c.case}:{c.function} [{c.description}] "
                       f"iree failed={_fmt(c.iree_failed)} pyree failed={_fmt(c.pyree_failed)}"
                       f"{' ' + c.note if c.note else ''}", file=out)

@@ -110,6 +110,18 @@ def test_translated_matches_oracle(case):
     for f in result.functions:
         assert f.pyree_ok == f.iree_ok, f"{f.name}: {f.pyree_error}"
         assert f.pyree_checks == f.iree_checks, f.name
+        # The checked values themselves, bit for bit (not only within the checks' atol).
+        assert not f.outputs_differ, f"{f.name}: {f.pyree_error}"
+        assert f.note == "" or "vary between runs" in f.note, f.note
+
+
+def test_operand_comparison_catches_one_bit():
+    view = (0x21000020, (2,), bytes(8))
+    flipped = (0x21000020, (2,), bytes(7) + b"\x01")
+    same = [("expect_almost_eq", view, view)]
+    assert conf.first_difference(same, list(same)) is None
+    assert "check call 0" in conf.first_difference([("expect_almost_eq", flipped, view)], same)
+    assert "1 check calls recorded, IREE 2" in conf.first_difference(same, same * 2)
 
 
 @needs_data
@@ -290,3 +302,25 @@ def test_runner_on_src_dir(tmp_path, capsys):
 )
 def test_full_suite():
     assert conf.main(["--build", "all", "--negative-controls", "-j", "2"]) == 0
+
+
+def test_negative_controls_mutate_a_random_element_and_missing_control_fails():
+    text = "\n".join(
+        f"func.func @t{i}() {{\n  %c = util.unfoldable_constant dense<[1, 2, 3, 4, 5, 6, 7, 8]> : tensor<8xi32>\n"
+        f"  check.expect_eq_const(%c, dense<[1, 2, 3, 4, 5, 6, 7, 8]> : tensor<8xi32>) : tensor<8xi32>\n}}"
+        for i in range(12)
+    )
+    changed = []
+    for m in conf.mutations(text):
+        line = m.text.splitlines()[int(m.description.split()[1].rstrip(":")) - 1]
+        literal = line[line.index("dense<[", line.index("expect_eq_const")) :]
+        old = [1, 2, 3, 4, 5, 6, 7, 8]
+        new = [int(v) for v in literal[7 : literal.index("]")].split(",")]
+        diff = [i for i, (a, b) in enumerate(zip(old, new)) if a != b]
+        assert len(diff) == 1
+        changed.append(diff[0])
+    assert len(changed) == 12 and len(set(changed)) > 2 and set(changed) != {0}
+    assert conf.mutations(text)[0].text == conf.mutations(text)[0].text  # reproducible
+    assert not conf.ControlResult("c", "-", "none", note="skipped").ok
+    assert not conf.ControlResult("c", "f", "d", iree_failed=True, pyree_failed=False).ok
+    assert conf.ControlResult("c", "f", "d", iree_failed=True, pyree_failed=True).ok
