@@ -72,7 +72,9 @@ MAX_EXPORTS = 4
 RUN = 16  # consecutive inputs per seed
 # Mutations that change the machine code a kernel runs (the bytes an executable segment
 # maps, or the values relocations write): a crash after one is a crash IREE shares.
-CODE_MUTATIONS = ("elf_phdr_code", "elf_reloc")
+CODE_MUTATIONS = ("elf_phdr_code", "elf_reloc", "elf_dynamic_reloc")
+# DT_PLTRELSZ, DT_RELA, DT_RELASZ, DT_RELAENT, DT_PLTREL, DT_JMPREL, DT_RELACOUNT.
+RELOC_TAGS = (2, 7, 8, 9, 20, 23, 0x6FFFFFF9)
 
 EDGE32 = (0, 1, 2, 3, 4, 7, 8, 0x7F, 0x80, 0xFF, 0x100, 0xFFFF, 0x10000, 0x7FFFFFFF,
           0x80000000, 0xFFFFFFFF, 0xFFFFFFFC, 0xFFFFFFF8, 0x40000000, 0x1000)
@@ -161,12 +163,15 @@ def _elf_fields(d: bytes, base: int) -> dict | None:
             elif p_type == 2:
                 dynamic = (p_offset, p_filesz)
         size = max(size, shoff + shentsize * shnum)
-        dyn_fields, relocs = [], []
+        dyn_fields, dyn_reloc, relocs = [], [], []
         if dynamic:
             tags = {}
             for off in range(dynamic[0], dynamic[0] + dynamic[1], 16):
                 tag, val = struct.unpack_from("<qQ", d, base + off)
-                dyn_fields += [(base + off, 8), (base + off + 8, 8)]
+                # Entries that say which relocations exist (removing one leaves pointers
+                # unrelocated: the code then jumps to garbage, in IREE too).
+                group = dyn_reloc if tag in RELOC_TAGS else dyn_fields
+                group += [(base + off, 8), (base + off + 8, 8)]
                 tags.setdefault(tag, val)
                 if tag == 0:
                     break
@@ -185,7 +190,7 @@ def _elf_fields(d: bytes, base: int) -> dict | None:
                             relocs += [(base + r, 8), (base + r + 8, 4), (base + r + 12, 4)]
         end = min(len(d), base + max(size, 64))
         return {"base": base, "size": end - base, "header": header, "phdr": phdrs,
-                "phdr_code": phdrs_code,
+                "phdr_code": phdrs_code, "dynamic_reloc": dyn_reloc,
                 "dynamic": dyn_fields, "reloc": relocs}
     except (struct.error, IndexError):
         return None
@@ -223,7 +228,7 @@ def mutate(seed: SeedInfo, rng: random.Random) -> tuple[bytes, list[str]]:
     kinds = ["fb"] * 5 + ["bytecode"] * 3 + ["bytes"]
     if seed.elf:
         kinds += ["elf_header", "elf_phdr", "elf_phdr", "elf_phdr_code", "elf_dynamic",
-                  "elf_reloc", "elf_reloc"]
+                  "elf_dynamic_reloc", "elf_reloc", "elf_reloc"]
     for _ in range(rng.choice((1, 1, 1, 2, 3))):
         kind = rng.choice(kinds)
         if kind == "fb" and seed.fb:
@@ -281,6 +286,8 @@ def _translate(path: Path, out: Path) -> tuple[str, str]:
     if rc == 0:
         return "ok", ""
     if "internal error" in text:
+        if "_Timeout" in text:  # our alarm, caught by the CLI's catch-all
+            return "hang", "translator over its time"
         return "translator_internal", text.strip()[:500]
     if text.count("\n") > 1:
         return "rejected_multiline", text[:500]

@@ -53,7 +53,7 @@ def test_mutations_cover_the_structure(seeds):
             _, notes = mutate(info, rng)
             kinds |= {n.split("@")[0].split(" ")[0] for n in notes}
     assert {"fb", "bytecode", "byte", "elf_header", "elf_phdr", "elf_phdr_code",
-            "elf_dynamic", "elf_reloc", "elf_reloc_type"} <= kinds, kinds
+            "elf_dynamic", "elf_dynamic_reloc", "elf_reloc", "elf_reloc_type"} <= kinds, kinds
 
 
 def test_fuzz_ci(seeds, tmp_path):
