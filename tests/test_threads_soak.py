@@ -112,6 +112,7 @@ def test_threads_on_own_contexts(built, expected):
 
 
 def _leak_check(before, after, what):
+    print(f"\n{what}: before {before}, after {after}")  # the figures, with -s
     assert after["fds"] <= before["fds"], (what, before, after)
     assert after["maps"] <= before["maps"] + 8, (what, before, after)
     assert after["rss_kib"] - before["rss_kib"] < 16 * 1024, (what, before, after)
