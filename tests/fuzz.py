@@ -34,6 +34,8 @@ the package, loads it and calls up to 4 exports with VM-level arguments. Outcome
                         defines every register it reads
     generated_syntax    the translated package does not compile (e.g. nesting deeper than
                         Python allows): a code-generation bug
+    dlopen_crash:<sig>  killed after an ELF mutation in a system-library build: the
+                        system's dlopen (glibc) processes it, exactly as in IREE; listed
     program_timeout     over its time after bytecode-only mutations (a loop bound or
                         branch changed: IREE runs as long); listed, not a bug
     crash:<signal>      child killed by a signal (a bug)
@@ -94,6 +96,8 @@ class SeedInfo:
         self.fb: list[tuple[int, int, str]] = []  # (pos, width, what)
         self.bytecode: tuple[int, int] = (0, 0)
         self.elf: list[dict] = []
+        # System-library builds hand their ELF to the system's dlopen, as IREE does.
+        self.system_dylib = b"system-elf-x86_64" in data
         self._scan_flatbuffer()
         self._scan_elf()
 
@@ -446,6 +450,8 @@ def run_input(seed: SeedInfo, index: int, base_seed: int, tmp: Path) -> dict:
     elif detail:
         result["detail"] = detail
     result["id"] = f"{seed.path}:{index}"
+    if seed.system_dylib:
+        result["system_dylib"] = True
     result["mutations"] = notes
     return result
 
@@ -537,6 +543,10 @@ def fuzz(seed_paths, inputs: int, jobs: int, base_seed: int = 0, batch: int = 25
                 mutations = r.get("mutations", [])
                 if cls.startswith("crash:") and any(m.startswith(CODE_MUTATIONS) for m in mutations):
                     cls = r["class"] = "code_" + cls  # changed code bytes: IREE crashes too
+                elif cls.startswith("crash:") and r.get("system_dylib") and any(
+                    m.startswith("elf_") for m in mutations
+                ):
+                    cls = r["class"] = "dlopen_" + cls  # the system's dlopen, as in IREE
                 elif cls == "hang" and r.get("detail", "").startswith("over") and mutations and all(
                     m.startswith("bytecode") for m in mutations
                 ) and "translator" not in r.get("detail", ""):
@@ -548,7 +558,7 @@ def fuzz(seed_paths, inputs: int, jobs: int, base_seed: int = 0, batch: int = 25
                     by_kind[k][cls] += 1
                 if cls in BUG_CLASSES or cls.startswith("crash") or cls == "worker_died":
                     bugs.append(r)
-                elif cls.startswith("code_crash") or cls == "program_timeout":
+                elif cls.startswith(("code_crash", "dlopen_crash")) or cls == "program_timeout":
                     code_crashes.append(r)
             done += n
             if progress:

@@ -799,3 +799,24 @@ def test_export_table_outside_the_image(root):
     for count in (2, 60000, 1 << 20):
         with pytest.raises(LoaderError):
             load_executable(EMBEDDED, _patched(data, pos, "<I", count))
+
+
+def test_system_library_with_undecodable_dlopen_error(root):
+    """A system library needing a library whose name is not UTF-8: dlopen's error text
+    is not decodable either; still a LoaderError (found by tests/fuzz.py)."""
+    import io
+
+    data = build(root, MUL, embedded=False).kernel
+    elf = ELFFile(io.BytesIO(data))
+    dynstr = elf.get_section_by_name(".dynstr")
+    dynamic = elf.get_section_by_name(".dynamic")
+    entries = [
+        (dynamic["sh_offset"] + 16 * i, *struct.unpack_from("<qQ", data, dynamic["sh_offset"] + 16 * i))
+        for i in range(dynamic["sh_size"] // 16)
+    ]
+    # The first DT_NULL becomes DT_NEEDED (1) of dynstr's first string, made non-UTF-8.
+    pos = next(e[0] for e in entries if e[1] == 0)
+    blob = _patched(_patched(data, pos, "<q", 1), pos + 8, "<Q", 1)
+    blob = _patched(blob, dynstr["sh_offset"] + 1, "<B", 0x88)
+    with pytest.raises(LoaderError, match="dlopen"):
+        load_executable(SYSTEM, blob)
