@@ -747,6 +747,55 @@ def run_case(
     return result
 
 
+# A check of two computed values (pretty form) with a static tensor type.
+_VALUE_CHECK = re.compile(
+    r"^(?P<indent>[ \t]*)check\.expect_(?:almost_)?eq\((?P<lhs>%[\w.#$-]+)(?P<rest>,[^\n]*?)\)"
+    r"\s*:\s*(?P<type>tensor<(?P<dims>(?:\d+x)*)(?P<elem>[if]\d+|bf16)>)[ \t]*$",
+    re.M,
+)
+
+
+def operand_mutations(text: str) -> list[Mutation]:
+    """For checks of two computed values (no literal to change): copies of the program in
+    which one randomly chosen element of the checked value is changed just before the
+    check (x+1 for integers, not x for i1, 2x+1 for floats)."""
+    out = []
+    for m in _VALUE_CHECK.finditer(text):
+        funcs = list(_FUNC.finditer(text, 0, m.start()))
+        if not funcs:
+            continue
+        dims = [int(d) for d in m["dims"].split("x") if d]
+        if any(d == 0 for d in dims):
+            continue
+        rng = random.Random(hashlib.sha256(f"{m.start()}:{text}".encode()).digest())
+        index = [rng.randrange(d) for d in dims]
+        ind, ty, elem, lhs = m["indent"], m["type"], m["elem"], m["lhs"]
+        lines = [f"{ind}%negctl_i{i} = arith.constant {v} : index" for i, v in enumerate(index)]
+        where = "[" + ", ".join(f"%negctl_i{i}" for i in range(len(index))) + "]"
+        lines.append(f"{ind}%negctl_e = tensor.extract {lhs}{where} : {ty}")
+        if elem == "i1":
+            lines += [f"{ind}%negctl_one = arith.constant true",
+                      f"{ind}%negctl_n = arith.xori %negctl_e, %negctl_one : i1"]
+        elif elem.startswith("i"):
+            lines += [f"{ind}%negctl_one = arith.constant 1 : {elem}",
+                      f"{ind}%negctl_n = arith.addi %negctl_e, %negctl_one : {elem}"]
+        else:
+            lines += [f"{ind}%negctl_one = arith.constant 1.0 : {elem}",
+                      f"{ind}%negctl_2 = arith.addf %negctl_e, %negctl_e : {elem}",
+                      f"{ind}%negctl_n = arith.addf %negctl_2, %negctl_one : {elem}"]
+        lines.append(f"{ind}%negctl_m = tensor.insert %negctl_n into {lhs}{where} : {ty}")
+        check = m.group(0).replace(f"({lhs}", "(%negctl_m", 1)
+        line = text.count("\n", 0, m.start()) + 1
+        out.append(
+            Mutation(
+                function=funcs[-1].group(1) or funcs[-1].group(2),
+                text=text[: m.start()] + "\n".join(lines) + "\n" + check + text[m.end() :],
+                description=f"line {line}: {lhs}{index} changed before the check",
+            )
+        )
+    return out
+
+
 def run_negative_control(
     case: Case,
     build: str,
@@ -766,8 +815,10 @@ def run_negative_control(
     text = case.source.read_text()
     wanted = set(case.functions) if case.functions is not None else None
     candidates = [m for m in mutations(text) if wanted is None or m.function in wanted]
+    if not candidates:  # no expected literal: change the checked value itself
+        candidates = [m for m in operand_mutations(text) if wanted is None or m.function in wanted]
     if not candidates:
-        return ControlResult(case.name, "-", "no mutable check.expect_*_const", note="skipped")
+        return ControlResult(case.name, "-", "nothing to mutate", note="no control")
     control = None
     for mutation in candidates[:max_candidates]:
         control = ControlResult(case.name, mutation.function, mutation.description)

@@ -328,3 +328,15 @@ def test_negative_controls_mutate_a_random_element_and_missing_control_fails():
     assert not conf.ControlResult("c", "-", "none", note="skipped").ok
     assert not conf.ControlResult("c", "f", "d", iree_failed=True, pyree_failed=False).ok
     assert conf.ControlResult("c", "f", "d", iree_failed=True, pyree_failed=True).ok
+
+
+def test_operand_mutation_when_no_literal():
+    text = (
+        "func.func @f() {\n  %a = util.unfoldable_constant dense<[1, 2, 3]> : tensor<3xi32>\n"
+        "  %b = arith.addi %a, %a : tensor<3xi32>\n  check.expect_eq(%b, %b) : tensor<3xi32>\n"
+        "  return\n}\n"
+    )
+    [m] = conf.operand_mutations(text)
+    assert m.function == "f" and "tensor.insert %negctl_n into %b[%negctl_i0]" in m.text
+    assert "check.expect_eq(%negctl_m, %b) : tensor<3xi32>" in m.text
+    assert conf.mutations(text) == []  # no literal: the control needs the operand form
