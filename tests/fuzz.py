@@ -32,6 +32,10 @@ the package, loads it and calls up to 4 exports with VM-level arguments. Outcome
                         pyree raises UnboundLocalError/NameError. A known code-generation
                         defect, counted apart from `traceback` until generated code
                         defines every register it reads
+    register_bank       an op read as an integer a register that holds a float (IREE's
+                        i32/f32 and i64/f64 registers share storage, so a mutated operand
+                        reads the bits; pyree's Python locals hold the float and the op
+                        raises TypeError). A known code-generation defect, counted apart
     generated_syntax    the translated package does not compile (e.g. nesting deeper than
                         Python allows): a code-generation bug
     dlopen_crash:<sig>  killed after an ELF mutation in a system-library build: the
@@ -380,8 +384,11 @@ def _child_run(pkg_dir: Path, mem_limit: int) -> dict:
         where = f"{tb[-1].filename}:{tb[-1].lineno} {tb[-1].name}" if tb else ""
         cls = "traceback"
         generated = bool(tb) and Path(tb[-1].filename) == pkg_dir / "__init__.py"
+        from_generated = any(Path(f.filename) == pkg_dir / "__init__.py" for f in tb)
         if isinstance(e, NameError) and generated:  # UnboundLocalError included
             cls = "unset_register"
+        elif isinstance(e, TypeError) and from_generated and "'float'" in str(e) and "'int'" in str(e):
+            cls = "register_bank"
         elif isinstance(e, SyntaxError) and Path(e.filename or "").name == "__init__.py":
             cls = "generated_syntax"
         return {"class": cls, "detail": f"{type(e).__name__}: {str(e)[:200]} at {where}"}
