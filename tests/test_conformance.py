@@ -235,15 +235,19 @@ func.func @bool_test() {
 
 
 def test_mutations_change_one_expected_constant():
+    """One element of each check's expected literal changes (which one is chosen at random,
+    reproducibly); nothing else does."""
     muts = conf.mutations(SAMPLE)
-    assert [(m.function, m.description) for m in muts] == [
-        ("ok_test", "line 4: 1 -> 0"),
-        ("float_test", "line 10: 1.5 -> 4.0"),
-        ("bool_test", "line 17: true -> false"),
-    ]
-    assert "check.expect_eq_const(%0, dense<[0, 2]>" in muts[0].text
+    assert [m.function for m in muts] == ["ok_test", "float_test", "bool_test"]
+    allowed = {
+        "ok_test": {"line 4: 1 -> 0", "line 4: 2 -> 1"},
+        "float_test": {"line 10: 1.5 -> 4.0"},  # the NaN bit pattern is never mutated
+        "bool_test": {"line 17: true -> false", "line 17: false -> true"},
+    }
+    for m in muts:
+        assert m.description in allowed[m.function], m.description
     assert "%1 = arith.constant dense<[4.0, 0x7FC00000]>" in muts[1].text
-    assert "dense<[false, false]> : tensor<2xi1>) : tensor<2xi1>" in muts[2].text
+    assert [m.text for m in conf.mutations(SAMPLE)] == [m.text for m in muts]  # reproducible
     for m in muts:  # exactly one token changed
         assert len(m.text.split()) == len(SAMPLE.split())
         assert sum(a != b for a, b in zip(m.text.split(), SAMPLE.split())) == 1
@@ -259,10 +263,9 @@ def test_mutations_generic_syntax_and_hex_ints():
         "}\n"
     )
     muts = conf.mutations(generic)
-    assert [(m.function, m.description) for m in muts] == [
-        ("g", "line 2: 3 -> 2"),
-        ("h", "line 5: 0x0 -> 0x1"),
-    ]
+    assert [m.function for m in muts] == ["g", "h"]
+    assert muts[0].description in ("line 2: 3 -> 2", "line 2: 4 -> 3")
+    assert muts[1].description in ("line 5: 0x0 -> 0x1", "line 5: 0x10 -> 0xf")
 
 
 def test_filter_and_fast_subset():
