@@ -16,7 +16,7 @@ import resource
 
 from runtime_support.errors import StatusCode, VMError
 
-__all__ = ["check_allocation", "allocating", "allocation_limit", "exhausted"]
+__all__ = ["check_allocation", "allocating", "allocation_limit", "exhausted", "ResourceExhausted"]
 
 # Below this many bytes a request is not worth a look at /proc/meminfo.
 _CHEAP = 64 << 20
@@ -51,9 +51,14 @@ def allocation_limit() -> int:
     return limit
 
 
+class ResourceExhausted(VMError, MemoryError):
+    """RESOURCE_EXHAUSTED for an allocation. Also a MemoryError, so callers that add
+    context to a failed allocation (`except MemoryError`) keep doing so."""
+
+
 def exhausted(what: str, nbytes: int, detail: str = "") -> VMError:
     extra = f" ({detail})" if detail else ""
-    return VMError(
+    return ResourceExhausted(
         StatusCode.RESOURCE_EXHAUSTED,
         f"{what}: cannot allocate {nbytes} bytes{extra}",
     )
