@@ -506,20 +506,34 @@ def worker(seed_paths: list[Path], start: int, count: int, base_seed: int) -> li
     return results
 
 
-def usable_seeds(paths: list[Path], max_bytes: int) -> list[Path]:
-    """Seeds that translate unmodified and are small enough to fuzz quickly."""
-    from translator.reader import read_module
-
-    out = []
-    for p in paths:
-        if p.stat().st_size > max_bytes:
-            continue
-        try:
-            read_module(p.read_bytes())
-        except Exception:  # noqa: BLE001 - not a usable seed
-            continue
-        out.append(p)
-    return out
+def usable_seeds(paths: list[Path], max_bytes: int) -> tuple[list[Path], dict[str, str]]:
+    """(seeds, rejected seeds with why): a seed must be small enough to fuzz quickly and
+    translate unmodified; one whose own translation fails (a translator bug on a valid
+    module, reported once here) would only repeat that failure in every mutant."""
+    out, rejected = [], {}
+    with tempfile.TemporaryDirectory(prefix="pyree-fuzz-seed-") as tmp:
+        for p in paths:
+            if p.stat().st_size > max_bytes:
+                continue
+            signal.signal(signal.SIGALRM, _alarm)
+            signal.alarm(CALL_WALL_S * 3)
+            try:
+                cls, detail = _translate(p, Path(tmp) / p.stem)
+            except _Timeout:
+                cls, detail = "hang", "translator over its time"
+            finally:
+                signal.alarm(0)
+            if cls == "ok":
+                init = Path(tmp) / p.stem / "m" / "__init__.py"
+                try:
+                    compile(init.read_text(), str(init), "exec")
+                except SyntaxError as e:
+                    cls, detail = "generated_syntax", f"{type(e).__name__}: {e}"
+            if cls == "ok":
+                out.append(p)
+            elif cls != "rejected":
+                rejected[str(p)] = f"{cls}: {detail}"[:300]
+    return out, rejected
 
 
 def fuzz(seed_paths, inputs: int, jobs: int, base_seed: int = 0, batch: int = 250,
@@ -629,7 +643,9 @@ def main(argv=None) -> int:
     for s in a.seeds or []:
         p = Path(s)
         paths += sorted(p.glob("*.vmfb")) if p.is_dir() else [p]
-    seeds = usable_seeds(paths or default_seeds(), a.max_seed_bytes)
+    seeds, bad_seeds = usable_seeds(paths or default_seeds(), a.max_seed_bytes)
+    for path, why in bad_seeds.items():
+        print(f"seed not used, its own translation fails: {path}: {why}", file=sys.stderr)
     if not seeds:
         print("no usable seed vmfbs", file=sys.stderr)
         return 2
