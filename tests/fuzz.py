@@ -42,7 +42,10 @@ the package, loads it and calls up to 4 exports with VM-level arguments. Outcome
                         system's dlopen (glibc) processes it, exactly as in IREE; listed
     program_timeout     over its time after bytecode-only mutations (a loop bound or
                         branch changed: IREE runs as long); listed, not a bug
-    crash:<signal>      child killed by a signal (a bug)
+    crash:<signal>      child killed by a signal (a bug); every crash is also run under
+                        IREE's runtime (`iree_outcome`)
+    iree_crash:<signal> killed by a signal, and IREE's runtime crashes on the same file
+                        (e.g. a dispatch's workgroup count changed: kernels trust it)
     code_crash:<signal> killed by a signal after a mutation that changes the machine code
                         kernels run (an executable segment's mapping, a relocation): as
                         with corrupted code bytes, IREE crashes too; listed, not a bug
@@ -465,6 +468,8 @@ def run_input(seed: SeedInfo, index: int, base_seed: int, tmp: Path) -> dict:
     result = {"class": cls}
     if cls == "ok":
         result = _run_forked(out / "m")
+        if result["class"].startswith("crash:"):
+            result["iree"] = iree_outcome(path)
     elif detail:
         result["detail"] = detail
     result["id"] = f"{seed.path}:{index}"
@@ -472,6 +477,39 @@ def run_input(seed: SeedInfo, index: int, base_seed: int, tmp: Path) -> dict:
         result["system_dylib"] = True
     result["mutations"] = notes
     return result
+
+
+_IREE_RUN = """
+import sys
+sys.path.insert(0, {tests!r})
+from iree_oracle import IreeSession, export_signatures
+from abi_inputs import inputs_for_signature
+vmfb = sys.argv[1]
+session = IreeSession(vmfb)
+for name, sig in list(export_signatures(vmfb).items())[:{max_exports}]:
+    if name.startswith("__"):
+        continue
+    try:
+        session.call(name, inputs_for_signature(sig, seed=0), session.signature(name))
+    except Exception:
+        pass
+print("IREE-DONE")
+"""
+
+
+def iree_outcome(vmfb: Path) -> str:
+    """What IREE's runtime does with the same file (only asked after a crash): "crash:SIG"
+    when it crashes too, else "ok" / "unavailable"."""
+    script = _IREE_RUN.format(tests=str(REPO / "tests"), max_exports=MAX_EXPORTS + 2)
+    try:
+        res = subprocess.run([sys.executable, "-c", script, str(vmfb)], capture_output=True,
+                             text=True, timeout=CALL_WALL_S * 3,
+                             preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
+    except subprocess.TimeoutExpired:
+        return "hang"
+    if res.returncode < 0:
+        return f"crash:{signal.Signals(-res.returncode).name}"
+    return "ok" if "IREE-DONE" in res.stdout else "unavailable"
 
 
 class _Timeout(BaseException):
@@ -573,7 +611,9 @@ def fuzz(seed_paths, inputs: int, jobs: int, base_seed: int = 0, batch: int = 25
             for r in lines:
                 cls = r["class"]
                 mutations = r.get("mutations", [])
-                if cls.startswith("crash:") and any(m.startswith(CODE_MUTATIONS) for m in mutations):
+                if cls.startswith("crash:") and r.get("iree", "").startswith("crash:"):
+                    cls = r["class"] = "iree_" + cls  # IREE's runtime crashes on the file too
+                elif cls.startswith("crash:") and any(m.startswith(CODE_MUTATIONS) for m in mutations):
                     cls = r["class"] = "code_" + cls  # changed code bytes: IREE crashes too
                 elif cls.startswith("crash:") and r.get("system_dylib") and any(
                     m.startswith("elf_") for m in mutations
@@ -590,7 +630,7 @@ def fuzz(seed_paths, inputs: int, jobs: int, base_seed: int = 0, batch: int = 25
                     by_kind[k][cls] += 1
                 if cls in BUG_CLASSES or cls.startswith("crash") or cls == "worker_died":
                     bugs.append(r)
-                elif cls.startswith(("code_crash", "dlopen_crash")) or cls == "program_timeout":
+                elif cls.startswith(("code_crash", "dlopen_crash", "iree_crash")) or cls == "program_timeout":
                     code_crashes.append(r)
             done += n
             if progress:
