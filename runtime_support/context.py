@@ -20,6 +20,7 @@ from typing import Callable, NamedTuple
 from runtime_support import abi
 from runtime_support.errors import StatusCode, VMError, quote_name
 from runtime_support.vm.buffer import VMBuffer
+from runtime_support.vm.globals import RefGlobals, new_rwdata
 
 DEVICES = ("local", "local-task", "local-sync", "cuda")
 
@@ -238,11 +239,14 @@ class ModuleContext:
         self.device = make_device(_shared_device(device, modules), workers)
         self.modules = default_modules(self.device, parameters)
         self.modules.update(modules)
-        self.rwdata = bytearray(global_bytes)
-        self.refs: list = [None] * global_refs
+        self.rwdata = new_rwdata(global_bytes)
+        self.refs = RefGlobals(global_refs)
         self.rodata = self._map_rodata(Path(package_file).with_name("rodata.bin"), rodata)
         self.imports = tuple(self._resolve(name, cconv, optional) for name, cconv, optional in imports)
-        self._lock = threading.Lock()
+        # One call at a time per context: threads sharing a context (a user's thread pool)
+        # queue up here. Re-entrant so a call that re-enters its own context (an import
+        # module calling back) does not deadlock.
+        self._lock = threading.RLock()
         self._closed = False
         self._functions = bind(self)
         self._exports: dict[str, Callable] = {}
@@ -338,11 +342,7 @@ class ModuleContext:
                 StatusCode.FAILED_PRECONDITION,
                 f"calling {name!r} on a closed context; load() a new one",
             )
-        if not self._lock.acquire(blocking=False):
-            raise RuntimeError(
-                f"context is already running a call in another thread; use one context "
-                f"per thread (calling {name!r})"
-            )
+        self._lock.acquire()
         try:
             return fn(*args)
         except VMError as e:
@@ -561,4 +561,4 @@ class ModuleContext:
         if deinit is not None:
             self._call_vm("__deinit", deinit, ())
         self._closed = True
-        self.refs[:] = [None] * len(self.refs)
+        self.refs.clear()

@@ -16,7 +16,10 @@ every exported no-argument function is one test:
 
 Check calls are counted on both sides: a test that passes with zero checks proves nothing
 (the compiled code skips `check.*` calls whose import is unresolved). Negative controls are
-copies of tests with one expected constant changed; they must fail on both sides.
+copies of tests with one randomly chosen element of one expected constant changed; they
+must fail on both sides, and a case without a working control counts as a failure. The
+values every check receives are also compared with IREE's bit for bit (where IREE's own
+runs agree), since the e2e checks alone allow tolerances up to 5e-2.
 
 Builds: `embedded-elf` (the cases' flags), `system-dylib` (+ `--iree-llvmcpu-link-embedded=false`),
 `inline-dynamic` (+ `--iree-execution-model=inline-dynamic`; these modules import `hal_inline`
@@ -40,6 +43,7 @@ import hashlib
 import importlib.util
 import json
 import math
+import random
 import re
 import struct
 import subprocess
@@ -59,6 +63,10 @@ CACHE_DIR = REPO / ".pyree-cache" / "conformance"
 for _path in (REPO, Path(__file__).resolve().parent):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
+
+from iree_tools import ensure_on_path  # noqa: E402 - after the path set-up above
+
+ensure_on_path()  # iree-compile / iree-run-module through the installed packages
 
 DEFAULT_BASE_FLAGS = [
     "--iree-hal-target-device=local",
@@ -288,8 +296,8 @@ def _literal_sites(text: str):
 
 
 def mutations(text: str) -> list[Mutation]:
-    """Copies of the program with the first number of one check's expected `dense<...>`
-    literal changed, in source order (one per check call site)."""
+    """Copies of the program with one randomly chosen number of one check's expected
+    `dense<...>` literal changed, in source order (one per check call site)."""
     out = []
     for check_pos, start in sorted(_literal_sites(text)):
         end = text.find(">", start)  # brackets nest, no '>' inside a literal's numbers
@@ -298,12 +306,19 @@ def mutations(text: str) -> list[Mutation]:
         literal = text[start:end]
         type_end = text.find("\n", end)
         literal_type = text[end : type_end if type_end >= 0 else len(text)]
-        number = _NUMBER.search(literal)
         funcs = list(_FUNC.finditer(text, 0, check_pos))
+        # A random element of the literal (seeded by the program and the site, so a run is
+        # reproducible), not always the first: a bug in any element must be caught.
+        rng = random.Random(hashlib.sha256(f"{start}:{text}".encode()).digest())
+        numbers = list(_NUMBER.finditer(literal))
+        rng.shuffle(numbers)
+        number = new = None
+        for candidate in numbers:
+            new = _changed_number(candidate.group(0), literal_type)
+            if new is not None:
+                number = candidate
+                break
         if number is None or not funcs:
-            continue
-        new = _changed_number(number.group(0), literal_type)
-        if new is None:
             continue
         pos = start + number.start()
         line = text.count("\n", 0, pos) + 1
@@ -355,7 +370,10 @@ class ControlResult:
 
     @property
     def ok(self) -> bool:
-        return self.iree_failed is not False and self.pyree_failed is not False
+        """The mutant failed under the oracle (and under pyree where it ran). A case with
+        no control (nothing to mutate, no mutant compiled, every mutant passed) is a
+        failure of the control, not a pass: its checks are not shown to be live."""
+        return self.iree_failed is True and self.pyree_failed is not False
 
 
 @dataclass
@@ -403,19 +421,73 @@ def _translated_package(vmfb_path: Path, out_root: Path):
     return pkg
 
 
+def _recording_check_module():
+    """pyree's CheckModule, also recording every check's operands like the IREE oracle
+    (IreeCheckOracle.operands): (element type, shape, raw bytes) per view, ints."""
+    from runtime_support.modules.check import CheckModule
+
+    def key(view):
+        raw = view.buffer.read(0, view.byte_length) if view is not None else None
+        return (view.element_type, tuple(view.shape), raw) if view is not None else None
+
+    class Recording(CheckModule):
+        def __init__(self):
+            super().__init__(raise_on_failure=False)
+            self.operands: list = []
+
+        def expect_true(self, operand):
+            self.operands.append(("expect_true", int(operand) & 0xFFFFFFFF))
+            return super().expect_true(operand)
+
+        def expect_false(self, operand):
+            self.operands.append(("expect_false", int(operand) & 0xFFFFFFFF))
+            return super().expect_false(operand)
+
+        def expect_all_true(self, device, operand):
+            self.operands.append(("expect_all_true", key(operand)))
+            return super().expect_all_true(device, operand)
+
+        def expect_eq(self, device, lhs, rhs):
+            self.operands.append(("expect_eq", key(lhs), key(rhs)))
+            return super().expect_eq(device, lhs, rhs)
+
+        def expect_almost_eq(self, device, lhs, rhs, atol, rtol):
+            self.operands.append(("expect_almost_eq", key(lhs), key(rhs)))
+            return super().expect_almost_eq(device, lhs, rhs, atol, rtol)
+
+    return Recording()
+
+
+def first_difference(ours: list, theirs: list) -> str | None:
+    """None when two operand records are identical, else where they first differ."""
+    if ours == theirs:
+        return None
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        if a != b:
+            return f"check call {i} ({b[0]}): operands differ from IREE's"
+    return f"{len(ours)} check calls recorded, IREE {len(theirs)}"
+
+
 def run_translated(
-    vmfb_path: Path, function: str, *, out_root: Path | None = None, device: str = "local-sync"
+    vmfb_path: Path,
+    function: str,
+    *,
+    out_root: Path | None = None,
+    device: str = "local-sync",
+    operands: list | None = None,
 ) -> tuple[bool, int, str | None]:
     """Translates `vmfb_path` with pyree and runs `function` with the CheckModule as `check`.
 
     Returns (ok, check calls, error): ok when the call returned and no check failed.
+    `operands`, when given, receives every check's operands (see _recording_check_module).
     """
     available, reason = translator_available()
     if not available:
         return False, 0, reason
-    from runtime_support.modules.check import CheckModule
 
-    check = CheckModule(raise_on_failure=False)
+    check = _recording_check_module()
+    if operands is not None:
+        check.operands = operands
     try:
         pkg = _translated_package(vmfb_path, out_root or CACHE_DIR / "packages")
         ctx = pkg.load(device=device, modules={"check": check})
@@ -653,15 +725,75 @@ def run_case(
         fr.iree_ok, fr.iree_checks = run.ok, run.checks
         fr.iree_error = run.error or (run.failures[0] if run.failures else None)
         if can_translate:
+            ours: list = []
             fr.pyree_ok, fr.pyree_checks, fr.pyree_error = run_translated(
-                vmfb, name, out_root=cache_dir / "packages"
+                vmfb, name, out_root=cache_dir / "packages", operands=ours
             )
+            # The values the test computed, bit for bit (the e2e checks alone allow
+            # tolerances up to 5e-2): where IREE is deterministic (a second run agrees).
+            diff = first_difference(ours, run.operands) if run.error is None else None
+            if diff is not None:
+                again = run_function(module, name)
+                if again.operands == run.operands:
+                    fr.outputs_differ = True
+                    fr.pyree_error = fr.pyree_error or diff
+                else:
+                    fr.note = "IREE's results vary between runs: not compared bit for bit"
         elif translate:
             fr.pyree_error = TRANSLATOR_UNAVAILABLE
         result.functions.append(fr)
     if negative_control:
         result.control = run_negative_control(case, build, translate=can_translate, cache_dir=cache_dir)
     return result
+
+
+# A check of two computed values (pretty form) with a static tensor type.
+_VALUE_CHECK = re.compile(
+    r"^(?P<indent>[ \t]*)check\.expect_(?:almost_)?eq\((?P<lhs>%[\w.#$-]+)(?P<rest>,[^\n]*?)\)"
+    r"\s*:\s*(?P<type>tensor<(?P<dims>(?:\d+x)*)(?P<elem>[if]\d+|bf16)>)[ \t]*$",
+    re.M,
+)
+
+
+def operand_mutations(text: str) -> list[Mutation]:
+    """For checks of two computed values (no literal to change): copies of the program in
+    which one randomly chosen element of the checked value is changed just before the
+    check (x+1 for integers, not x for i1, 2x+1 for floats)."""
+    out = []
+    for m in _VALUE_CHECK.finditer(text):
+        funcs = list(_FUNC.finditer(text, 0, m.start()))
+        if not funcs:
+            continue
+        dims = [int(d) for d in m["dims"].split("x") if d]
+        if any(d == 0 for d in dims):
+            continue
+        rng = random.Random(hashlib.sha256(f"{m.start()}:{text}".encode()).digest())
+        index = [rng.randrange(d) for d in dims]
+        ind, ty, elem, lhs = m["indent"], m["type"], m["elem"], m["lhs"]
+        lines = [f"{ind}%negctl_i{i} = arith.constant {v} : index" for i, v in enumerate(index)]
+        where = "[" + ", ".join(f"%negctl_i{i}" for i in range(len(index))) + "]"
+        lines.append(f"{ind}%negctl_e = tensor.extract {lhs}{where} : {ty}")
+        if elem == "i1":
+            lines += [f"{ind}%negctl_one = arith.constant true",
+                      f"{ind}%negctl_n = arith.xori %negctl_e, %negctl_one : i1"]
+        elif elem.startswith("i"):
+            lines += [f"{ind}%negctl_one = arith.constant 1 : {elem}",
+                      f"{ind}%negctl_n = arith.addi %negctl_e, %negctl_one : {elem}"]
+        else:
+            lines += [f"{ind}%negctl_one = arith.constant 1.0 : {elem}",
+                      f"{ind}%negctl_2 = arith.addf %negctl_e, %negctl_e : {elem}",
+                      f"{ind}%negctl_n = arith.addf %negctl_2, %negctl_one : {elem}"]
+        lines.append(f"{ind}%negctl_m = tensor.insert %negctl_n into {lhs}{where} : {ty}")
+        check = m.group(0).replace(f"({lhs}", "(%negctl_m", 1)
+        line = text.count("\n", 0, m.start()) + 1
+        out.append(
+            Mutation(
+                function=funcs[-1].group(1) or funcs[-1].group(2),
+                text=text[: m.start()] + "\n".join(lines) + "\n" + check + text[m.end() :],
+                description=f"line {line}: {lhs}{index} changed before the check",
+            )
+        )
+    return out
 
 
 def run_negative_control(
@@ -683,8 +815,10 @@ def run_negative_control(
     text = case.source.read_text()
     wanted = set(case.functions) if case.functions is not None else None
     candidates = [m for m in mutations(text) if wanted is None or m.function in wanted]
+    if not candidates:  # no expected literal: change the checked value itself
+        candidates = [m for m in operand_mutations(text) if wanted is None or m.function in wanted]
     if not candidates:
-        return ControlResult(case.name, "-", "no mutable check.expect_*_const", note="skipped")
+        return ControlResult(case.name, "-", "nothing to mutate", note="no control")
     control = None
     for mutation in candidates[:max_candidates]:
         control = ControlResult(case.name, mutation.function, mutation.description)
@@ -819,7 +953,7 @@ def report(results: list[CaseResult], out=None) -> bool:
             for c in controls:
                 if not c.ok:
                     ok = False
-                status = "ok" if c.ok and c.iree_failed else ("SKIP" if c.iree_failed is None else "BAD")
+                status = "ok" if c.ok else ("NONE" if c.iree_failed is None else "BAD")
                 print(f"   {status:<5}{c.case}:{c.function} [{c.description}] "
                       f"iree failed={_fmt(c.iree_failed)} pyree failed={_fmt(c.pyree_failed)}"
                       f"{' ' + c.note if c.note else ''}", file=out)

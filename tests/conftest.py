@@ -34,6 +34,12 @@ from pathlib import Path
 
 import pytest
 
+from iree_tools import ensure_on_path, find_tool
+
+# Tests run `iree-compile`, `iree-run-module`, `iree-dump-module` by name: find them through
+# the installed packages when the environment's bin/ is not on PATH.
+ensure_on_path()
+
 TESTS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TESTS_DIR.parent
 CORPUS_DIR = TESTS_DIR / "corpus"
@@ -155,16 +161,11 @@ class CompileError(RuntimeError):
 
 
 def _find_tool(name: str) -> str:
-    if name == "iree-compile":
-        try:  # the real binary, skipping the Python console-script wrapper
-            from iree.compiler.tools.binaries import find_tool
-
-            return find_tool("iree-compile")
-        except Exception:
-            pass
-    path = shutil.which(name)
+    """An IREE tool: on PATH or shipped in the installed `iree` packages (tests/iree_tools.py);
+    skips only when neither has it."""
+    path = find_tool(name)
     if path is None:
-        pytest.skip(f"{name} is not installed")
+        pytest.skip(f"{name} is not installed (neither on PATH nor in the iree packages)")
     return path
 
 

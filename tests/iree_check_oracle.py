@@ -76,6 +76,10 @@ def _read_view(ref) -> _View:
     return _View(int(bv.element_type), [int(d) for d in bv.shape], data)
 
 
+def _key(view: _View) -> tuple:
+    return (view.element_type, tuple(view.shape), view.data)
+
+
 def _floats(view: _View) -> list[float]:
     et = view.element_type
     if et in (_F16, _F32, _F64):
@@ -133,6 +137,10 @@ class IreeCheckOracle:
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
         self.failures: list[str] = []
+        # Every check's operands in call order, as (element type, shape, raw bytes) for
+        # views and ints for scalars: the values the test computed, compared bit for bit
+        # with pyree's (tests/conformance.py).
+        self.operands: list = []
 
     @property
     def total_calls(self) -> int:
@@ -141,6 +149,7 @@ class IreeCheckOracle:
     def reset(self) -> None:
         self.calls.clear()
         self.failures.clear()
+        self.operands.clear()
 
     def create_module(self) -> rt.VmModule:
         """A fresh `check` VmModule bound to this oracle's counters."""
@@ -153,17 +162,20 @@ class IreeCheckOracle:
 
     def expect_true(self, operand: int) -> None:
         self.calls["expect_true"] += 1
+        self.operands.append(("expect_true", int(operand) & 0xFFFFFFFF))
         if operand == 0:
             self.failures.append(f"Expected {operand} to be nonzero.")
 
     def expect_false(self, operand: int) -> None:
         self.calls["expect_false"] += 1
+        self.operands.append(("expect_false", int(operand) & 0xFFFFFFFF))
         if operand != 0:
             self.failures.append(f"Expected {operand} to be zero.")
 
     def expect_all_true(self, device, operand) -> None:
         self.calls["expect_all_true"] += 1
         view = _read_view(operand)
+        self.operands.append(("expect_all_true", _key(view)))
         if view.element_type in (_F32, _F64):
             values = _floats(view)
         else:
@@ -174,6 +186,7 @@ class IreeCheckOracle:
     def expect_eq(self, device, lhs, rhs) -> None:
         self.calls["expect_eq"] += 1
         a, b = _read_view(lhs), _read_view(rhs)
+        self.operands.append(("expect_eq", _key(a), _key(b)))
         if a.element_type != b.element_type or a.shape != b.shape or a.data != b.data:
             self.failures.append(
                 "Expected equality of these values.\n  lhs:\n    "
@@ -185,6 +198,7 @@ class IreeCheckOracle:
     def expect_almost_eq(self, device, lhs, rhs, atol: float, rtol: float) -> None:
         self.calls["expect_almost_eq"] += 1
         a, b = _read_view(lhs), _read_view(rhs)
+        self.operands.append(("expect_almost_eq", _key(a), _key(b)))
         if a.element_type != b.element_type or a.shape != b.shape:
             self.failures.append(
                 "Expected near equality of these values. Types or shapes do not match.\n"
@@ -211,6 +225,7 @@ class OracleRun:
     calls: dict[str, int] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     error: str | None = None
+    operands: list = field(default_factory=list)  # IreeCheckOracle.operands
 
 
 _INSTANCE: rt.VmInstance | None = None
@@ -289,4 +304,5 @@ def run_function(
         calls=dict(oracle.calls),
         failures=list(oracle.failures),
         error=error,
+        operands=list(oracle.operands),
     )

@@ -324,3 +324,33 @@ def test_package_help_and_dir_show_the_api(tensor_vmfb, tmp_path):
     assert "Exports (ctx = load()" in rest and "sync func @" in rest
     assert "vm_fail" not in rest and "add_i32" not in rest
     assert "workers: threads" in rest  # load()'s docstring documents every argument
+
+
+def test_translating_writes_a_package(vm_vmfb, tmp_path):
+    """The translate path (not only --dump) runs from the command line."""
+    res = run_cli(vm_vmfb, "-o", tmp_path, "--name", "pkg")
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "pkg" / "__init__.py").is_file()
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [RecursionError("maximum recursion depth exceeded"), KeyError("x\ny"), MemoryError()],
+    ids=["recursion", "keyerror", "memory"],
+)
+def test_unexpected_exception_is_one_line_internal_error(exc, vm_vmfb, tmp_path, monkeypatch, capsys):
+    """Anything unexpected inside the translator ends as one line and exit 1, naming the
+    input and the translator file and function it came from; never a traceback."""
+    import translator.codegen as codegen
+    from translator.cli import main
+
+    def boom(*a, **k):
+        raise exc
+
+    monkeypatch.setattr(codegen, "write_package", boom)
+    assert main([str(vm_vmfb), "-o", str(tmp_path), "--name", "pkg"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("pyree-translate: internal error: ")
+    assert str(vm_vmfb) in err and type(exc).__name__ in err
+    assert "test_cli.py" in err and "boom" in err
+    assert "Traceback" not in err

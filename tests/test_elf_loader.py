@@ -725,6 +725,26 @@ bad:
 """
 
 
+# --- hostile libraries: rejected before any kernel runs --------------------------------------
+
+_FAKE_QUERY_IR = """
+@lib = global ptr null
+@kernel_calls = global i32 0
+
+define ptr @query(i32 %version, ptr %env) {
+  %p = load ptr, ptr @lib
+  ret ptr %p
+}
+
+define i32 @kernel(ptr %env, ptr %ds, ptr %wg) {
+  %n = load i32, ptr @kernel_calls
+  %n1 = add i32 %n, 1
+  store i32 %n1, ptr @kernel_calls
+  ret i32 0
+}
+"""
+
+
 def test_worker_pool_stress(root):
     """Many grids in a row, from two Python threads at once, on the native pool: every
     tile runs exactly once, processor ids stay below max_concurrency."""
@@ -752,3 +772,113 @@ def test_worker_pool_stress(root):
         for t in threads:
             t.join()
         assert not failures, failures[:1]
+
+
+def _fake_library(version=abi.LIBRARY_VERSION_0_6, export_count=1, null_library=False):
+    """A JIT-compiled query function returning a library built here: (engine, query
+    address, kernel-call counter, keepalive)."""
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    tm = llvm.Target.from_default_triple().create_target_machine()
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(_FAKE_QUERY_IR), tm)
+    engine.finalize_object()
+    kernel = engine.get_function_address("kernel")
+    name = ctypes.create_string_buffer(b"fake")
+    header = abi.LibraryHeader(version=version, name=ctypes.addressof(name))
+    ptrs = (ctypes.c_void_p * 1)(kernel)
+    names = (ctypes.c_void_p * 1)(ctypes.addressof(name))
+    attrs = (abi.DispatchAttrsV0 * 1)()
+    lib = abi.LibraryV0(header=ctypes.addressof(header))
+    lib.exports.count = export_count
+    lib.exports.ptrs = ctypes.addressof(ptrs)
+    lib.exports.names = ctypes.addressof(names)
+    lib.exports.attrs = ctypes.addressof(attrs)
+    slot = ctypes.c_void_p.from_address(engine.get_global_value_address("lib"))
+    slot.value = None if null_library else ctypes.addressof(lib)
+    calls = ctypes.c_int32.from_address(engine.get_global_value_address("kernel_calls"))
+    keep = (engine, name, header, ptrs, names, attrs, lib)
+    return engine.get_function_address("query"), calls, keep
+
+
+def _fake_executable(query: int, keep):
+    return executable_mod.Executable(
+        EMBEDDED, query, executable_mod.LibraryMemory(), lambda: None, keepalive=keep
+    )
+
+
+@pytest.mark.parametrize(
+    "case, match",
+    [
+        ({"null_library": True}, "refused version"),
+        ({"version": 5}, "version 5 is not supported"),
+        ({"version": 0xFFFFFFFF}, "is not supported"),
+        ({"export_count": 1 << 20}, "declares 1048576 exports"),
+        ({"export_count": 0xFFFFFFFF}, "exports"),
+    ],
+    ids=["query-refuses", "old-version", "bad-version", "export-table-1M", "export-table-4G"],
+)
+def test_hostile_library_rejected_before_kernels_run(case, match):
+    query, calls, keep = _fake_library(**case)
+    with pytest.raises(LoaderError, match=match):
+        _fake_executable(query, keep)
+    assert calls.value == 0
+    # The control: the same library, well-formed, loads and its kernel runs.
+    query, calls, keep = _fake_library()
+    exe = _fake_executable(query, keep)
+    exe.dispatch(0, (1, 1, 1), [], [], native=False)
+    assert calls.value == 1
+
+
+def test_missing_query_symbol(root):
+    data = build(root, MUL).kernel
+    at = data.find(abi.QUERY_SYMBOL)
+    assert at > 0
+    renamed = data[:at] + b"x" + data[at + 1 :]
+    with pytest.raises(LoaderError, match="iree_hal_executable_library_query"):
+        load_executable(EMBEDDED, renamed)
+
+
+def test_export_table_outside_the_image(root):
+    """An embedded ELF whose export count runs its tables past the image: rejected by
+    the image's bounds checks, no kernel run (the count is patched in the file)."""
+    data = build(root, MUL).kernel
+    image = elf_loader.load_elf_image(data)
+    try:
+        query = abi.QUERY_FN(image.symbol(abi.QUERY_SYMBOL))
+        library = query(abi.LIBRARY_VERSION_LATEST, ctypes.byref(abi.EnvironmentV0()))
+        vaddr = library + abi.LibraryV0.exports.offset - image.bias
+    finally:
+        image.close()
+    for offset, (kind, _, p_offset, p_vaddr, _, p_filesz, _, _) in _phdrs(data):
+        if kind == 1 and p_vaddr <= vaddr < p_vaddr + p_filesz:
+            pos = vaddr - p_vaddr + p_offset
+            break
+    else:
+        raise AssertionError("export table not in a PT_LOAD segment")
+    assert struct.unpack_from("<I", data, pos)[0] == 1
+    for count in (2, 60000, 1 << 20):
+        with pytest.raises(LoaderError):
+            load_executable(EMBEDDED, _patched(data, pos, "<I", count))
+
+
+def test_system_library_with_undecodable_dlopen_error(root):
+    """A system library needing a library whose name is not UTF-8: dlopen's error text
+    is not decodable either; still a LoaderError (found by tests/fuzz.py)."""
+    import io
+
+    data = build(root, MUL, embedded=False).kernel
+    elf = ELFFile(io.BytesIO(data))
+    dynstr = elf.get_section_by_name(".dynstr")
+    dynamic = elf.get_section_by_name(".dynamic")
+    entries = [
+        (dynamic["sh_offset"] + 16 * i, *struct.unpack_from("<qQ", data, dynamic["sh_offset"] + 16 * i))
+        for i in range(dynamic["sh_size"] // 16)
+    ]
+    # The first DT_NULL becomes DT_NEEDED (1) of dynstr's first string, made non-UTF-8.
+    pos = next(e[0] for e in entries if e[1] == 0)
+    blob = _patched(_patched(data, pos, "<q", 1), pos + 8, "<Q", 1)
+    blob = _patched(blob, dynstr["sh_offset"] + 1, "<B", 0x88)
+    with pytest.raises(LoaderError, match="dlopen"):
+        load_executable(SYSTEM, blob)

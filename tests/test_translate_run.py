@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import re
 import sys
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import pytest
 from abi_inputs import inputs_for_signature
 from conftest import corpus_cases
 from iree_oracle import IreeSession, export_signatures
+from runtime_support.errors import StatusCode, VMError
 from translator.codegen import generate, write_package
 from translator.reader import read_module_file
 
@@ -38,6 +40,15 @@ def load_package(pkg_dir: Path):
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+_STATUS_RE = re.compile(r"\b(" + "|".join(c.name for c in StatusCode if c) + r")\b")
+
+
+def iree_status(error: BaseException) -> str | None:
+    """The status code name in an iree.runtime error message (the first one it names)."""
+    m = _STATUS_RE.search(str(error))
+    return m.group(1) if m else None
 
 
 def _same(expected, actual) -> bool:
@@ -100,6 +111,12 @@ def test_translated_matches_iree_runtime(case, device, compile_mlir, tmp_path):
             if expected_error is not None:
                 assert actual_error is not None, (
                     f"{name}(seed={seed}): IREE failed ({expected_error}) but pyree returned {actual!r}"
+                )
+                want = iree_status(expected_error)
+                got = actual_error.code.name if isinstance(actual_error, VMError) else None
+                assert got == want, (
+                    f"{name}(seed={seed}): IREE failed with {want} ({expected_error}) but pyree "
+                    f"with {got or type(actual_error).__name__} ({actual_error})"
                 )
                 continue
             assert actual_error is None, f"{name}(seed={seed}): pyree failed: {actual_error!r}"

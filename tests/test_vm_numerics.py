@@ -34,9 +34,9 @@ import pytest
 from runtime_support.errors import StatusCode, VMError
 from runtime_support.vm import numerics as N
 
-ISA_PATH = Path("/work/shared/reference/isa.json")
-if not ISA_PATH.exists():  # repo-relative fallback
-    ISA_PATH = Path(__file__).resolve().parents[1] / "shared" / "reference" / "isa.json"
+from conftest import SHARED_DIR
+
+ISA_PATH = SHARED_DIR / "reference" / "isa.json"  # ../shared beside the checkout
 
 VM_FLAGS = (
     "--compile-mode=vm",

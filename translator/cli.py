@@ -3,7 +3,9 @@
     pyree-translate INPUT.vmfb [-o OUTDIR] [--name NAME] [--dump] [--no-format]
 
 Exit status: 0 success; 1 invalid or unsupported input (one line on stderr naming the
-file, the place and the reason); 2 usage error.
+file, the place and the reason), or an internal error (one line naming the input, the
+exception and the translator file and function it came from; never a traceback);
+2 usage error.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import keyword
 import re
 import sys
 import time
+import traceback
 from pathlib import Path
 
 from translator.errors import InvalidModuleError
@@ -140,11 +143,47 @@ def _summary(module, package: Path, seconds: float, verbose: bool) -> None:
     print("\n".join(lines), file=sys.stderr)
 
 
+def internal_error_line(path, exc: BaseException) -> str:
+    """One ASCII line for an unexpected exception: the input, the exception, and the
+    innermost frame (file, line and function) it came from."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = ""
+    if frames:
+        f = frames[-1]
+        where = f" (in {_short(f.filename)}:{f.lineno} {f.name})"
+    text = ascii(str(exc))[1:-1]
+    if len(text) > 300:
+        text = text[:300] + "..."
+    return (
+        f"pyree-translate: internal error: {ascii(str(path))[1:-1]}: "
+        f"{type(exc).__name__}: {text}{where}"
+    )
+
+
+def _short(filename: str) -> str:
+    """A source file relative to the repository when it lies inside it."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        return ascii(str(Path(filename).resolve().relative_to(root)))[1:-1]
+    except ValueError:
+        return ascii(filename)[1:-1]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    path = args.input
+    try:
+        return _translate(args, path)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # noqa: BLE001 - the translator never ends in a traceback
+        print(internal_error_line(path, e), file=sys.stderr)
+        return 1
+
+
+def _translate(args, path) -> int:
     from translator.reader import read_module_file
 
-    path = args.input
     try:
         module = read_module_file(path)
         if args.dump:

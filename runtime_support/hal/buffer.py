@@ -14,6 +14,7 @@ import threading
 import numpy as np
 
 from ..errors import StatusCode, VMError
+from ..vm.limits import allocating
 
 # Memory types (hal-abi.md §B.3).
 MEMORY_TYPE_OPTIMAL = 0x01
@@ -115,7 +116,10 @@ class Allocation:
     def allocate(cls, size: int, alignment: int = ALIGNMENT, *, zero: bool = True) -> "Allocation":
         """New storage of `size` bytes whose address is `alignment`-aligned, zero-filled
         unless `zero` is False (for callers that overwrite every byte at once)."""
-        raw = (np.zeros if zero else np.empty)(size + alignment, dtype=np.uint8)
+        # np.zeros is calloc'd (pages committed on first touch); the size comes from the
+        # program, so it is checked against the memory limit first.
+        with allocating("hal.allocator.allocate", size, f"{size}-byte buffer"):
+            raw = (np.zeros if zero else np.empty)(size + alignment, dtype=np.uint8)
         base = _writable_address(raw)
         skew = (-base) % alignment
         return cls(raw[skew : skew + size], address=base + skew)

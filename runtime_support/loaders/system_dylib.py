@@ -42,6 +42,9 @@ class SystemLibrary:
                 self._library = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
             except OSError as error:
                 raise LoaderError(f"dlopen of system library failed: {error}") from None
+            except UnicodeDecodeError as error:  # ctypes decoding dlerror()'s raw bytes
+                text = error.object.decode("utf-8", "backslashreplace") if error.object else ""
+                raise LoaderError(f"dlopen of system library failed: {text}") from None
         finally:
             os.unlink(path)
         self._handle = self._library._handle

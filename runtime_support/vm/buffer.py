@@ -30,6 +30,7 @@ import sys
 
 from runtime_support.errors import StatusCode, VMError
 from runtime_support.vm.numerics import wrap_i32, wrap_i64
+from runtime_support.vm.limits import allocating
 from runtime_support.vm.refs import register_ref_type
 
 if sys.byteorder != "little":  # pragma: no cover
@@ -116,11 +117,12 @@ class VMBuffer:
                 f"buffer.alloc: alignment {alignment} is not a power of two",
             )
         alignment = max(alignment, DEFAULT_ALIGNMENT)
-        raw = bytearray(length)
-        if length and _address_of(raw) % alignment:
-            raw = bytearray(length + alignment)
-            pad = -_address_of(raw) % alignment
-            return cls(memoryview(raw)[pad : pad + length])
+        with allocating("buffer.alloc", length, f"{length}-byte !vm.buffer"):
+            raw = bytearray(length)
+            if length and _address_of(raw) % alignment:
+                raw = bytearray(length + alignment)
+                pad = -_address_of(raw) % alignment
+                return cls(memoryview(raw)[pad : pad + length])
         return cls(raw)
 
     @classmethod

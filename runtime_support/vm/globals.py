@@ -1,14 +1,67 @@
-"""Module globals: value globals in the rwdata byte array, ref globals in a list.
+"""Module globals: value globals in the rwdata bytes, ref globals in a sparse table.
 
-Generated code calls these with the context's `rwdata` (bytearray) and `refs` (list).
+Generated code calls these with the context's `rwdata` (`new_rwdata`) and `refs`
+(`RefGlobals`). Both sizes come from the module file, so neither is paid for up front:
+large rwdata is an anonymous mapping whose zero pages are committed on first store, and
+ref globals hold only the slots ever stored (a module declaring 2**30 ref globals costs
+nothing until it uses them, as in IREE, whose zeroed state is never touched).
 """
 
 from __future__ import annotations
 
+import mmap
 import struct
 
 from runtime_support.errors import StatusCode, VMError
 from runtime_support.vm.numerics import wrap_i32, wrap_i64
+from runtime_support.vm.limits import exhausted
+
+# rwdata below this size is a plain bytearray (cheaper to create than a mapping).
+_MAPPED_RWDATA = 1 << 20
+
+
+def new_rwdata(size: int):
+    """Zeroed storage for `size` bytes of value globals (a bytearray or an anonymous
+    mapping; both support len() and struct's pack_into/unpack_from)."""
+    if size < 0:
+        raise VMError(StatusCode.INVALID_ARGUMENT, f"global bytes capacity {size} is negative")
+    if size < _MAPPED_RWDATA:
+        return bytearray(size)
+    try:
+        return mmap.mmap(-1, size)
+    except (OSError, OverflowError, ValueError, MemoryError):
+        raise exhausted("module state", size, "global bytes") from None
+
+
+class RefGlobals:
+    """`count` ref globals, all null until stored; only stored slots take memory."""
+
+    __slots__ = ("_count", "_slots")
+
+    def __init__(self, count: int) -> None:
+        if count < 0:
+            raise VMError(StatusCode.INVALID_ARGUMENT, f"global ref count {count} is negative")
+        self._count = count
+        self._slots: dict[int, object] = {}
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index: int):
+        return self._slots.get(index)
+
+    def __setitem__(self, index: int, value) -> None:
+        if value is None:
+            self._slots.pop(index, None)
+        else:
+            self._slots[index] = value
+
+    def clear(self) -> None:
+        """Drops every ref (the count stays)."""
+        self._slots.clear()
+
+    def __repr__(self) -> str:
+        return f"<RefGlobals {len(self._slots)} of {self._count} set>"
 from runtime_support.vm.refs import check_ref_type, type_matches
 
 _I32 = struct.Struct("<i")

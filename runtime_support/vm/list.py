@@ -1,8 +1,9 @@
 """`!vm.list<T>`: typed value lists, ref lists and variant lists.
 
 Element types (the `T` of `!vm.list<T>`, as a string):
-* value types `i8`, `i16`, `i32`, `i64`, `f32`, `f64`: slots hold plain Python values
-  normalized to the element type (an i8 list holds ints in [-128, 128));
+* value types `i8`, `i16`, `i32`, `i64`, `f32`, `f64`: slots are packed machine values in
+  an `array.array` of the element type (a `list<i32>` of 2**28 slots costs 1 GiB, as in
+  IREE); Python sees ints normalized to the element type and floats;
 * ref types (`!hal.buffer`, `!vm.buffer`, `!vm.list<i32>`, `!vm.ref<?>`...): slots hold
   objects or None;
 * `?` (variant): each slot holds a typed value, a ref, or nothing.
@@ -18,13 +19,17 @@ Conversion rules (observed on IREE 3.13, see tests/test_vm_buffer_list.py):
 * index outside [0, size) -> OUT_OF_RANGE (indices are signed i32; negatives are out of
   range).
 * `resize` grows with zero / 0.0 / null / empty slots.  A negative size (IREE reads it as
-  a huge unsigned count) raises RESOURCE_EXHAUSTED.  `alloc`/`reserve` capacities are
+  a huge unsigned count), or one whose storage exceeds the memory limit
+  (`runtime_support.vm.limits`), raises RESOURCE_EXHAUSTED.  `alloc`/`reserve` capacities are
   hints only (a negative one is ignored).
 """
 
 from __future__ import annotations
 
+from array import array
+
 from runtime_support.errors import StatusCode, VMError
+from runtime_support.vm.limits import allocating
 from runtime_support.vm.numerics import f32 as _f32
 from runtime_support.vm.refs import ANY, register_ref_type, type_matches
 
@@ -36,6 +41,12 @@ VALUE_TYPES = frozenset(("i8", "i16", "i32", "i64", "f32", "f64"))
 
 # kinds
 _INT, _FLOAT, _REF, _VARIANT = 0, 1, 2, 3
+
+# Packed storage of value lists: element type -> array typecode (sizes checked below).
+_TYPECODES = {"i8": "b", "i16": "h", "i32": "i", "i64": "q", "f32": "f", "f64": "d"}
+assert all(array(c).itemsize == int(t[1:]) // 8 for t, c in _TYPECODES.items())
+# Bytes per slot of the other kinds: a pointer; a pointer plus a type-slot pointer.
+_SLOT_BYTES = {_REF: 8, _VARIANT: 16}
 
 
 def _sext(v: int, bits: int) -> int:
@@ -83,7 +94,7 @@ class VMList:
             kind = _REF
         self.element_type: str = et
         self._kind = kind
-        self._items: list = []
+        self._items = array(_TYPECODES[et]) if kind in (_INT, _FLOAT) else []
         # variant lists only: per-slot VM value type, or None for a ref / empty slot
         self._types: list | None = [] if kind == _VARIANT else None
         self.capacity: int = max(0, capacity)
@@ -160,7 +171,7 @@ class VMList:
         return None if self._kind == _REF else self.element_type
 
     def __repr__(self) -> str:
-        return f"<VMList<{self.element_type}> {self._items!r}>"
+        return f"<VMList<{self.element_type}> {list(self._items)!r}>"
 
     @property
     def is_ref_list(self) -> bool:
@@ -192,11 +203,19 @@ class VMList:
             if self._types is not None:
                 del self._types[new_size:]
             return
-        kind = self._kind
-        fill = 0 if kind == _INT else 0.0 if kind == _FLOAT else None
-        items.extend([fill] * (new_size - n))
-        if self._types is not None:
-            self._types.extend([None] * (new_size - n))
+        grow = new_size - n
+        packed = isinstance(items, array)
+        slot = items.itemsize if packed else _SLOT_BYTES[self._kind]
+        with allocating(
+            "list.resize", new_size * slot, f"{new_size} x {self.element_type}"
+        ):
+            if packed:
+                # bytes(k) is calloc'd: zero pages are not touched until copied in.
+                items.frombytes(bytes(grow * slot))
+            else:
+                items.extend([None] * grow)
+                if self._types is not None:
+                    self._types.extend([None] * grow)
         if new_size > self.capacity:
             self.capacity = new_size
 
