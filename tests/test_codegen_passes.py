@@ -73,3 +73,21 @@ def test_empty_if_arm_is_inverted_and_long_messages_hoisted():
 def test_long_release_chains_are_split_so_black_never_wraps_them():
     lines = _print([Release(None, [f"r{k}" for k in range(20)])])
     assert len(lines) == 3 and all(line.endswith(" = None") and len(line) < 100 for line in lines)
+
+
+def test_location_trees_are_formatted_within_a_budget():
+    """A hostile vmfb can make a fused location exponentially wide (each of 10 levels fuses
+    the next level 50 times: 50^9 paths); formatting visits a bounded number of nodes."""
+    import time
+    import types
+
+    from translator.codegen import _format_location
+    from translator.module import FileLineColLoc, FusedLoc
+
+    locations = [FusedLoc(None, (k + 1,) * 50) for k in range(10)] + [FileLineColLoc("a.mlir", 3, 4)]
+    module = types.SimpleNamespace(locations=locations)
+    started = time.monotonic()
+    _format_location(module, 0)
+    assert time.monotonic() - started < 1.0
+    assert _format_location(module, 10) == "a.mlir:3:4"
+    assert _format_location(module, 9) == "a.mlir:3:4"  # a real fused location still formats

@@ -495,7 +495,7 @@ def test_unrunnable_executables_warn_then_fail_in_one_line(compile_mlir, tmp_pat
     src.write_text(MODULE_A)
     vmfb = Path(compile_mlir(src, UNRUNNABLE[target]))
     fmt = UNRUNNABLE_FORMAT[target]
-    rc, _, err = cli(translate_main, [vmfb, "-o", tmp_path / "out", "--name", "m"])
+    rc, _, err = cli(translate_main, [vmfb, "-o", tmp_path / "out", "--name", "m", "-q"])
     assert rc == 0 and err.startswith("pyree-translate: warning:"), err
     assert f"'{fmt}'" in _one_line_error(err) and "recompile with" in err
     rc, _, err = cli(translate_main, [vmfb, "-o", tmp_path / "strict", "--name", "m", "--strict"])
@@ -507,8 +507,8 @@ def test_unrunnable_executables_warn_then_fail_in_one_line(compile_mlir, tmp_pat
 
 def test_runnable_module_translates_without_warning(build, tmp_path):
     vmfb, _ = build(MODULE_A, name="mod_a")
-    rc, _, err = cli(translate_main, [vmfb, "-o", tmp_path, "--strict"])
-    assert rc == 0 and err == ""
+    rc, _, err = cli(translate_main, [vmfb, "-o", tmp_path, "--strict", "-q"])
+    assert rc == 0 and err == ""  # -q: no summary either
 
 
 # -- --expected_output, a .vmfb instead of a package, --flagfile, --help, --version --------

@@ -46,19 +46,28 @@ class GeneratedPackage:
     fallback_functions: int
 
 
-def _format_location(module: Module, index: int, depth: int = 0) -> str | None:
-    if depth > 8 or not 0 <= index < len(module.locations):
+# A location is a tree the vmfb describes (fused and call-site locations nest); a hostile
+# file can make it exponentially wide, so one location visits at most this many nodes.
+_LOCATION_NODE_BUDGET = 256
+
+
+def _format_location(module: Module, index: int, depth: int = 0, budget: list | None = None) -> str | None:
+    if budget is None:
+        budget = [_LOCATION_NODE_BUDGET]
+    budget[0] -= 1
+    if budget[0] < 0 or depth > 8 or not 0 <= index < len(module.locations):
         return None
     loc = module.locations[index]
     if isinstance(loc, FileLineColLoc):
         return f"{loc.filename}:{loc.line}:{loc.column}" if loc.line else None
     if isinstance(loc, NameLoc):
-        child = _format_location(module, loc.child_location, depth + 1)
+        child = _format_location(module, loc.child_location, depth + 1, budget)
         return f'"{loc.name}"' + (f"({child})" if child else "")
     if isinstance(loc, CallSiteLoc):
-        return _format_location(module, loc.callee, depth + 1)
+        return _format_location(module, loc.callee, depth + 1, budget)
     if isinstance(loc, FusedLoc):
-        parts = list(dict.fromkeys(p for p in (_format_location(module, i, depth + 1) for i in loc.locations) if p))
+        found = (_format_location(module, i, depth + 1, budget) for i in loc.locations)
+        parts = list(dict.fromkeys(p for p in found if p))
         if len(parts) > 2:  # compact: the first location and how many more were fused
             return f"{parts[0]} (+{len(parts) - 1} more)"
         return ", ".join(parts) if parts else None
