@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from translator.codegen import hal_enums
 from translator.codegen.passes import MessageTable, tidy_ifs, tidy_releases, trim_ref_init
 from translator.codegen.printer import Printer
@@ -91,3 +95,42 @@ def test_location_trees_are_formatted_within_a_budget():
     assert time.monotonic() - started < 1.0
     assert _format_location(module, 10) == "a.mlir:3:4"
     assert _format_location(module, 9) == "a.mlir:3:4"  # a real fused location still formats
+
+
+UNSET_REGISTER = """
+vm.module @u {
+  vm.export @f
+  vm.func @f(%a: i32, %b: i32) -> i32 {
+    %c = vm.const.i32 7
+    %d = vm.add.i32 %a, %c : i32
+    %e = vm.mul.i32 %d, %b : i32
+    vm.return %e : i32
+  }
+}
+"""
+
+
+def test_a_register_read_before_any_write_is_zero_as_in_iree(compile_mlir, tmp_path):
+    """Patch `%i2 = vm.const.i32 7` to write %i0 instead: vm.add then reads %i2, which
+    nothing wrote. IREE reads its zeroed register file; the translation must too (it raised
+    NameError before)."""
+    iree_rt = pytest.importorskip("iree.runtime")
+    from test_translate_run import load_package
+    from translator.codegen import write_package
+    from translator.reader import read_module
+
+    src = tmp_path / "u.mlir"
+    src.write_text(UNSET_REGISTER)
+    data = Path(compile_mlir(src, ("--compile-mode=vm",))).read_bytes()
+    const = b"\x07\x00\x00\x00\x02\x00"  # the i32 value 7, then result register 2
+    assert data.count(const) == 1
+    i = data.find(const)
+    data = data[: i + 4] + b"\x00\x00" + data[i + 6 :]
+    instance = iree_rt.VmInstance()
+    module = iree_rt.VmModule.copy_buffer(instance, data)
+    context = iree_rt.VmContext(instance, [module])
+    invoke = iree_rt.FunctionInvoker(context, iree_rt.get_device("local-sync"), module.lookup_function("f"))
+    pkg = load_package(write_package(read_module(data), tmp_path / "out", "u"))
+    ctx = pkg.load(device="local-sync")
+    for a, b in ((3, 5), (-4, 9)):
+        assert ctx.f(a, b) == invoke(a, b) == 7 * b

@@ -19,7 +19,7 @@ from translator.analyses import cfg
 from translator.analyses.layout import parameter_names
 from translator.codegen.hal_enums import const_notes
 from translator.codegen.ops import OpRenderer, Terminator
-from translator.analyses.regkinds import RegisterKinds
+from translator.analyses.regkinds import HIGH, RegisterKinds
 from translator.codegen.stmt import (
     Assign,
     Break,
@@ -104,8 +104,53 @@ class FunctionEmitter:
         regs = [f"r{i}" for i in range(self.ref_count) if f"r{i}" not in args]
         return [Release(None, regs)] if regs else []
 
+    def int_init(self) -> list[Stmt]:
+        """Integer registers some path reads before writing start at 0, as the VM's
+        zeroed register file does. Compiled programs never do this; a hostile or
+        corrupted one must not end in a Python NameError. (Definite assignment over the
+        CFG: a register is set on entry to a block if every predecessor sets it.)"""
+        blocks = self.fn.blocks
+        name = lambda r: f"i{r.ordinal}"  # noqa: E731  (an i64 pair lives in its low local)
+        entry = {p for p in self.params() if p.startswith("i")}
+        written, edge_writes = [], []
+        for b in blocks:
+            written.append({name(r) for op in b.ops for r in op.writes() if not r.is_ref})
+            term = b.ops[-1]
+            edge_writes.append(
+                [(self.index_of.get(pc), {name(d) for _, d in pairs if not d.is_ref}) for pc, pairs in term.edges()]
+            )
+        everything = set(entry).union(*written).union(
+            *(w for edges in edge_writes for _, w in edges)
+        )
+        into = [set(everything) for _ in blocks]
+        into[0] = set(entry)
+        changed = True
+        while changed:
+            changed = False
+            incoming: dict[int, list[set]] = {}
+            for i, edges in enumerate(edge_writes):
+                out = into[i] | written[i]
+                for target, w in edges:
+                    if target is not None:
+                        incoming.setdefault(target, []).append(out | w)
+            for i in range(1, len(blocks)):
+                new = set.intersection(*incoming[i]) if incoming.get(i) else set(everything)
+                if new != into[i]:
+                    into[i], changed = new, True
+        need: set[str] = set()
+        for i, b in enumerate(blocks):
+            defined = set(into[i])
+            for op in b.ops:
+                kinds = self.kinds.before(op)  # the high half of an i64 pair has no local
+                need.update(
+                    name(r) for r in op.reads()
+                    if not r.is_ref and name(r) not in defined and kinds.get(r.ordinal) != HIGH
+                )
+                defined.update(name(r) for r in op.writes() if not r.is_ref)
+        return [Assign(None, (reg,), "0") for reg in sorted(need, key=lambda n: int(n[1:]))]
+
     def generate(self) -> FunctionTree:
-        body = self.ref_init()
+        body = self.ref_init() + self.int_init()
         structured = True
         if len(self.info.succ) == 1:
             body += self.block_ops(0)
