@@ -52,6 +52,9 @@ class GraphEmitter(FunctionEmitter):
     def ref_init(self):
         return []
 
+    def int_init(self):  # no registers: the nodes hold no VM ops
+        return []
+
     def block_sizes(self):
         return [2] * len(self.succ)
 
