@@ -6,6 +6,7 @@ the Python API's argument checks, and `pyree-run` against `iree-run-module`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import py_compile
 import re
@@ -21,6 +22,7 @@ import pytest
 from conftest import corpus_cases
 from test_translate_run import load_package
 from translator.codegen import write_package
+from translator.module import FileLineColLoc
 from translator.reader import read_module_file
 
 REPO = Path(__file__).resolve().parents[1]
@@ -78,7 +80,16 @@ def _translate(compile_mlir, program: str, out: Path, name: str = "pkg", **kw) -
         # Kernel DWARF embeds the source path: keep kernels (and golden rodata sizes)
         # independent of where the checkout lives.
         flags = flags + ("--iree-llvmcpu-debug-symbols=false",)
-    return write_package(read_module_file(compile_mlir(case.source, flags)), out, name, **kw)
+    module = read_module_file(compile_mlir(case.source, flags))
+    # MLIR locations carry the compile-time path of the corpus; make them relative before
+    # code generation, so that black wraps the same lines wherever the checkout lives.
+    module.locations = tuple(
+        dataclasses.replace(loc, filename=re.sub(r"^.*/tests/corpus/", "tests/corpus/", loc.filename))
+        if isinstance(loc, FileLineColLoc)
+        else loc
+        for loc in module.locations
+    )
+    return write_package(module, out, name, **kw)
 
 
 def _check_golden(path: Path, text: str, header: str, update: bool) -> None:

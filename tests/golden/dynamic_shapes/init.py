@@ -72,6 +72,4 @@
                 global_store_ref(refs, 1, "!hal.executable", r4)
                 return
             r2 = r3 = None
-            raise vm_fail(
-                i1, MESSAGE_1, "__init", "tests/corpus/dyn_shape_2d.mlir:10:8 (+2 more)"
-            )
+            raise vm_fail(i1, MESSAGE_1, "__init", "tests/corpus/dyn_shape_2d.mlir:10:8 (+2 more)")

@@ -75,6 +75,4 @@
                 global_store_ref(refs, 2, "!hal.command_buffer", r1)
                 return
             r2 = r3 = None
-            raise vm_fail(
-                i1, MESSAGE_1, "__init", "tests/corpus/tensor_elementwise.mlir:5:10"
-            )
+            raise vm_fail(i1, MESSAGE_1, "__init", "tests/corpus/tensor_elementwise.mlir:5:10")
