@@ -250,9 +250,9 @@ def test_a_rank_that_never_joins_is_a_bounded_error(tmp_path):
     script = tmp_path / "never.py"
     script.write_text(NEVER_JOINS)
     res = _run_ranks(2, [str(script)], timeout=120, PYREE_COLLECTIVE_TIMEOUT="3")
-    lines = [l for l in res.stdout.splitlines() if l.startswith("ERROR")]
-    assert len(lines) == 1, (res.stdout, res.stderr[-2000:])
-    assert "DEADLINE_EXCEEDED" in lines[0] and "all_reduce.sum<f32>" in lines[0] and "a rank did not join" in lines[0]
+    out = res.stdout  # (mpiexec may join the ranks' lines: look for the message itself)
+    assert out.count("ERROR DEADLINE_EXCEEDED") == 1, (out, res.stderr[-2000:])
+    assert "all_reduce.sum<f32>] on rank 0 did not complete" in out and "a rank did not join" in out
 
 
 @pytest.mark.slow
@@ -322,8 +322,10 @@ def test_ranks_that_disagree_on_sizes_end_in_an_error(tmp_path):
     script = tmp_path / "sizes.py"
     script.write_text(DIFFERENT_SIZES)
     res = _run_ranks(2, [str(script)], timeout=120, PYREE_COLLECTIVE_TIMEOUT="3")
-    errors = [l for l in res.stdout.splitlines() if l.startswith("ERROR")]
     # MPICH runs a mismatched all-reduce without complaint (wrong data, silently); the
-    # ranks' agreement check before the batch turns it into an error on both ranks.
-    assert len(errors) == 2, (res.returncode, res.stdout, res.stderr[-2000:])
-    assert all("INVALID_ARGUMENT" in l and "recorded different collectives" in l for l in errors)
+    # ranks' agreement check before the batch turns it into an error on both ranks. (mpiexec
+    # may join the ranks' lines, so count the messages, not lines.)
+    out = res.stdout
+    assert out.count("INVALID_ARGUMENT") == 2, (res.returncode, out, res.stderr[-2000:])
+    for rank, other in ((0, 1), (1, 0)):
+        assert f"on rank {rank}: rank(s) {other} recorded different collectives" in out
