@@ -25,7 +25,9 @@ def successors(fn: Function) -> list[list[int]]:
     return out
 
 
-def reverse_postorder(succ: list[list[int]], entry: int = 0) -> list[int]:
+def reverse_postorder(succ, entry: int = 0) -> list[int]:
+    """Reverse postorder from `entry`; `succ` maps a node (list index or dict key) to its
+    successors."""
     seen, order = set(), []
     stack = [(entry, iter(succ[entry]))]
     seen.add(entry)
@@ -175,26 +177,9 @@ def region_postdominators(info: CFGInfo, region: set[int], header: int | None) -
             out = [EXIT]
         for t in out:
             rsucc[t].append(n)
-    order = _rpo_dict(rsucc, EXIT)
+    order = reverse_postorder(rsucc, EXIT)
     idom = dominators(rsucc, order)
     return {n: idom.get(n, EXIT) for n in nodes}
-
-
-def _rpo_dict(succ: dict[int, list[int]], entry: int) -> list[int]:
-    seen, order = {entry}, []
-    stack = [(entry, iter(succ[entry]))]
-    while stack:
-        node, it = stack[-1]
-        for s in it:
-            if s not in seen:
-                seen.add(s)
-                stack.append((s, iter(succ[s])))
-                break
-        else:
-            order.append(node)
-            stack.pop()
-    order.reverse()
-    return order
 
 
 def private_region(info: CFGInfo, start: int) -> bool:
