@@ -11,12 +11,10 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.metadata
-import importlib.util
 import itertools
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -126,15 +124,6 @@ _counter = itertools.count()
 def import_package(pkg_dir: Path):
     """Imports a generated package under a private module name (SyntaxError and
     IndentationError surface here for code Python cannot compile)."""
-    name = f"_pyree_bench_{pkg_dir.name}_{next(_counter)}"
-    spec = importlib.util.spec_from_file_location(
-        name, pkg_dir / "__init__.py", submodule_search_locations=[str(pkg_dir)]
-    )
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    try:
-        spec.loader.exec_module(mod)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return mod
+    from runtime_support.run_cli import import_package_as
+
+    return import_package_as(f"_pyree_bench_{pkg_dir.name}_{next(_counter)}", pkg_dir)

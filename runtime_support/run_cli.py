@@ -91,8 +91,15 @@ def load_package(package_dir: str):
     name = f"_pyree_run_{base}_{abs(hash(package_dir)) & 0xFFFFFFFF:08x}"
     if name in sys.modules:
         return sys.modules[name]
+    return import_package_as(name, package_dir)
+
+
+def import_package_as(name: str, package_dir) -> object:
+    """Imports PACKAGE_DIR/__init__.py as package `name`; nothing is left in sys.modules
+    when the import fails (SyntaxError, IndentationError and the like surface here)."""
+    package_dir = os.fspath(package_dir)
     spec = importlib.util.spec_from_file_location(
-        name, init, submodule_search_locations=[package_dir]
+        name, os.path.join(package_dir, "__init__.py"), submodule_search_locations=[package_dir]
     )
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
