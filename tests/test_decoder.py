@@ -416,6 +416,49 @@ def test_ref_register_in_value_field(main_patcher):
     expect_invalid(bad, function="main", pc=add.pc, reason="expected a i32 register, got ref")
 
 
+def test_integer_read_of_a_float_register(main_patcher):
+    # IREE's i32 and f32 registers share storage and its verifier checks ordinals only:
+    # a mutated operand makes add.i32 read the bits of add.f32's result. The compiler
+    # never emits that; pyree rejects it at translate time (its registers are Python
+    # ints and floats: the generated add raised TypeError at run time).
+    p = main_patcher
+    addf = p.op("add.f32")
+    add = p.op("add.i32", 1)
+    assert add.pc > addf.pc
+    reg = addf["result"].ordinal
+    bad = p.patch_field(add, "left", reg)
+    expect_invalid(
+        bad, function="main", pc=add.pc, reason=rf"register i{reg} is read as i32 but holds a float"
+    )
+
+
+def test_float_read_of_an_integer_register(main_patcher):
+    p = main_patcher
+    addf = p.op("add.f32")
+    const = p.op("const.i32")
+    assert const.pc < addf.pc
+    reg = const["result"].ordinal
+    bad = p.patch_field(addf, "right", reg)
+    expect_invalid(
+        bad, function="main", pc=addf.pc, reason=rf"register i{reg} is read as f32 but holds an integer"
+    )
+
+
+def test_bank_of_a_register_flows_across_blocks(main_patcher):
+    # The loop body writes an i32 into the f32 result's register; the exit block returns
+    # that register as the f32 result (its bank comes from the cconv).
+    p = main_patcher
+    addf = p.op("add.f32")
+    loop_add = p.op("add.i32", 1)
+    ret = p.op("return")
+    reg = addf["result"].ordinal
+    assert reg in [r.ordinal for r in ret["operands"]]
+    bad = p.patch_field(loop_add, "result", reg)
+    expect_invalid(
+        bad, function="main", pc=ret.pc, reason=rf"register i{reg} is read as f32 but holds an integer"
+    )
+
+
 # -- negative: ordinals ---------------------------------------------------------------
 
 

@@ -3,15 +3,19 @@
 Checks what the decoder cannot see one instruction at a time: register ordinals against
 the function's register counts, branch targets on block markers, ordinals of imports,
 functions, rodata, globals and types, call operand/result lists and variadic segment
-counts against the callee's calling convention, block counts, terminators and
-feature bits. Every failure raises `InvalidModuleError(function=..., pc=...)`.
+counts against the callee's calling convention, block counts, terminators, feature
+bits, and that no value register is read as an integer where it holds a float or the
+other way round (analyses/banks.py). Every failure raises
+`InvalidModuleError(function=..., pc=...)`.
 """
 
 from __future__ import annotations
 
 from translator import isa
+from translator.analyses.banks import BankMismatch, check_banks
+from translator.analyses.layout import argument_registers
 from translator.cconv import CConv, parse_cconv
-from translator.errors import InvalidModuleError
+from translator.errors import InvalidModuleError, quote_name
 from translator.ir import IMPORT_BIT, Function, Op, Reg
 from translator.module import FEATURE_EXT_F32, FEATURE_EXT_F64, Module
 
@@ -30,6 +34,8 @@ class _FunctionVerifier:
         self.import_cconvs = import_cconvs
         self.block_pcs = {b.pc for b in fn.blocks}
         self.op: Op | None = None
+        # pc -> register lists typed by a calling convention ([(reg, code)] read, written).
+        self.list_banks: dict[int, tuple[list, list]] = {}
 
     def fail(self, reason: str) -> InvalidModuleError:
         pc = self.op.pc if self.op is not None else 0
@@ -96,6 +102,7 @@ class _FunctionVerifier:
             if cc.has_spans:
                 raise self.fail(f"call to {name} needs call.variadic (its cconv has spans)")
             self.check_typed_list(operands, cc.arguments, "operands", name)
+            self.list_banks[op.pc] = (list(zip(operands, cc.arguments)), list(zip(results, cc.results)))
             return
         if not op["callee_ordinal"] & IMPORT_BIT:
             raise self.fail("call.variadic to an internal function")
@@ -116,6 +123,7 @@ class _FunctionVerifier:
                     raise self.fail(f"call to {name}: non-span argument with a count {size}")
                 flat.append(item)
         self.check_typed_list(operands, flat, "operands", name)
+        self.list_banks[op.pc] = (list(zip(operands, flat)), list(zip(results, cc.results)))
 
     # -- ops ------------------------------------------------------------------------
     def check_op(self, op: Op) -> None:
@@ -160,6 +168,7 @@ class _FunctionVerifier:
         elif mnem == "return":
             cc = self.cconvs[self.fn.ordinal]
             self.check_typed_list(op["operands"], cc.results, "return values", self.fn.name)
+            self.list_banks[op.pc] = (list(zip(op["operands"], cc.results)), [])
         elif mnem in ("discard.refs",):
             for reg in op["refs"]:
                 if not reg.is_ref:
@@ -210,6 +219,15 @@ class _FunctionVerifier:
                 if op.spec.is_terminator and op.mnemonic != "fail":
                     self.op = op
                     raise self.fail(f"terminator {op.mnemonic} in the middle of a block")
+        try:
+            check_banks(
+                fn,
+                argument_registers(self.cconvs[fn.ordinal]),
+                lambda op: self.list_banks.get(op.pc, ((), ())),
+            )
+        except BankMismatch as e:
+            self.op = e.op
+            raise self.fail(e.reason) from None
 
 
 def verify_function(module: Module, fn: Function, cconvs=None, import_cconvs=None) -> None:
@@ -231,6 +249,29 @@ def function_cconvs(module: Module) -> list[CConv]:
             )
         out.append(cc)
     return out
+
+
+# The VM's module lifecycle hooks: the runtime calls them by name with no arguments and
+# takes no results (IREE's context does the same with an empty argument buffer; a hook
+# that declares arguments would read past it).
+LIFECYCLE_EXPORTS = ("__init", "__deinit")
+
+
+def verify_exports(module: Module, cconvs: list[CConv]) -> None:
+    """Exports name functions that exist; lifecycle hooks take and return nothing."""
+    for e in module.exports:
+        if not 0 <= e.internal_ordinal < len(cconvs):
+            raise InvalidModuleError(
+                f"export {quote_name(e.local_name)} names function {e.internal_ordinal} "
+                f"of {len(cconvs)}"
+            )
+        cc = cconvs[e.internal_ordinal]
+        if e.local_name in LIFECYCLE_EXPORTS and (cc.arguments or cc.results):
+            raise InvalidModuleError(
+                f"export {e.local_name} has calling convention {cc.text!r}; the runtime "
+                "calls it with no arguments and no results ('0v_v')",
+                function=module.function_display_name(e.internal_ordinal),
+            )
 
 
 def verify_module(module: Module, functions: list[Function]) -> None:
