@@ -251,6 +251,7 @@ class ModuleContext:
         self._functions = bind(self)
         self._exports: dict[str, Callable] = {}
         self._vm_exports: dict[str, Callable] = {}
+        self._vm_arity = {name: len(args) for name, (_, args, _, _) in exports.items()}
         self.cconvs = {  # export name -> VM calling convention (`0ri_r`)
             name: f"0{''.join(args) or 'v'}_{''.join(results) or 'v'}"
             for name, (_, args, results, _) in exports.items()
@@ -542,6 +543,13 @@ class ModuleContext:
             fn = self._vm_exports[name]
         except KeyError:
             raise AttributeError(f"no export named {name!r}") from None
+        expected = self._vm_arity[name]
+        if len(args) != expected:  # as IREE's invoke: its cconv fixes the count
+            raise VMError(
+                StatusCode.INVALID_ARGUMENT,
+                f"export {quote_name(name)} (cconv {self.cconvs[name]}) takes {expected} "
+                f"arguments, got {len(args)}",
+            )
         return self._call_vm(name, fn, args)
 
     def call(self, name: str, *args):

@@ -22,7 +22,7 @@ from translator.cconv import CConv, parse_cconv
 from translator.decoder import decode_function
 from translator.ir import Function
 from translator.module import Module
-from translator.verifier import function_cconvs, verify_function
+from translator.verifier import function_cconvs, verify_exports, verify_function
 
 
 class Pipeline:
@@ -68,6 +68,10 @@ class Pipeline:
 
         self.import_cconvs  # noqa: B018  (parsing raises InvalidModuleError)
         check_imports(self.module)
+
+    def check_exports(self) -> None:
+        """Translate-time checks of the export table (verifier.verify_exports)."""
+        verify_exports(self.module, self.cconvs)
 
     def cfg(self, k: int):
         from translator.analyses import cfg

@@ -174,8 +174,9 @@ def generate(
     made here when not given."""
     if pipeline is None:
         pipeline = Pipeline(module)
-    # Translate-time checks of the module's imports run before any code is generated.
+    # Translate-time checks of the module's imports and exports run before any code is generated.
     pipeline.check_imports()
+    pipeline.check_exports()
     functions = pipeline.functions
     cconvs = pipeline.cconvs
     names = NameTable(module)
