@@ -20,8 +20,11 @@ Every input is translated with `pyree-translate` (in-process `translator.cli.mai
 Where that succeeds, a forked child with bounded address space, CPU and wall time imports
 the package, loads it and calls up to 4 exports with VM-level arguments. Outcome classes:
 
-    rejected            translator: one-line error, exit 1 (expected for most inputs)
-    rejected_multiline  translator: error message of more than one line
+    rejected            translator: one-line error, exit 1 (expected for most inputs);
+                        one-line warnings (e.g. an executable format pyree cannot run)
+                        may come before it
+    rejected_multiline  translator: a stderr line that is not a diagnostic of its own (a
+                        message broken over lines by a vmfb string)
     translator_internal translator: internal error (an unexpected exception; a bug)
     load_error          runtime: VMError/LoaderError while loading (clean)
     ran                 every call returned or raised a VMError/LoaderError (clean)
@@ -32,10 +35,9 @@ the package, loads it and calls up to 4 exports with VM-level arguments. Outcome
                         pyree raises UnboundLocalError/NameError. A known code-generation
                         defect, counted apart from `traceback` until generated code
                         defines every register it reads
-    register_bank       an op read as an integer a register that holds a float (IREE's
-                        i32/f32 and i64/f64 registers share storage, so a mutated operand
-                        reads the bits; pyree's Python locals hold the float and the op
-                        raises TypeError). A known code-generation defect, counted apart
+    register_bank       an op read as an integer a register that holds a float (TypeError
+                        from generated code): a bug, since the translator rejects such
+                        reads (translator/analyses/banks.py)
     generated_syntax    the translated package does not compile (e.g. nesting deeper than
                         Python allows): a code-generation bug
     dlopen_crash:<sig>  killed after an ELF mutation in a system-library build: the
@@ -73,7 +75,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 BUG_CLASSES = ("translator_internal", "traceback", "hang", "rejected_multiline",
-               "generated_syntax")
+               "generated_syntax", "register_bank")
+# Classes listed with their ids but not counted as bugs.
+KNOWN_CLASSES = ("unset_register",)
+DIAGNOSTIC = "pyree-translate: "  # how every line the translator writes on stderr begins
 CALL_WALL_S = 20
 CHILD_CPU_S = 15
 CHILD_EXTRA_AS = 2 << 30  # address space a run may add to the worker's
@@ -293,14 +298,20 @@ def _translate(path: Path, out: Path) -> tuple[str, str]:
             rc = main([str(path), "-o", str(out), "--name", "m", "--no-format"])
         except BaseException as e:  # noqa: BLE001 - main must not raise
             return "translator_internal", f"main raised {type(e).__name__}: {e}"
-    text = err.getvalue()
+    return classify_translation(rc, err.getvalue())
+
+
+def classify_translation(rc: int, text: str) -> tuple[str, str]:
+    """(class, detail) of one `pyree-translate` run from its exit status and stderr."""
     if rc == 0:
         return "ok", ""
     if "internal error" in text:
         if "_Timeout" in text:  # our alarm, caught by the CLI's catch-all
             return "hang", "translator over its time"
         return "translator_internal", text.strip()[:500]
-    if text.count("\n") > 1:
+    # Each diagnostic is one line (a warning, say, then the error): any other line is the
+    # continuation of a message that a vmfb string broke.
+    if any(not line.startswith(DIAGNOSTIC) for line in text.splitlines()):
         return "rejected_multiline", text[:500]
     return "rejected", ""
 
@@ -582,6 +593,7 @@ def fuzz(seed_paths, inputs: int, jobs: int, base_seed: int = 0, batch: int = 25
     counts: dict[str, int] = {}
     bugs: list[dict] = []
     code_crashes: list[dict] = []
+    known: list[dict] = []
     by_kind: dict[str, dict[str, int]] = {}
     pending = [(s, min(batch, inputs - s)) for s in range(0, inputs, batch)]
     running: list[tuple[subprocess.Popen, int, int]] = []
@@ -590,7 +602,7 @@ def fuzz(seed_paths, inputs: int, jobs: int, base_seed: int = 0, batch: int = 25
     done = 0
 
     def _report():
-        return _make_report(inputs, done, len(seed_paths), t0, counts, by_kind, bugs, code_crashes)
+        return _make_report(inputs, done, len(seed_paths), t0, counts, by_kind, bugs, code_crashes, known)
 
     with tempfile.TemporaryDirectory(prefix="pyree-fuzz-seeds-") as tmp:
         seeds_file = Path(tmp) / "seeds.json"
@@ -632,6 +644,8 @@ def fuzz(seed_paths, inputs: int, jobs: int, base_seed: int = 0, batch: int = 25
                     bugs.append(r)
                 elif cls.startswith(("code_crash", "dlopen_crash", "iree_crash")) or cls == "program_timeout":
                     code_crashes.append(r)
+                elif cls in KNOWN_CLASSES:
+                    known.append(r)
             done += n
             if progress:
                 progress(done, counts)
@@ -640,7 +654,7 @@ def fuzz(seed_paths, inputs: int, jobs: int, base_seed: int = 0, batch: int = 25
     return _report()
 
 
-def _make_report(inputs, done, seeds, t0, counts, by_kind, bugs, code_crashes) -> dict:
+def _make_report(inputs, done, seeds, t0, counts, by_kind, bugs, code_crashes, known) -> dict:
     return {
         "inputs": inputs,
         "done": done,
@@ -650,6 +664,7 @@ def _make_report(inputs, done, seeds, t0, counts, by_kind, bugs, code_crashes) -
         "by_mutation": by_kind,
         "bugs": bugs[:200],
         "code_crashes": code_crashes[:200],
+        "known": known[:200],
         "bug_count": len(bugs),
     }
 

@@ -64,3 +64,22 @@ def test_fuzz_ci(seeds, tmp_path):
     # The harness reached every stage: rejections, clean runs, and loads.
     assert counts.get("rejected", 0) and counts.get("ran", 0)
     assert report["bug_count"] == 0, json.dumps(report["bugs"][:5], indent=1)
+
+
+def test_translation_classes():
+    """Each diagnostic is one line: a warning before the error is still a clean rejection;
+    a message broken over lines by a vmfb string is not."""
+    from fuzz import classify_translation
+
+    warning = "pyree-translate: warning: in.vmfb: executable format 'vmvx-bytecode-fb' ...\n"
+    error = "pyree-translate: error: in.vmfb: function f pc 0x00000010: bad\n"
+    assert classify_translation(1, error) == ("rejected", "")
+    assert classify_translation(1, warning + error) == ("rejected", "")
+    assert classify_translation(1, warning + warning + error) == ("rejected", "")
+    for broken in ("f\nx", "f\rx", "f\u2028x", "f\x85x", "f\fx"):
+        text = f"pyree-translate: error: in.vmfb: export {broken}: bad\n"
+        assert classify_translation(1, text)[0] == "rejected_multiline", repr(broken)
+        assert classify_translation(1, warning + text)[0] == "rejected_multiline", repr(broken)
+    assert classify_translation(0, "pyree-translate: wrote m\n  1 functions\n")[0] == "ok"
+    internal = "pyree-translate: internal error: in.vmfb: KeyError: 3 (in translator/x.py:1 f)\n"
+    assert classify_translation(1, internal)[0] == "translator_internal"
