@@ -428,7 +428,7 @@ def test_integer_read_of_a_float_register(main_patcher):
     reg = addf["result"].ordinal
     bad = p.patch_field(add, "left", reg)
     expect_invalid(
-        bad, function="main", pc=add.pc, reason=rf"register i{reg} is read as i32 but holds a float"
+        bad, function="main", pc=add.pc, reason=rf"register i{reg} is read as i32 but holds an f32"
     )
 
 
@@ -440,7 +440,33 @@ def test_float_read_of_an_integer_register(main_patcher):
     reg = const["result"].ordinal
     bad = p.patch_field(addf, "right", reg)
     expect_invalid(
-        bad, function="main", pc=addf.pc, reason=rf"register i{reg} is read as f32 but holds an integer"
+        bad, function="main", pc=addf.pc, reason=rf"register i{reg} is read as f32 but holds an i32"
+    )
+
+
+def test_i32_read_of_the_high_half_of_an_i64(main_patcher):
+    # add.i64 writes i2:3; a call result then overwrites i2 alone. A 32-bit read of i3
+    # reads the i64's high half in IREE; pyree keeps an i64 in its low slot's local, so
+    # the generated code raised NameError (the fuzz harness's unset_register class).
+    p = main_patcher
+    wide = p.op("add.i64")
+    hi = wide["result"].ordinal + 1
+    add = p.op("add.i32", 0)
+    bad = p.patch_field(add, "left", hi)
+    expect_invalid(
+        bad, function="main", pc=add.pc, reason=rf"register i{hi} is read as i32 but holds the high half of an i64"
+    )
+
+
+def test_i64_read_of_a_pair_that_is_not_an_i64(main_patcher):
+    p = main_patcher
+    addf = p.op("add.f32")
+    wide = p.op("add.i64", 1)
+    reg = addf["result"].ordinal
+    assert reg % 2 == 0 and wide.pc > addf.pc
+    bad = p.patch_field(wide, "right", reg)
+    expect_invalid(
+        bad, function="main", pc=wide.pc, reason=rf"register i{reg}:{reg + 1} is read as i64 but; i{reg} holds an f32"
     )
 
 
@@ -455,7 +481,7 @@ def test_bank_of_a_register_flows_across_blocks(main_patcher):
     assert reg in [r.ordinal for r in ret["operands"]]
     bad = p.patch_field(loop_add, "result", reg)
     expect_invalid(
-        bad, function="main", pc=ret.pc, reason=rf"register i{reg} is read as f32 but holds an integer"
+        bad, function="main", pc=ret.pc, reason=rf"register i{reg} is read as f32 but holds an i32"
     )
 
 

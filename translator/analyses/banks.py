@@ -1,15 +1,17 @@
-"""Integer or float: which kind of value each value register can hold where it is read.
+"""What each value register can hold where it is read: i32, f32, or half of an i64/f64.
 
-IREE's i32/f32 (and i64/f64) registers share one storage, and its bytecode verifier only
-checks register ordinals; a program reading as an integer a register last written as a
-float reads the float's bits. The IREE compiler never emits such a read (every SSA value
-is read with the type it was defined with, and a live value's register is not reused), so
-only a corrupted module has one. pyree's registers are Python ints and floats; rather
-than reinterpret bits on every read, the translator rejects the module.
+IREE's value registers are one array of 32-bit slots shared by i32, f32 and (in even/odd
+pairs) i64 and f64, and its bytecode verifier checks ordinals only: a program reading as
+an i32 a register last written as an f32, or the high half of an i64, reads those bits.
+The IREE compiler never emits such a read (every SSA value is read with the type it was
+defined with, and a live value's registers are not reused), so only a corrupted module
+has one. pyree's registers are Python ints and floats, an i64 in the local of its low
+slot; rather than reinterpret bits on reads, the translator rejects the module (before
+this check the generated code raised TypeError, or NameError for a high half).
 
-A forward dataflow over the CFG: each 32-bit slot maps to the set of kinds (INT, FLOAT)
-that writes reaching it gave it; merges take the union; branch remaps copy slots one by
-one. A slot no write reaches holds zero bits, which read the same either way.
+A forward dataflow over the CFG: each slot maps to the set of things writes reaching it
+left there; merges take the union; branch remaps copy slots one by one. A slot no write
+reaches holds zero bits, which read the same as anything.
 """
 
 from __future__ import annotations
@@ -18,11 +20,14 @@ from typing import Callable, Iterable
 
 from translator.ir import Function, Op
 
-INT, FLOAT = 1, 2
-# Register bank or cconv code -> (kind, slots).
-_BANK = {"i32": (INT, 1), "i64": (INT, 2), "f32": (FLOAT, 1), "f64": (FLOAT, 2),
-         "i": (INT, 1), "I": (INT, 2), "f": (FLOAT, 1), "F": (FLOAT, 2)}
-_NAME = {INT: "an integer", FLOAT: "a float"}
+# What a write leaves in a 32-bit slot (one bit each, so a set of them is a mask).
+I32, F32, I64_LOW, I64_HIGH, F64_LOW, F64_HIGH = 1, 2, 4, 8, 16, 32
+_HELD = {I32: "an i32", F32: "an f32", I64_LOW: "the low half of an i64",
+         I64_HIGH: "the high half of an i64", F64_LOW: "the low half of an f64",
+         F64_HIGH: "the high half of an f64"}
+# Register bank or cconv code -> what each of its slots holds.
+_SLOTS = {"i32": (I32,), "f32": (F32,), "i64": (I64_LOW, I64_HIGH), "f64": (F64_LOW, F64_HIGH)}
+_SLOTS.update({"i": _SLOTS["i32"], "f": _SLOTS["f32"], "I": _SLOTS["i64"], "F": _SLOTS["f64"]})
 _SHOWN = {"i": "i32", "I": "i64", "f": "f32", "F": "f64"}  # cconv code -> bank
 
 # (op) -> ([(reg, bank or code)] read, [(reg, bank or code)] written) for the register
@@ -42,9 +47,9 @@ def _typed(op: Op, list_banks: ListBanks) -> tuple[Iterable, Iterable]:
     reads, writes = list(reads), list(writes)
     for f in op.spec.fields:
         v = op.values[f.name]
-        if f.kind == "register" and f.bank in _BANK:
+        if f.kind == "register" and f.bank in _SLOTS:
             (writes if f.write else reads).append((v, f.bank))
-        elif f.kind == "list" and f.bank in _BANK:  # fixed-bank lists (e.g. switch values)
+        elif f.kind == "list" and f.bank in _SLOTS:  # fixed-bank lists (e.g. switch values)
             (writes if f.write else reads).extend((r, f.bank) for r in v)
     return reads, writes
 
@@ -54,20 +59,23 @@ def _transfer(op: Op, state: dict[int, int], list_banks: ListBanks) -> None:
     for reg, bank in reads:
         if reg.is_ref:
             continue
-        kind, width = _BANK[bank]
-        for slot in range(reg.ordinal, reg.ordinal + width):
+        kinds = _SLOTS[bank]
+        for slot, kind in enumerate(kinds, reg.ordinal):
             held = state.get(slot, 0) & ~kind
             if held:
+                o = reg.ordinal
+                shown = f"i{o}" if len(kinds) == 1 else f"i{o}:{o + 1}"
+                where = "" if len(kinds) == 1 else f"; i{slot}"
                 raise BankMismatch(
                     op,
-                    f"register i{slot} is read as {_SHOWN.get(bank, bank)} but holds {_NAME[held]} value "
-                    "(a float/integer read of the other kind: corrupted bytecode)",
+                    f"register {shown} is read as {_SHOWN.get(bank, bank)} but{where} holds "
+                    f"{_HELD[held & -held]} (corrupted bytecode: the compiler reads a register "
+                    "as it wrote it)",
                 )
     for reg, bank in writes:
         if reg.is_ref:
             continue
-        kind, width = _BANK[bank]
-        for slot in range(reg.ordinal, reg.ordinal + width):
+        for slot, kind in enumerate(_SLOTS[bank], reg.ordinal):
             state[slot] = kind
 
 
@@ -76,10 +84,8 @@ def check_banks(fn: Function, arguments: list[tuple[str, int]], list_banks: List
     one of the other kind. `arguments`: (cconv code, first register) per argument."""
     entry: dict[int, int] = {}
     for code, ordinal in arguments:
-        if code in _BANK:
-            kind, width = _BANK[code]
-            for slot in range(ordinal, ordinal + width):
-                entry[slot] = kind
+        for slot, kind in enumerate(_SLOTS.get(code, ()), ordinal):
+            entry[slot] = kind
     index_of = {b.pc: b.index for b in fn.blocks}
     states: dict[int, dict[int, int]] = {0: entry}
     work = [0]
