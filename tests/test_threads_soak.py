@@ -100,15 +100,26 @@ def test_threads_share_one_context(built, expected):
     """8 threads x N calls on ONE context: calls serialize; no error, no lost update."""
     _, pkg = built
     ctx = pkg.load(device="local")
+    before = process_footprint()
     _hammer([ctx], expected, CALLS_PER_THREAD)
     assert ctx.bump(0) == THREADS * CALLS_PER_THREAD
+    _report(f"{THREADS} threads x {CALLS_PER_THREAD} calls on one context", before)
 
 
 def test_threads_on_own_contexts(built, expected):
     _, pkg = built
     contexts = [pkg.load(device="local") for _ in range(THREADS)]
+    before = process_footprint()
     _hammer(contexts, expected, CALLS_PER_THREAD)
     assert [c.bump(0) for c in contexts] == [CALLS_PER_THREAD] * THREADS
+    _report(f"{THREADS} threads x {CALLS_PER_THREAD} calls on {THREADS} contexts", before)
+
+
+def _report(what, before):
+    """The footprint figures around a threaded run, with -s (threads' first calls warm
+    per-thread caches, so growth here is reported, not judged: the soak tests judge it)."""
+    gc.collect()
+    print(f"\n{what}: before {before}, after {process_footprint()}")
 
 
 def _leak_check(before, after, what):
