@@ -134,3 +134,56 @@ def test_a_register_read_before_any_write_is_zero_as_in_iree(compile_mlir, tmp_p
     ctx = pkg.load(device="local-sync")
     for a, b in ((3, 5), (-4, 9)):
         assert ctx.f(a, b) == invoke(a, b) == 7 * b
+
+
+def test_a_branch_remap_from_an_unwritten_register_copies_its_zero(compile_mlir, tmp_path):
+    """vm_calls' fib loop enters with `br ^head(%i2->%i4, %i1->%i3)`. Patch the first
+    source to %i5, which nothing has written there: IREE copies its zeroed register, so fib
+    runs with a = b = 0. The translation dropped the copy (the source had no register kind)
+    and the loop raised UnboundLocalError (fuzz input vm_calls-c9163369097bfb5f.vmfb:3892)."""
+    import struct
+
+    iree_rt = pytest.importorskip("iree.runtime")
+    import numpy as np
+
+    from conftest import corpus_cases
+    from test_translate_run import load_package
+    from translator.codegen import write_package
+    from translator.decoder import decode_function
+    from translator.reader import read_module
+
+    case = next(c for c in corpus_cases() if c.name == "vm_calls")
+    data = bytearray(Path(compile_mlir(case.source, case.flags)).read_bytes())
+    module = read_module(bytes(data))
+    for k in range(module.function_count):
+        fn = decode_function(module, k)
+        brs = [op for op in fn.ops() if op.mnemonic == "br" and op["operands"]]
+        if brs and [(s.ordinal, d.ordinal) for s, d in brs[0]["operands"]][:1] == [(2, 4)]:
+            break
+    else:
+        raise AssertionError("vm_calls has no fib loop entry remap i2->i4")
+    br = brs[0]
+    assert all(r.ordinal != 5 for op in fn.ops() if op.pc < br.pc for r in op.writes())
+    code = bytes(module.function_bytecode(k))
+    base = bytes(data).find(code)
+    assert base >= 0 and bytes(data).find(code, base + 1) < 0
+    remap = br.pc + 5  # opcode, u32 target, then the remap list (2-aligned)
+    remap += remap & 1
+    assert struct.unpack_from("<HHH", data, base + remap) == (len(br["operands"]), 2, 4)
+    struct.pack_into("<H", data, base + remap + 2, 5)
+    data = bytes(data)
+
+    instance = iree_rt.VmInstance()
+    vm_module = iree_rt.VmModule.copy_buffer(instance, data)
+    context = iree_rt.VmContext(instance, [vm_module])
+    vm_args = iree_rt.VmVariantList(4)
+    for push, value in ((vm_args.push_int, 7), (vm_args.push_int, 5), (vm_args.push_float, 1.5), (vm_args.push_float, 2.0)):
+        push(value)
+    results = iree_rt.VmVariantList(5)
+    context.invoke(vm_module.lookup_function("entry"), vm_args, results)
+    iree_out = [results.get_variant(i) for i in range(results.size)]
+    pkg = load_package(write_package(read_module(data), tmp_path / "out", "calls"))
+    ctx = pkg.load(device="local-sync")
+    ours = ctx.call_vm("entry", 7, 5, 1.5, 2.0)
+    assert ours[3] == int(iree_out[3]) == 0  # fib with a = b = 0
+    assert [float(x) for x in ours] == [float(x) for x in iree_out]

@@ -303,7 +303,9 @@ class OpRenderer:
                     out.append(Release(prov, [s]))
                 continue
             kind = kinds.get(src.ordinal)
-            if kind == HIGH or src.ordinal == dst.ordinal or kind is None:
+            # A source no path wrote (kind None) is still copied: it reads the zero its
+            # function starts it at (FunctionEmitter.int_init), as IREE's zeroed registers.
+            if kind == HIGH or src.ordinal == dst.ordinal:
                 continue
             kinds[dst.ordinal] = kind
             s, d = f"i{src.ordinal}", f"i{dst.ordinal}"
