@@ -43,7 +43,8 @@ the package, loads it and calls up to 4 exports with VM-level arguments. Outcome
     dlopen_crash:<sig>  killed after an ELF mutation in a system-library build: the
                         system's dlopen (glibc) processes it, exactly as in IREE; listed
     program_timeout     over its time after bytecode-only mutations (a loop bound or
-                        branch changed: IREE runs as long); listed, not a bug
+                        branch changed: IREE runs as long), or over its time where IREE's
+                        runtime times out on the same file too; listed, not a bug
     crash:<signal>      child killed by a signal (a bug); every crash is also run under
                         IREE's runtime (`iree_outcome`)
     iree_crash:<signal> killed by a signal, and IREE's runtime crashes on the same file
@@ -479,7 +480,7 @@ def run_input(seed: SeedInfo, index: int, base_seed: int, tmp: Path) -> dict:
     result = {"class": cls}
     if cls == "ok":
         result = _run_forked(out / "m")
-        if result["class"].startswith("crash:"):
+        if result["class"].startswith("crash:") or result["class"] == "hang":
             result["iree"] = iree_outcome(path)
     elif detail:
         result["detail"] = detail
@@ -621,20 +622,7 @@ def fuzz(seed_paths, inputs: int, jobs: int, base_seed: int = 0, batch: int = 25
                 lines.append({"class": "worker_died", "id": f"batch {s}+{n}",
                               "detail": err.decode()[-800:], "mutations": []})
             for r in lines:
-                cls = r["class"]
-                mutations = r.get("mutations", [])
-                if cls.startswith("crash:") and r.get("iree", "").startswith("crash:"):
-                    cls = r["class"] = "iree_" + cls  # IREE's runtime crashes on the file too
-                elif cls.startswith("crash:") and any(m.startswith(CODE_MUTATIONS) for m in mutations):
-                    cls = r["class"] = "code_" + cls  # changed code bytes: IREE crashes too
-                elif cls.startswith("crash:") and r.get("system_dylib") and any(
-                    m.startswith("elf_") for m in mutations
-                ):
-                    cls = r["class"] = "dlopen_" + cls  # the system's dlopen, as in IREE
-                elif cls == "hang" and r.get("detail", "").startswith("over") and mutations and all(
-                    m.startswith("bytecode") for m in mutations
-                ) and "translator" not in r.get("detail", ""):
-                    cls = r["class"] = "program_timeout"  # a mutated loop runs long in IREE too
+                cls = r["class"] = final_class(r)
                 counts[cls] = counts.get(cls, 0) + 1
                 for m in r.get("mutations", []):
                     k = m.split(" ")[0].split("@")[0]
@@ -652,6 +640,25 @@ def fuzz(seed_paths, inputs: int, jobs: int, base_seed: int = 0, batch: int = 25
             if out:
                 Path(out).write_text(json.dumps(_report(), indent=1))
     return _report()
+
+
+def final_class(r: dict) -> str:
+    """The class of one input's result once what IREE does with the same file and which
+    mutations it carries are taken into account."""
+    cls = r["class"]
+    mutations = r.get("mutations", [])
+    if cls.startswith("crash:") and r.get("iree", "").startswith("crash:"):
+        return "iree_" + cls  # IREE's runtime crashes on the file too
+    if cls.startswith("crash:") and any(m.startswith(CODE_MUTATIONS) for m in mutations):
+        return "code_" + cls  # changed code bytes: IREE crashes too
+    if cls.startswith("crash:") and r.get("system_dylib") and any(m.startswith("elf_") for m in mutations):
+        return "dlopen_" + cls  # the system's dlopen, as in IREE
+    if cls == "hang" and "translator" not in r.get("detail", ""):
+        # A mutated loop runs long in IREE too: IREE's runtime times out on the same file,
+        # or only bytecode changed (a loop bound or branch; IREE may just be faster).
+        if r.get("iree") == "hang" or (mutations and all(m.startswith("bytecode") for m in mutations)):
+            return "program_timeout"
+    return cls
 
 
 def _make_report(inputs, done, seeds, t0, counts, by_kind, bugs, code_crashes, known) -> dict:
@@ -692,6 +699,7 @@ def main(argv=None) -> int:
         file, _, index = a.replay.rpartition(":")
         with tempfile.TemporaryDirectory() as tmp:
             r = run_input(SeedInfo(Path(file), Path(file).read_bytes()), int(index), a.base_seed, Path(tmp))
+        r["class"] = final_class(r)
         print(json.dumps(r, indent=1))
         return 0
     paths: list[Path] = []

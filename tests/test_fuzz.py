@@ -83,3 +83,21 @@ def test_translation_classes():
     assert classify_translation(0, "pyree-translate: wrote m\n  1 functions\n")[0] == "ok"
     internal = "pyree-translate: internal error: in.vmfb: KeyError: 3 (in translator/x.py:1 f)\n"
     assert classify_translation(1, internal)[0] == "translator_internal"
+
+
+def test_final_classes():
+    """A run over its time is a bug unless IREE times out on the same file too, or only
+    bytecode changed; crashes are judged by what IREE does and what was mutated."""
+    from fuzz import final_class
+
+    mixed = ["byte@1439=0x37", "bytecode byte@1048=0x7d"]
+    hang = {"class": "hang", "detail": "over 15s CPU", "mutations": mixed}
+    assert final_class(dict(hang, iree="hang")) == "program_timeout"
+    assert final_class(dict(hang, iree="ok")) == "hang"
+    assert final_class(dict(hang, mutations=mixed[1:], iree="ok")) == "program_timeout"
+    translator = {"class": "hang", "detail": "translator over its time", "mutations": mixed[1:]}
+    assert final_class(dict(translator, iree="hang")) == "hang"
+    crash = {"class": "crash:SIGSEGV", "mutations": ["fb 'x'@4=0x0"]}
+    assert final_class(dict(crash, iree="crash:SIGSEGV")) == "iree_crash:SIGSEGV"
+    assert final_class(dict(crash, iree="ok")) == "crash:SIGSEGV"
+    assert final_class(dict(crash, iree="ok", mutations=["elf_reloc@8(+100)=0x1"])) == "code_crash:SIGSEGV"
