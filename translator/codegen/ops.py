@@ -122,8 +122,15 @@ class OpRenderer:
     def reads(self, op: Op) -> frozenset[str]:
         return frozenset(self.reg(r) for r in op.reads())
 
-    def moves_after(self, op: Op, prov: Provenance, overwritten: frozenset[int] = frozenset()) -> list[Stmt]:
-        """Release of ref operands read with the move bit (ownership moved away).
+    def moves_after(
+        self,
+        op: Op,
+        prov: Provenance,
+        overwritten: frozenset[int] = frozenset(),
+        dead: frozenset[int] = frozenset(),
+    ) -> list[Stmt]:
+        """Release of ref operands read with the move bit (ownership moved away) or read
+        for the last time (`dead`, from analyses/liveness.py).
 
         Registers in `overwritten` are assigned by the very next statement, which
         releases the old value just the same, so they need no separate release.
@@ -136,7 +143,12 @@ class OpRenderer:
             v = op.values[f.name]
             regs = [v] if f.kind == "register" else (v if f.kind == "list" and f.bank != "segments" else ())
             for r in regs:
-                if isinstance(r, Reg) and r.is_ref and r.move and r.ordinal not in written:
+                if (
+                    isinstance(r, Reg)
+                    and r.is_ref
+                    and (r.move or r.ordinal in dead)
+                    and r.ordinal not in written
+                ):
                     name = self.reg(r)
                     if name not in moved:
                         moved.append(name)
@@ -145,12 +157,24 @@ class OpRenderer:
     # -- provenance -----------------------------------------------------------------
     def provenance(self, fn: Function, op: Op) -> Provenance:
         k = fn.ordinal
-        return Provenance(fn.name, op.pc, op.mnemonic, self.locations(k, op.pc), self.locations.file_of(k, op.pc))
+        callee = None
+        if "callee_ordinal" in op.values:
+            c = op["callee_ordinal"]
+            callee = (
+                self.module.imports[c & ~IMPORT_BIT].full_name
+                if c & IMPORT_BIT
+                else "@" + self.module.function_display_name(c)
+            )
+        return Provenance(
+            fn.name, op.pc, op.mnemonic, self.locations(k, op.pc), self.locations.file_of(k, op.pc), callee
+        )
 
     # -- ops ------------------------------------------------------------------------
-    def lower_op(self, fn: Function, op: Op, overwritten: frozenset[int] = frozenset()) -> list[Stmt]:
+    def lower_op(
+        self, fn: Function, op: Op, overwritten: frozenset[int] = frozenset(), dead: frozenset[int] = frozenset()
+    ) -> list[Stmt]:
         prov = self.provenance(fn, op)
-        return self._lower(fn, op, prov) + self.moves_after(op, prov, overwritten)
+        return self._lower(fn, op, prov) + self.moves_after(op, prov, overwritten, dead)
 
     def _assign(self, op: Op, prov: Provenance, expr: str) -> list[Stmt]:
         return [Assign(prov, tuple(self.reg(r) for r in op.writes()), expr, self.reads(op))]

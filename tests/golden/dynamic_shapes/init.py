@@ -53,7 +53,6 @@
                 continue
             r1 = None
             if i16:
-                r2 = None
                 raise vm_fail(i4, MESSAGE_0, "__init", None)
             r1 = rodata_hal_executable_format
             r3 = rodata_embedded_elf_x86_64
@@ -71,5 +70,4 @@
                 r2 = r3 = r1 = None
                 global_store_ref(refs, 1, "!hal.executable", r4)
                 return
-            r2 = r3 = None
             raise vm_fail(i1, MESSAGE_1, "__init", "tests/corpus/dyn_shape_2d.mlir:10:8 (+2 more)")

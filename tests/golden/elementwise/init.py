@@ -53,7 +53,6 @@
                 continue
             r1 = None
             if i16:
-                r2 = None
                 raise vm_fail(i4, MESSAGE_0, "__init", None)
             # tests/corpus/tensor_elementwise.mlir:5:10
             r1 = rodata_hal_executable_format
@@ -74,5 +73,4 @@
                 r1 = fn0()
                 global_store_ref(refs, 2, "!hal.command_buffer", r1)
                 return
-            r2 = r3 = None
             raise vm_fail(i1, MESSAGE_1, "__init", "tests/corpus/tensor_elementwise.mlir:5:10")

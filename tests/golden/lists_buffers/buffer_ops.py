@@ -1,6 +1,7 @@
 # Golden 'lists_buffers': util_buffer.mlir, one function. Covers: !vm.buffer and !vm.list helpers, ref moves and releases.
     def buffer_ops(i0, i2, i4, i5):
         "sync func @buffer_ops(%input0: i32, %input1: i64, %input2: f32, %input3: i32) -> (%output0: i32, %output1: i64, %output2: f32, %output3: i1, %output4: index, %output5: i32, %output6: i8, %output7: i16)"
+        # pc 0x1-0xf8 vm.const.i32.zero, vm.const.i32, vm.const.i64 (+17 more)
         i1 = 0
         i6 = 15
         i8 = 64

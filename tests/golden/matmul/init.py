@@ -53,7 +53,6 @@
                 continue
             r1 = None
             if i16:
-                r2 = None
                 raise vm_fail(i4, MESSAGE_0, "__init", None)
             r1 = rodata_hal_executable_format
             r3 = rodata_embedded_elf_x86_64
@@ -79,7 +78,6 @@
                 global_store_ref(refs, 3, "!hal.command_buffer", r1)
                 return
             # tests/corpus/tensor_matmul.mlir:6:8, tests/corpus/tensor_matmul.mlir:14:8
-            r2 = r3 = None
             raise vm_fail(
                 i1,
                 MESSAGE_1,
