@@ -222,6 +222,8 @@ def generate(
 
     helper_imports = []
     context_names = {"Export", "ModuleContext", "describe_exports"} | renderer.helpers["context"]
+    if module.imports:
+        context_names.add("Import")
     helper_imports.append(("runtime_support.context", sorted(context_names)))
     for key, modname in HELPER_MODULES.items():
         used = sorted(renderer.helpers[key])

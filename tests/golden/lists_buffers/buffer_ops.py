@@ -15,7 +15,7 @@
         i22 = 3
         r0 = rodata_0
         i6 = i5 & i6
-        i24 = ext_i32_i64_u(i6)
+        i24 = i6 & 0xFFFFFFFF
         i8 = add_i64(i24, i8)
         r1 = buffer_alloc(i8, i1)
         buffer_fill_i8(r1, i20, i8, i7)
@@ -31,6 +31,6 @@
         i4 = buffer_compare(r1, i20, r1, i10, i12)
         r1 = None
         i22 = i5 & i22
-        i6 = ext_i32_i64_u(i22)
+        i6 = i22 & 0xFFFFFFFF
         i5 = buffer_load_i32(r0, i6)
         return i0, i18, i1, i4, i8, i5, i2, i3

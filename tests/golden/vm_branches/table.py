@@ -10,7 +10,7 @@
             return i4
         elif i0 == 1:
             # pc 0x51-0x56 vm.ext.i32.i64.u
-            i2 = ext_i32_i64_u(i0)
+            i2 = i0 & 0xFFFFFFFF
             return i2
         elif i0 == 2:
             # pc 0x43-0x4a vm.add.i64

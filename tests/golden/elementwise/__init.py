@@ -1,5 +1,5 @@
 # Golden 'elementwise': tensor_elementwise.mlir, one function. Covers: dispatches behind a fence wait; its failure arm as an early exit; HAL calls with enum arguments; command-buffer init function.
-    def init():
+    def __init():
         "VM export '__init' (cconv '0v_v'); no ABI declaration."
         r3 = r4 = r5 = None
         i0 = 1

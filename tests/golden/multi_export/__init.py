@@ -1,5 +1,5 @@
 # Golden 'multi_export': multi_export.mlir, one function. Covers: several exports and internal calls; one export table.
-    def init():
+    def __init():
         "VM export '__init' (cconv '0v_v'); no ABI declaration."
         r5 = r6 = r7 = r8 = r0 = None
         i0 = 1
