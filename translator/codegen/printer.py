@@ -33,7 +33,8 @@ INDENT = "    "
 
 
 _CONTROL = (If, While, Return, Raise)
-GROUP_NAMES = 3  # names shown per provenance comment
+GROUP_NAMES = 3  # names shown per provenance comment, at most
+GROUP_TEXT = 64  # characters of names, so that the comment line stays short
 
 
 def provenance_groups(body: list[Stmt]) -> dict[int, tuple[int, int, list[str]]]:
@@ -74,9 +75,12 @@ def provenance_groups(body: list[Stmt]) -> dict[int, tuple[int, int, list[str]]]
 
 
 def provenance_text(first: int, last: int, names: list[str]) -> str:
-    shown = ", ".join(names[:GROUP_NAMES])
-    if len(names) > GROUP_NAMES:
-        shown += f" (+{len(names) - GROUP_NAMES} more)"
+    n = 1
+    while n < min(len(names), GROUP_NAMES) and len(", ".join(names[: n + 1])) <= GROUP_TEXT:
+        n += 1
+    shown = ", ".join(names[:n])
+    if len(names) > n:
+        shown += f" (+{len(names) - n} more)"
     pcs = f"{first:#x}" if first == last else f"{first:#x}-{last:#x}"
     return S["Provenance"].format(pcs=pcs, what=comment_text(shown))
 

@@ -1,7 +1,7 @@
 # Golden 'dynamic_shapes': dyn_shape_2d.mlir, one function. Covers: dynamic dimensions: i64 index arithmetic, shape lists.
     def dyn_transpose_rowsum(r0):
         "sync func @dyn_transpose_rowsum(%input0: tensor<?x?xf32>) -> (%output0: tensor<?x?xf32>, %output1: tensor<?xf32>)"
-        # pc 0x1-0x3bd hal.buffer_view.dim, hal.buffer_view.assert, hal.buffer_view.buffer (+11 more)
+        # pc 0x1-0x3bd hal.buffer_view.dim, hal.buffer_view.assert (+12 more)
         i0 = 13
         i1 = 28
         i2 = 3

@@ -1,7 +1,7 @@
 # Golden 'elementwise': tensor_elementwise.mlir, one function. Covers: dispatches behind a fence wait; its failure arm as an early exit; HAL calls with enum arguments; command-buffer init function.
     def elementwise(r0, r1):
         "sync func @elementwise(%input0: tensor<2x5xf32>, %input1: tensor<2x5xf32>) -> (%output0: tensor<2x5xf32>, %output1: tensor<2x5xf32>, %output2: tensor<2x5xf32>)"
-        # pc 0x1-0x1d5 hal.buffer_view.assert, hal.buffer_view.buffer, hal.device.allocator (+5 more)
+        # pc 0x1-0x1d5 hal.buffer_view.assert, hal.buffer_view.buffer (+6 more)
         i0 = 16
         i1 = 1  # DENSE_ROW_MAJOR
         i2 = 553648160  # FLOAT_32

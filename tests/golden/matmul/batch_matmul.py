@@ -1,7 +1,7 @@
 # Golden 'matmul': tensor_matmul.mlir, one function. Covers: a matmul dispatch; buffer asserts; long vm.fail messages hoisted to module constants.
     def batch_matmul(r0, r1):
         "sync func @batch_matmul(%input0: tensor<2x3x4xf32>, %input1: tensor<2x4x2xf32>) -> (%output0: tensor<2x3x2xf32>)"
-        # pc 0x1-0x1d9 hal.buffer_view.assert, hal.buffer_view.buffer, hal.device.allocator (+5 more)
+        # pc 0x1-0x1d9 hal.buffer_view.assert, hal.buffer_view.buffer (+6 more)
         i0 = 16
         i1 = 1  # DENSE_ROW_MAJOR
         i2 = 553648160  # FLOAT_32

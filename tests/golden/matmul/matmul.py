@@ -1,7 +1,7 @@
 # Golden 'matmul': tensor_matmul.mlir, one function. Covers: a matmul dispatch; buffer asserts; long vm.fail messages hoisted to module constants.
     def matmul(r0, r1):
         "sync func @matmul(%input0: tensor<3x5xf32>, %input1: tensor<5x4xf32>) -> (%output0: tensor<3x4xf32>)"
-        # pc 0x1-0x1d5 hal.buffer_view.assert, hal.buffer_view.buffer, hal.device.allocator (+5 more)
+        # pc 0x1-0x1d5 hal.buffer_view.assert, hal.buffer_view.buffer (+6 more)
         i0 = 16
         i1 = 1  # DENSE_ROW_MAJOR
         i2 = 553648160  # FLOAT_32

@@ -1,7 +1,7 @@
 # Golden 'multi_export': multi_export.mlir, one function. Covers: several exports and internal calls; one export table.
     def scale_tensor(r0, i0):
         "sync func @scale_tensor(%input0: tensor<3xf32>, %input1: f32) -> (%output0: tensor<3xf32>)"
-        # pc 0x1-0x1e3 hal.buffer_view.assert, hal.buffer_view.buffer, hal.device.allocator (+10 more)
+        # pc 0x1-0x1e3 hal.buffer_view.assert, hal.buffer_view.buffer (+11 more)
         i1 = 13
         i2 = 28
         i3 = 0
