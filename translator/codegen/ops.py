@@ -1,6 +1,8 @@
 """VM ops -> statement-tree nodes (`stmt.py`).
 
-Lowering is by mnemonic family, from the op's fields as `isa.OpSpec` names them. Scalar
+Each op is lowered by the emitter its ISA row names (`emit` column: `_emit_<kind>` for an
+op inside a block, `_end_<kind>` for a terminator), from the op's fields as `isa.OpSpec`
+names them. Scalar
 arithmetic calls the bit-exact helpers of `runtime_support.vm.numerics` (named after the
 mnemonic: `add.i32` -> `add_i32`); buffer and list ops call `runtime_support.vm.buffer` /
 `.list` helpers named the same way; ops whose semantics is one Python expression are
