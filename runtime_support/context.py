@@ -9,16 +9,15 @@ returns numpy arrays and scalars (see ../shared/docs/contract.md).
 
 from __future__ import annotations
 
-import keyword
 import mmap
 import os
-import re
 import threading
 from pathlib import Path
 from typing import Callable, NamedTuple
 
 from runtime_support import abi
 from runtime_support.errors import StatusCode, VMError, quote_name
+from runtime_support.names import identifier
 from runtime_support.vm.buffer import VMBuffer
 from runtime_support.vm.globals import RefGlobals, new_rwdata
 
@@ -82,13 +81,9 @@ def default_modules(device, parameters=None) -> dict[str, object]:
 
 
 def python_name(name: str) -> str:
-    """An export name as a Python attribute name (`main$async` -> `main_async`)."""
-    ident = re.sub(r"\W", "_", name, flags=re.ASCII) or "_"
-    if ident[0].isdigit():
-        ident = "_" + ident
-    if keyword.iskeyword(ident):
-        ident += "_"
-    return ident
+    """An export name as a Python attribute name (`main$async` -> `main_async`), by the
+    identifier rule the translator names generated code with (runtime_support/names.py)."""
+    return identifier(name)
 
 
 def _shared_device(device, modules: dict):
@@ -214,6 +209,14 @@ class Export(NamedTuple):
         return f"0{self.arguments or 'v'}_{self.results or 'v'}"
 
 
+class Import(NamedTuple):
+    """One row of a generated package's import table (`_IMPORTS`), by import ordinal."""
+
+    name: str  # full VM name, e.g. "hal.buffer_view.create"
+    cconv: str  # its calling convention, e.g. "0rIiiI_r"
+    optional: bool  # unresolved (None) rather than NOT_FOUND when no module provides it
+
+
 class ModuleContext:
     """One instance of a translated module: independent of every other instance."""
 
@@ -222,11 +225,11 @@ class ModuleContext:
         *,
         package_file: str,
         bind: Callable[["ModuleContext"], dict[str, Callable]],
-        imports: tuple[tuple[str, str, bool], ...],
+        imports: tuple[Import, ...],
         rodata: tuple[tuple[int, int], ...],
         global_bytes: int,
         global_refs: int,
-        exports: dict[str, tuple[str, tuple[str, ...], tuple[str, ...], str | None]],
+        exports: dict[str, Export],
         device="local",
         parameters=None,
         modules: dict[str, object] | None = None,

@@ -23,7 +23,7 @@ STATEMENTS = {
     "Line": "line {position}",
     "Note": "{statement}  # {text}",
     "Not": "not {test}",
-    "Provenance": "# pc {pc:#x} vm.{opcode}",
+    "Provenance": "# pc {pcs} {what}",
 }
 
 # Comma-joined lists: assignment targets, returned values.

@@ -160,3 +160,65 @@ def test_inner_loop_exiting_to_outer_header():
     succ = [[1], [2, 7], [3], [4, 1], [6, 5], [3], [], [8], []]
     tree = GraphEmitter(succ, {6}).generate()
     assert tree.structured
+
+
+def _read_later(fn, index_of, block, start, reg) -> bool:
+    """Brute force: does some path from op `start` of `block` read ref `reg` before
+    writing it? (Op reads, then writes; a terminator's remaps copy src -> dst in order.)"""
+    from translator.analyses.liveness import _own_reads, _refs
+
+    seen, work = set(), [(block, start)]
+    while work:
+        b, i = work.pop()
+        ops = fn.blocks[b].ops
+        for op in ops[i:-1]:
+            if reg in _refs(op.reads()):
+                return True
+            if reg in _refs(op.writes()):
+                break
+        else:
+            term = ops[-1]
+            if reg in _own_reads(term):
+                return True
+            if reg in _refs(term.writes()):
+                continue
+            for pc, pairs in term.edges():
+                killed = False
+                for src, dst in pairs:
+                    if src.is_ref and src.ordinal == reg:
+                        return True
+                    if dst.is_ref and dst.ordinal == reg:
+                        killed = True
+                        break
+                if not killed and index_of[pc] not in seen:
+                    seen.add(index_of[pc])
+                    work.append((index_of[pc], 0))
+    return False
+
+
+def test_ref_liveness_equals_a_brute_force_path_search(compile_mlir):
+    """Releases at last use (analyses/liveness.py) drop a ref exactly when no path reads
+    it again before overwriting it: checked op by op against a direct search."""
+    from conftest import corpus_cases
+    from translator.analyses.liveness import RefLiveness
+    from translator.pipeline import Pipeline
+
+    checked = 0
+    cases = [c for c in corpus_cases(variants=("vm", "embedded-elf")) if c.variant == "vm" or c.name == "loop"]
+    for case, k, fn, p in (
+        (case, k, fn, p)
+        for case in cases
+        for p in [Pipeline.from_file(compile_mlir(case.source, case.flags))]
+        for k, fn in enumerate(p.functions)
+    ):
+        info = p.cfg(k)
+        live = RefLiveness(fn, info)
+        index_of = {b.pc: b.index for b in fn.blocks}
+        for b in info.rpo:
+            for i, op in enumerate(fn.blocks[b].ops[:-1]):
+                for r in {r.ordinal for r in op.reads() if r.is_ref}:
+                    later = _read_later(fn, index_of, b, i + 1, r)
+                    rewritten = r in {w.ordinal for w in op.writes() if w.is_ref}
+                    assert (r in live.dies_at(op)) == (not later and not rewritten), (fn.name, op.pc, r)
+                    checked += 1
+    assert checked > 100

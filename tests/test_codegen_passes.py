@@ -9,7 +9,7 @@ import pytest
 from translator.codegen import hal_enums
 from translator.codegen.passes import MessageTable, tidy_ifs, tidy_releases, trim_ref_init
 from translator.codegen.printer import Printer
-from translator.codegen.stmt import Assign, Call, Continue, If, Raise, Release, Return, While
+from translator.codegen.stmt import Assign, Call, Continue, If, Provenance, Raise, Release, Return, While
 
 
 def _print(body):
@@ -57,6 +57,52 @@ def test_releases_of_known_null_refs_are_dropped_and_chains_merged():
         "    continue",
         "return",
     ]
+
+
+def test_releases_just_before_a_raise_are_dropped():
+    """A raise ends the frame like a return; it reads no ref, so none is kept."""
+    body = [
+        Assign(None, ("r1",), "f()"),
+        If(None, "i0", [Release(None, ["r1", "r2"]), Release(None, ["r3"]), Raise(None, "i0", "m", "f", None)]),
+        Return(None, ("r1",)),
+    ]
+    assert _print(tidy_releases(body)) == [
+        "r1 = f()",
+        "if i0:",
+        "    raise vm_fail(i0, 'm', 'f', None)",
+        "return r1",
+    ]
+
+
+def _prov(pc, op, callee=None):
+    return Provenance("f", pc, op, None, None, callee)
+
+
+def test_provenance_comments_one_per_statement_group():
+    """One VM comment per straight run up to a control statement, naming its calls; a
+    lone control statement gets none."""
+    body = [
+        Assign(_prov(0x10, "const.i32"), ("i0",), "4"),
+        Assign(_prov(0x18, "call", "hal.fence.create"), ("r1",), "hal_fence_create(r0, i0)"),
+        Release(_prov(0x18, "call", "hal.fence.create"), ["r0"]),
+        Assign(_prov(0x22, "call", "hal.fence.await"), ("i1",), "hal_fence_await(r1)"),
+        If(_prov(0x30, "cond_br"), "i1", [Raise(_prov(0x40, "fail"), "i1", "m", "f", None)]),
+        Assign(_prov(0x50, "add.i32"), ("i2",), "add_i32(i0, i0)"),
+        Return(_prov(0x58, "return"), ("i2",)),
+    ]
+    assert Printer(provenance=True).function_body(body) == [
+        "# pc 0x10-0x30 hal.fence.create, hal.fence.await",
+        "i0 = 4",
+        "r1 = hal_fence_create(r0, i0)",
+        "r0 = None",
+        "i1 = hal_fence_await(r1)",
+        "if i1:",
+        "    raise vm_fail(i1, 'm', 'f', None)",
+        "# pc 0x50-0x58 vm.add.i32",
+        "i2 = add_i32(i0, i0)",
+        "return i2",
+    ]
+    assert not any("# pc" in line for line in Printer().function_body(body))
 
 
 def test_empty_if_arm_is_inverted_and_long_messages_hoisted():

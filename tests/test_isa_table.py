@@ -171,3 +171,32 @@ def test_rows_are_literal():
     source = Path(isa.__file__).read_text()
     for (opset, opcode), spec in isa.OPCODES.items():
         assert f'0x{opcode:02X}, "{spec.mnemonic}"' in source, spec.mnemonic
+
+
+def test_every_row_says_how_it_is_emitted():
+    """The emit column names the code generator's emitter for each op: `_emit_<kind>` for
+    an op inside a block, `_end_<kind>` for a terminator (translator/codegen/ops.py)."""
+    from translator.codegen.ops import OpRenderer
+
+    for spec in isa.OPCODES.values():
+        assert spec.emit in isa.EMIT_KINDS, spec.mnemonic
+        if spec.emit == "unsupported":
+            continue
+        prefix = "_end_" if spec.is_terminator else "_emit_"
+        assert hasattr(OpRenderer, prefix + spec.emit), (spec.mnemonic, spec.emit)
+    kinds = {s.emit for s in isa.OPCODES.values()}
+    assert kinds == set(isa.EMIT_KINDS), set(isa.EMIT_KINDS) - kinds
+
+
+def test_no_stage_switches_on_opcode_names():
+    """Stages ask the table (emit kind, fields, edges), not mnemonic strings."""
+    root = Path(isa.__file__).parent
+    pattern = re.compile(r"mnemonic\s*(==|!=|in\b)|\.mnemonic\.(startswith|endswith)|\bm (==|in) [(\"]")
+    found = [
+        f"{p.relative_to(root)}:{n}"
+        for p in sorted(root.rglob("*.py"))
+        if p.name != "isa.py"
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert not found, found

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 import keyword
-import re
 import sys
 import time
 import traceback
 from pathlib import Path
 
+from runtime_support.names import identifier
 from translator.errors import InvalidModuleError
 
 
@@ -28,12 +28,7 @@ def package_name_for(path: str | Path) -> str:
         if stem.endswith(suffix):
             stem = stem[: -len(suffix)]
             break
-    name = re.sub(r"\W", "_", stem, flags=re.ASCII) or "module"
-    if name[0].isdigit():
-        name = "m_" + name
-    if keyword.iskeyword(name):
-        name += "_"
-    return name
+    return identifier(stem, prefix="m_") if stem else "module"
 
 
 def _version() -> str:

@@ -132,7 +132,7 @@ def decode_op(r: _Reader) -> Op | None:
     if spec is None:
         where = f"{opset} " if opset != isa.CORE else ""
         raise r.fail(f"unknown {where}opcode 0x{opcode:02X}")
-    if spec.mnemonic == "cond_break":
+    if spec.emit == "unsupported":  # vm.cond_break
         # 3.13's compiler omits the condition register and its runtime rejects the
         # module (vm-bytecode.md §8.3): a debug-only op we treat as malformed input.
         raise r.fail("vm.cond_break is not supported (3.13 encodes it inconsistently)")

@@ -89,7 +89,7 @@ class Disassembler:
         v = op.values[f.name]
         k = f.kind
         if k == "register":
-            return self.typed_reg(v, f, lowercase=op.mnemonic == "const.ref.zero")
+            return self.typed_reg(v, f, lowercase=op.spec.emit == "null")
         if k == "list":
             if f.bank == "segments":
                 return ", ".join(str(x) for x in v)

@@ -162,30 +162,31 @@ class _FunctionVerifier:
             elif k == "func" and f.name == "import_ordinal":
                 if not v & IMPORT_BIT or (v & ~IMPORT_BIT) >= len(m.imports):
                     raise self.fail(f"import.resolved of invalid import ordinal 0x{v:08X}")
-        mnem = spec.mnemonic
-        if mnem in ("call", "call.variadic", "call.yieldable", "call.variadic.yieldable"):
+        emit = spec.emit
+        if emit in isa.CALL_KINDS:
             self.check_call(op)
-        elif mnem == "return":
+        elif emit == "return":
             cc = self.cconvs[self.fn.ordinal]
             self.check_typed_list(op["operands"], cc.results, "return values", self.fn.name)
             self.list_banks[op.pc] = (list(zip(op["operands"], cc.results)), [])
-        elif mnem in ("discard.refs",):
+        elif emit == "discard":
             for reg in op["refs"]:
                 if not reg.is_ref:
                     raise self.fail("discard.refs of a value register")
                 self.check_reg(reg, "ref")
-        elif mnem in ("trace", "print"):
+        elif emit == "comment":  # trace / print
             for reg in op["operands"]:
                 self.check_reg(reg, None)
 
     def check_global(self, spec: isa.OpSpec, value: int) -> None:
-        if spec.mnemonic.endswith(".ref"):
+        # The bank is the value field's (a global op's only value/result register).
+        bank = next(f.bank for f in spec.fields if f.name in ("value", "result"))
+        if bank == "ref":
             if value >= self.m.global_ref_count:
                 raise self.fail(
                     f"ref global {value} out of range ({self.m.global_ref_count} ref globals)"
                 )
             return
-        bank = spec.mnemonic.rsplit(".", 1)[1]
         width = _VALUE_WIDTH[bank]
         if value % width or value + width > self.m.global_bytes_capacity:
             raise self.fail(
@@ -216,7 +217,7 @@ class _FunctionVerifier:
                 self.op = last
                 raise self.fail(f"block ^bb{block.index} does not end with a terminator")
             for op in block.ops[:-1]:
-                if op.spec.is_terminator and op.mnemonic != "fail":
+                if op.spec.is_terminator and op.spec.emit != "fail":
                     self.op = op
                     raise self.fail(f"terminator {op.mnemonic} in the middle of a block")
         try:

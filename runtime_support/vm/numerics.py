@@ -1114,3 +1114,36 @@ MNEMONICS: tuple[str, ...] = (
 )  # fmt: skip
 
 OPS: dict = {m: globals()[m.replace(".", "_")] for m in MNEMONICS}
+
+# The ops whose exact semantics is one plain Python expression on the value forms above:
+# generated code writes these inline rather than calling the function of the same name
+# (the translator fills `{name}` with the ISA table's operand fields). Each form must
+# equal its function on every value; tests/test_codegen_inline_numerics.py checks them
+# on edge values (wrapping, signedness, shift amounts, NaN).
+INLINE: dict[str, str] = {
+    "and.i32": "{left} & {right}",
+    "or.i32": "{left} | {right}",
+    "xor.i32": "{left} ^ {right}",
+    "and.i64": "{left} & {right}",
+    "or.i64": "{left} | {right}",
+    "xor.i64": "{left} ^ {right}",
+    "not.i32": "~{operand}",
+    "not.i64": "~{operand}",
+    "shr.i32.s": "{operand} >> ({amount} & 31)",
+    "shr.i64.s": "{operand} >> ({amount} & 63)",
+    "ext.i8.i32.u": "{operand} & 0xFF",
+    "ext.i16.i32.u": "{operand} & 0xFFFF",
+    "ext.i32.i64.s": "{operand}",
+    "ext.i32.i64.u": "{operand} & 0xFFFFFFFF",
+    "cmp.eq.i32": "int({left} == {right})",
+    "cmp.ne.i32": "int({left} != {right})",
+    "cmp.lt.i32.s": "int({left} < {right})",
+    "cmp.nz.i32": "int({operand} != 0)",
+    "cmp.eq.i64": "int({left} == {right})",
+    "cmp.ne.i64": "int({left} != {right})",
+    "cmp.lt.i64.s": "int({left} < {right})",
+    "cmp.nz.i64": "int({operand} != 0)",
+    "cmp.eq.ref": "int({left} is {right})",
+    "cmp.ne.ref": "int({left} is not {right})",
+    "cmp.nz.ref": "int({operand} is not None)",
+}

@@ -8,7 +8,7 @@ Generated code; regenerate with the command below rather than editing.
 # Source: tensor_elementwise.vmfb
 # Translator: pyree 0.1.0
 # Regenerate: pyree-translate tensor_elementwise.vmfb -o OUT_DIR --name elementwise
-from runtime_support.context import Export, ModuleContext, describe_exports, vm_fail
+from runtime_support.context import Export, Import, ModuleContext, describe_exports, vm_fail
 from runtime_support.vm.numerics import add_i64, trunc_i64_i32
 from runtime_support.vm.globals import global_load_ref, global_store_ref
 
@@ -24,7 +24,7 @@ _EXPORTS = {
         "rrr",
         "sync func @elementwise(%input0: tensor<2x5xf32>, %input1: tensor<2x5xf32>) -> (%output0: tensor<2x5xf32>, %output1: tensor<2x5xf32>, %output2: tensor<2x5xf32>)",
     ),
-    "__init": Export("init", "", "", None),
+    "__init": Export("__init", "", "", None),
 }
 #: Export name -> its `iree.abi.declaration` (None where the module has none).
 EXPORTS = {name: e.declaration for name, e in _EXPORTS.items()}
@@ -40,26 +40,26 @@ def __dir__():
     return list(__all__)
 
 
-# Imports by ordinal: (full name, calling convention, optional).
+#: Imports by ordinal: Import(full name, calling convention, optional).
 _IMPORTS = (
-    ("hal.buffer.assert", "0rrrIii_v", False),
-    ("hal.buffer_view.create", "0rIIiiCID_r", False),
-    ("hal.buffer_view.assert", "0rriiCID_v", False),
-    ("hal.buffer_view.buffer", "0r_r", False),
-    ("hal.command_buffer.create", "0riiIi_r", False),
-    ("hal.command_buffer.finalize", "0r_v", False),
-    ("hal.command_buffer.execution_barrier", "0riiI_v", False),
-    ("hal.command_buffer.dispatch", "0rrIiiiICiDCiirIID_v", False),
-    ("hal.device.allocator", "0r_r", False),
-    ("hal.device.query.i64", "0rrr_iI", False),
-    ("hal.device.queue.alloca", "0rIrrIiiII_r", False),
-    ("hal.device.queue.execute.indirect", "0rIrrrICrIID_v", False),
-    ("hal.devices.count", "0v_i", False),
-    ("hal.devices.get", "0i_r", False),
-    ("hal.executable.create", "0rIrrr_r", False),
-    ("hal.executable.lookup.function", "0rr_I", False),
-    ("hal.fence.create", "0rI_r", False),
-    ("hal.fence.await", "0iICrD_i", False),
+    Import("hal.buffer.assert", "0rrrIii_v", False),
+    Import("hal.buffer_view.create", "0rIIiiCID_r", False),
+    Import("hal.buffer_view.assert", "0rriiCID_v", False),
+    Import("hal.buffer_view.buffer", "0r_r", False),
+    Import("hal.command_buffer.create", "0riiIi_r", False),
+    Import("hal.command_buffer.finalize", "0r_v", False),
+    Import("hal.command_buffer.execution_barrier", "0riiI_v", False),
+    Import("hal.command_buffer.dispatch", "0rrIiiiICiDCiirIID_v", False),
+    Import("hal.device.allocator", "0r_r", False),
+    Import("hal.device.query.i64", "0rrr_iI", False),
+    Import("hal.device.queue.alloca", "0rIrrIiiII_r", False),
+    Import("hal.device.queue.execute.indirect", "0rIrrrICrIID_v", False),
+    Import("hal.devices.count", "0v_i", False),
+    Import("hal.devices.get", "0i_r", False),
+    Import("hal.executable.create", "0rIrrr_r", False),
+    Import("hal.executable.lookup.function", "0rr_I", False),
+    Import("hal.fence.create", "0rI_r", False),
+    Import("hal.fence.await", "0iICrD_i", False),
 )
 
 # Rodata segments in rodata.bin beside this file: (offset, length).
@@ -121,11 +121,11 @@ def _bind(ctx):
 
     def fn0(...): ...  # golden/<case>/fn0.py
     def elementwise(...): ...  # golden/<case>/elementwise.py
-    def init(...): ...  # golden/<case>/init.py
+    def __init(...): ...  # golden/<case>/__init.py
     return {
         "fn0": fn0,
         "elementwise": elementwise,
-        "init": init,
+        "__init": __init,
     }
 
 

@@ -4,4 +4,5 @@
     regkinds.py  which value registers hold 32-bit values or halves of 64-bit ones, per op
     banks.py     integer or float: rejects a read of a register whose writes give the other kind
     layout.py    a calling convention's argument registers (`i0`, `i2:3`, `r0`)
+    liveness.py  which ref registers some later op may read (releases at last use)
 """

@@ -106,7 +106,7 @@ class CFGInfo:
 
 
 def analyze(fn: Function) -> CFGInfo:
-    fails = frozenset(b.index for b in fn.blocks if b.ops[-1].mnemonic == "fail")
+    fails = frozenset(b.index for b in fn.blocks if b.ops[-1].spec.emit == "fail")
     return analyze_graph(successors(fn), fails)
 
 

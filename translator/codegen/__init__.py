@@ -89,6 +89,11 @@ class _Locations:
     def has_map(self, k: int) -> bool:
         return bool(self.maps.get(k))
 
+    def has_locations(self, k: int) -> bool:
+        """Whether function k shows any source location (a vmfb compiled without a debug
+        database has none: its generated code then carries VM provenance comments)."""
+        return any(self(k, pc) is not None for pc in self.maps.get(k, ()))
+
     def __call__(self, k: int, pc: int) -> str | None:
         index = self.maps.get(k, {}).get(pc)
         if index is None:
@@ -171,7 +176,8 @@ def generate(
     pipeline: Pipeline | None = None,
 ) -> GeneratedPackage:
     """`pipeline`: the module's front end (decoded, verified functions and their analyses);
-    made here when not given."""
+    made here when not given. `provenance`: VM comments (`# pc 0x42 hal.fence.await`) on
+    every function; without it, only on functions that show no source location."""
     if pipeline is None:
         pipeline = Pipeline(module)
     # Translate-time checks of the module's imports and exports run before any code is generated.
@@ -191,7 +197,7 @@ def generate(
         body = tidy_releases(trim_ref_init(tree.body))
         tidy_ifs(body)
         messages.hoist(body)
-        printer = Printer(provenance=provenance)
+        printer = Printer(provenance=provenance or not locations.has_locations(k))
         views.append(
             FunctionView(
                 name=names.function(k),
@@ -217,6 +223,8 @@ def generate(
 
     helper_imports = []
     context_names = {"Export", "ModuleContext", "describe_exports"} | renderer.helpers["context"]
+    if module.imports:
+        context_names.add("Import")
     helper_imports.append(("runtime_support.context", sorted(context_names)))
     for key, modname in HELPER_MODULES.items():
         used = sorted(renderer.helpers[key])

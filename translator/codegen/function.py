@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from translator.cconv import CConv
 from translator.analyses import cfg
 from translator.analyses.layout import parameter_names
+from translator.analyses.liveness import RefLiveness
 from translator.codegen.hal_enums import const_notes
 from translator.codegen.ops import OpRenderer, Terminator
 from translator.analyses.regkinds import HIGH, RegisterKinds
@@ -68,13 +69,14 @@ class FunctionEmitter:
         self.index_of = {b.pc: b.index for b in fn.blocks}
         self._terms: dict[int, Terminator] = {}
         self.notes = const_notes(renderer.module, fn)
+        self.live = RefLiveness(fn, self.info)
 
     # -- pieces shared by both strategies --------------------------------------------
     def block_ops(self, index: int) -> list[Stmt]:
         block = self.fn.blocks[index]
         out: list[Stmt] = []
         for op, nxt in zip(block.ops[:-1], block.ops[1:]):
-            stmts = self.r.lower_op(self.fn, op, _overwritten_by(nxt))
+            stmts = self.r.lower_op(self.fn, op, _overwritten_by(nxt), self.live.dies_at(op))
             note = self.notes.get(op.pc)
             if note and stmts and isinstance(stmts[0], Assign):
                 stmts[0].note = note

@@ -12,6 +12,7 @@ from __future__ import annotations
 from functools import cache
 
 from translator.ir import IMPORT_BIT, Function
+from translator.isa import CALL_KINDS
 
 # Import full name -> {operand index: enum kind}. Only operands before any variadic span.
 ENUM_ARGUMENTS = {
@@ -160,7 +161,7 @@ def const_notes(module, fn: Function) -> dict[int, str]:
                 writes.setdefault(r.ordinal, []).append(op)
     notes: dict[int, str] = {}
     for op in fn.ops():
-        if not op.mnemonic.startswith("call"):
+        if op.spec.emit not in CALL_KINDS:
             continue
         callee = op["callee_ordinal"]
         if not callee & IMPORT_BIT:
@@ -173,7 +174,8 @@ def const_notes(module, fn: Function) -> dict[int, str]:
             if index >= len(operands) or operands[index].is_ref:
                 continue
             defs = writes.get(operands[index].ordinal, ())
-            if len(defs) != 1 or defs[0].mnemonic != "const.i32":
+            imm = defs[0].get("value") if len(defs) == 1 and defs[0].spec.emit == "const" else None
+            if imm is None or imm.type != "i32":
                 continue
             name = describe(kind, defs[0]["value"].value)
             if name:

@@ -1,32 +1,56 @@
 """Python identifiers for everything the generated module names.
 
 Names come from untrusted input (export names, import names, rodata contents): they reach
-generated code only through `identifier()`, which keeps [A-Za-z0-9_], never produces a
-keyword or a builtin/runtime name, and makes every name unique within its table.
+generated code only through `identifier()`, the one identifier rule of
+runtime_support/names.py (which a context also names its export attributes with) plus the
+names the generated module reserves; `NameTable` makes every name unique.
 """
 
 from __future__ import annotations
 
 import builtins
-import keyword
 import re
+
+from runtime_support.names import LIMIT, identifier as _identifier
 
 from translator.codegen.escape import comment_text  # noqa: F401  (re-exported)
 
 _RESERVED = set(dir(builtins)) | {
     "rwdata", "refs", "ctx", "block", "np", "self", "load", "EXPORTS", "CCONVS",
-    "ModuleContext", "vm_fail", "Export", "_EXPORTS", "_IMPORTS", "_RODATA", "_bind",
+    "ModuleContext", "vm_fail", "Export", "Import", "_EXPORTS", "_IMPORTS", "_RODATA", "_bind",
     "describe_exports", "VM_MODULE_NAME", "PACKAGE_NAME", "__dir__",
 }
 
 
-def identifier(text: str, *, prefix: str = "f_", limit: int = 60) -> str:
-    ident = re.sub(r"\W+", "_", text, flags=re.ASCII).strip("_")[:limit] or prefix.rstrip("_")
-    if ident[0].isdigit():
-        ident = prefix + ident
-    if keyword.iskeyword(ident) or ident in _RESERVED or re.fullmatch(r"[ir]\d+|MESSAGE_\d+", ident):
-        ident = prefix + ident
-    return ident
+def _helper_names() -> set[str]:
+    """The runtime helpers generated code imports (`add_i32`, `list_alloc`, ...): an
+    export named like one must not shadow it inside `_bind`."""
+    import importlib
+
+    from translator.codegen.ops import HELPER_MODULES
+
+    return {n for m in HELPER_MODULES.values() for n in dir(importlib.import_module(m)) if not n.startswith("_")}
+
+
+class _Reserved:
+    """Names generated code defines itself: builtins, the frame's names, and the
+    register (`i4`, `r2`) and message-constant (`MESSAGE_3`) patterns."""
+
+    def __contains__(self, name: str) -> bool:
+        if name in _RESERVED or re.fullmatch(r"[ir]\d+|MESSAGE_\d+", name):
+            return True
+        if not _HELPERS:
+            _HELPERS.update(_helper_names())
+        return name in _HELPERS
+
+
+_HELPERS: set[str] = set()
+RESERVED = _Reserved()
+
+
+def identifier(text: str, *, prefix: str = "f_", limit: int = LIMIT) -> str:
+    """runtime_support.names.identifier, with the generated module's reserved names."""
+    return _identifier(text, prefix=prefix, reserved=RESERVED, limit=limit)
 
 
 class NameTable:

@@ -1,9 +1,12 @@
 """VM ops -> statement-tree nodes (`stmt.py`).
 
-Lowering is by mnemonic family, from the op's fields as `isa.OpSpec` names them. Scalar
+Each op is lowered by the emitter its ISA row names (`emit` column: `_emit_<kind>` for an
+op inside a block, `_end_<kind>` for a terminator), from the op's fields as `isa.OpSpec`
+names them. Scalar
 arithmetic calls the bit-exact helpers of `runtime_support.vm.numerics` (named after the
 mnemonic: `add.i32` -> `add_i32`); buffer and list ops call `runtime_support.vm.buffer` /
-`.list` helpers named the same way; a few trivially exact ops are written inline.
+`.list` helpers named the same way; ops whose semantics is one Python expression are
+written inline, in the form `runtime_support.vm.numerics.INLINE` gives beside the function.
 """
 
 from __future__ import annotations
@@ -27,30 +30,8 @@ from translator.codegen.stmt import (
     Stmt,
 )
 from translator.ir import IMPORT_BIT, Function, Op, Reg
+from runtime_support.vm.numerics import INLINE as NUMERIC_INLINE
 
-# Runtime helper modules by mnemonic family.
-NUMERIC_INLINE = {
-    "and.i32": "{left} & {right}",
-    "or.i32": "{left} | {right}",
-    "xor.i32": "{left} ^ {right}",
-    "and.i64": "{left} & {right}",
-    "or.i64": "{left} | {right}",
-    "xor.i64": "{left} ^ {right}",
-    "not.i32": "~{operand}",
-    "not.i64": "~{operand}",
-    "cmp.eq.i32": "int({left} == {right})",
-    "cmp.ne.i32": "int({left} != {right})",
-    "cmp.lt.i32.s": "int({left} < {right})",
-    "cmp.nz.i32": "int({operand} != 0)",
-    "cmp.eq.i64": "int({left} == {right})",
-    "cmp.ne.i64": "int({left} != {right})",
-    "cmp.lt.i64.s": "int({left} < {right})",
-    "cmp.nz.i64": "int({operand} != 0)",
-    "cmp.eq.ref": "int({left} is {right})",
-    "cmp.ne.ref": "int({left} is not {right})",
-    "cmp.nz.ref": "int({operand} is not None)",
-    "ext.i32.i64.s": "{operand}",
-}
 
 # Families rendered as `result = helper(fields...)` with the helper named after the
 # mnemonic, from the named runtime module.
@@ -122,8 +103,15 @@ class OpRenderer:
     def reads(self, op: Op) -> frozenset[str]:
         return frozenset(self.reg(r) for r in op.reads())
 
-    def moves_after(self, op: Op, prov: Provenance, overwritten: frozenset[int] = frozenset()) -> list[Stmt]:
-        """Release of ref operands read with the move bit (ownership moved away).
+    def moves_after(
+        self,
+        op: Op,
+        prov: Provenance,
+        overwritten: frozenset[int] = frozenset(),
+        dead: frozenset[int] = frozenset(),
+    ) -> list[Stmt]:
+        """Release of ref operands read with the move bit (ownership moved away) or read
+        for the last time (`dead`, from analyses/liveness.py).
 
         Registers in `overwritten` are assigned by the very next statement, which
         releases the old value just the same, so they need no separate release.
@@ -136,7 +124,12 @@ class OpRenderer:
             v = op.values[f.name]
             regs = [v] if f.kind == "register" else (v if f.kind == "list" and f.bank != "segments" else ())
             for r in regs:
-                if isinstance(r, Reg) and r.is_ref and r.move and r.ordinal not in written:
+                if (
+                    isinstance(r, Reg)
+                    and r.is_ref
+                    and (r.move or r.ordinal in dead)
+                    and r.ordinal not in written
+                ):
                     name = self.reg(r)
                     if name not in moved:
                         moved.append(name)
@@ -145,12 +138,24 @@ class OpRenderer:
     # -- provenance -----------------------------------------------------------------
     def provenance(self, fn: Function, op: Op) -> Provenance:
         k = fn.ordinal
-        return Provenance(fn.name, op.pc, op.mnemonic, self.locations(k, op.pc), self.locations.file_of(k, op.pc))
+        callee = None
+        if "callee_ordinal" in op.values:
+            c = op["callee_ordinal"]
+            callee = (
+                self.module.imports[c & ~IMPORT_BIT].full_name
+                if c & IMPORT_BIT
+                else "@" + self.module.function_display_name(c)
+            )
+        return Provenance(
+            fn.name, op.pc, op.mnemonic, self.locations(k, op.pc), self.locations.file_of(k, op.pc), callee
+        )
 
     # -- ops ------------------------------------------------------------------------
-    def lower_op(self, fn: Function, op: Op, overwritten: frozenset[int] = frozenset()) -> list[Stmt]:
+    def lower_op(
+        self, fn: Function, op: Op, overwritten: frozenset[int] = frozenset(), dead: frozenset[int] = frozenset()
+    ) -> list[Stmt]:
         prov = self.provenance(fn, op)
-        return self._lower(fn, op, prov) + self.moves_after(op, prov, overwritten)
+        return self._lower(fn, op, prov) + self.moves_after(op, prov, overwritten, dead)
 
     def _assign(self, op: Op, prov: Provenance, expr: str) -> list[Stmt]:
         return [Assign(prov, tuple(self.reg(r) for r in op.writes()), expr, self.reads(op))]
@@ -159,78 +164,107 @@ class OpRenderer:
         return self._assign(op, prov, expr) if op.writes() else [Call(prov, expr, self.reads(op))]
 
     def _lower(self, fn: Function, op: Op, prov: Provenance) -> list[Stmt]:
-        m = op.mnemonic
-        v = op.values
-        f = lambda name: self.field_text(op, name)  # noqa: E731
-        assign = lambda expr: self._assign(op, prov, expr)  # noqa: E731
+        emit = getattr(self, f"_emit_{op.spec.emit}", None)
+        if emit is None or op.spec.is_terminator:
+            raise NotImplementedError(f"no Python rendering for vm.{op.mnemonic}")
+        return emit(fn, op, prov)
 
-        if m.startswith("const."):
-            if m == "const.ref.zero":
-                return [Release(prov, [self.reg(r) for r in op.writes()])]
-            if m.endswith(".zero"):
-                return assign( ("0.0" if "f" in m.split(".")[1] else "0"))
-            if m == "const.ref.rodata":
-                return assign(self.names.rodata(v["rodata"]))
-            imm = v["value"]
-            if imm.type in ("i32", "i64"):
-                return assign(str(imm.value))
-            width = 32 if imm.type == "f32" else 64
-            if not math.isfinite(imm.value):
-                self.use("numerics", "from_bits_f32" if width == 32 else "from_bits_f64")
-            return assign(_float_literal(imm.value, imm.bits, width))
-        if m in NUMERIC_INLINE:
-            return assign(NUMERIC_INLINE[m].format(**{fs.name: f(fs.name) for fs in op.spec.fields if not fs.write}))
-        if m in self.numeric_ops:
-            args = ", ".join(f(fs.name) for fs in op.spec.fields if not fs.write)
-            return assign(f"{self.use('numerics', helper_name(m))}({args})")
-        if m.startswith("select."):
-            return assign(f"{f('true_value')} if {f('condition')} else {f('false_value')}")
-        if m.startswith("switch."):
-            values = ", ".join(self.reg(r) for r in v["values"])
-            if m == "switch.i64":
-                # IREE 3.13 reads each listed i64 value as its low 32 bits, sign-extended
-                # (observed with iree-run-module); the default keeps all 64 bits.
-                wrap = self.use("numerics", "wrap_i32")
-                values = ", ".join(f"{wrap}({self.reg(r)})" for r in v["values"])
-            n = len(v["values"])
-            if n == 0:
-                return assign(f("default_value"))
-            tup = f"({values},)" if n == 1 else f"({values})"
-            idx = f("index")
-            return assign(f"{tup}[{idx}] if 0 <= {idx} < {n} else {f('default_value')}")
-        if m.startswith("global."):
-            return self._global(op, prov, f)
-        if m.startswith("list."):
-            if m == "list.alloc":
-                t = self.module.types[v["element_type"]]
-                inner = t[len("!vm.list<") : -1] if t.startswith("!vm.list<") else t
-                if inner == "!vm.opaque":  # the element type of variant lists
-                    inner = "?"
-                return assign(f"{self.use('list', 'list_alloc')}({lit(inner)}, {f('initial_capacity')})")
-            args = [f(fs.name) if fs.kind != "type" else lit(self.module.types[v[fs.name]]) for fs in op.spec.fields if not fs.write]
-            return self._call_stmt(op, prov, f"{self.use('list', helper_name(m))}({', '.join(args)})")
-        if m.startswith("buffer."):
-            args = ", ".join(f(fs.name) for fs in op.spec.fields if not fs.write)
-            return self._call_stmt(op, prov, f"{self.use('buffer', helper_name(m))}({args})")
-        if m == "assign.ref":
-            return assign(f("source"))
-        if m == "cast.any.ref":
-            t = self.module.types[v["result_type"]]
-            return assign(f"{self.use('globals', 'cast_any_ref')}({f('operand')}, {lit(t)})")
-        if m in ("call", "call.variadic"):
-            return self._call(op, prov)
-        if m == "import.resolved":
-            name = self.names.import_name(v["import_ordinal"] & ~IMPORT_BIT)
-            return assign(f"int({name} is not None)")
-        if m == "discard.refs":
-            regs = list(dict.fromkeys(self.reg(r) for r in v["refs"]))
-            return [Release(prov, regs)] if regs else []
-        if m in ("trace", "print"):
-            name = v["event_name"].decode("utf-8", errors="replace")
-            return [Comment(prov, f"vm.{m} {name!r}")]
-        if m == "fail":
-            return [If(prov, f("status"), [self._raise(fn, op, prov)])]
-        raise NotImplementedError(f"no Python rendering for vm.{m}")
+    # One emitter per `emit` kind of the ISA table (isa.EMIT_KINDS).
+    def _emit_const(self, fn: Function, op: Op, prov: Provenance) -> list[Stmt]:
+        imm = op.get("value")
+        if imm is None:  # const.<type>.zero
+            bank = op.spec.fields[-1].bank
+            return self._assign(op, prov, "0.0" if bank in ("f32", "f64") else "0")
+        if imm.type in ("i32", "i64"):
+            return self._assign(op, prov, str(imm.value))
+        width = 32 if imm.type == "f32" else 64
+        if not math.isfinite(imm.value):
+            self.use("numerics", "from_bits_f32" if width == 32 else "from_bits_f64")
+        return self._assign(op, prov, _float_literal(imm.value, imm.bits, width))
+
+    def _emit_null(self, fn: Function, op: Op, prov: Provenance) -> list[Stmt]:
+        return [Release(prov, [self.reg(r) for r in op.writes()])]
+
+    def _emit_rodata(self, fn: Function, op: Op, prov: Provenance) -> list[Stmt]:
+        return self._assign(op, prov, self.names.rodata(op["rodata"]))
+
+    def _operands(self, op: Op) -> dict[str, str]:
+        return {fs.name: self.field_text(op, fs.name) for fs in op.spec.fields if not fs.write}
+
+    def _emit_numeric(self, fn: Function, op: Op, prov: Provenance) -> list[Stmt]:
+        operands = self._operands(op)
+        form = NUMERIC_INLINE.get(op.mnemonic)
+        if form is not None:
+            return self._assign(op, prov, form.format(**operands))
+        helper = self.use("numerics", helper_name(op.mnemonic))
+        return self._assign(op, prov, f"{helper}({', '.join(operands.values())})")
+
+    def _emit_select(self, fn: Function, op: Op, prov: Provenance) -> list[Stmt]:
+        f = lambda name: self.field_text(op, name)  # noqa: E731
+        return self._assign(op, prov, f"{f('true_value')} if {f('condition')} else {f('false_value')}")
+
+    def _emit_switch(self, fn: Function, op: Op, prov: Provenance, wrap: str | None = None) -> list[Stmt]:
+        regs = [self.reg(r) for r in op["values"]]
+        if wrap is not None:
+            regs = [f"{wrap}({r})" for r in regs]
+        n = len(regs)
+        default = self.field_text(op, "default_value")
+        if n == 0:
+            return self._assign(op, prov, default)
+        tup = f"({regs[0]},)" if n == 1 else f"({', '.join(regs)})"
+        idx = self.field_text(op, "index")
+        return self._assign(op, prov, f"{tup}[{idx}] if 0 <= {idx} < {n} else {default}")
+
+    def _emit_switch_i64(self, fn: Function, op: Op, prov: Provenance) -> list[Stmt]:
+        # IREE 3.13 reads each listed i64 value as its low 32 bits, sign-extended
+        # (observed with iree-run-module); the default keeps all 64 bits.
+        return self._emit_switch(fn, op, prov, wrap=self.use("numerics", "wrap_i32"))
+
+    def _emit_list_alloc(self, fn: Function, op: Op, prov: Provenance) -> list[Stmt]:
+        t = self.module.types[op["element_type"]]
+        inner = t[len("!vm.list<") : -1] if t.startswith("!vm.list<") else t
+        if inner == "!vm.opaque":  # the element type of variant lists
+            inner = "?"
+        size = self.field_text(op, "initial_capacity")
+        return self._assign(op, prov, f"{self.use('list', 'list_alloc')}({lit(inner)}, {size})")
+
+    def _emit_list(self, fn: Function, op: Op, prov: Provenance) -> list[Stmt]:
+        args = [
+            self.field_text(op, fs.name) if fs.kind != "type" else lit(self.module.types[op[fs.name]])
+            for fs in op.spec.fields
+            if not fs.write
+        ]
+        return self._call_stmt(op, prov, f"{self.use('list', helper_name(op.mnemonic))}({', '.join(args)})")
+
+    def _emit_buffer(self, fn: Function, op: Op, prov: Provenance) -> list[Stmt]:
+        args = ", ".join(self._operands(op).values())
+        return self._call_stmt(op, prov, f"{self.use('buffer', helper_name(op.mnemonic))}({args})")
+
+    def _emit_assign(self, fn: Function, op: Op, prov: Provenance) -> list[Stmt]:
+        return self._assign(op, prov, self.field_text(op, "source"))
+
+    def _emit_cast(self, fn: Function, op: Op, prov: Provenance) -> list[Stmt]:
+        t = self.module.types[op["result_type"]]
+        operand = self.field_text(op, "operand")
+        return self._assign(op, prov, f"{self.use('globals', 'cast_any_ref')}({operand}, {lit(t)})")
+
+    def _emit_call(self, fn: Function, op: Op, prov: Provenance) -> list[Stmt]:
+        return self._call(op, prov)
+
+    def _emit_import_resolved(self, fn: Function, op: Op, prov: Provenance) -> list[Stmt]:
+        name = self.names.import_name(op["import_ordinal"] & ~IMPORT_BIT)
+        return self._assign(op, prov, f"int({name} is not None)")
+
+    def _emit_discard(self, fn: Function, op: Op, prov: Provenance) -> list[Stmt]:
+        regs = list(dict.fromkeys(self.reg(r) for r in op["refs"]))
+        return [Release(prov, regs)] if regs else []
+
+    def _emit_comment(self, fn: Function, op: Op, prov: Provenance) -> list[Stmt]:
+        name = op["event_name"].decode("utf-8", errors="replace")
+        return [Comment(prov, f"vm.{op.mnemonic} {name!r}")]
+
+    def _emit_fail(self, fn: Function, op: Op, prov: Provenance) -> list[Stmt]:
+        return [If(prov, self.field_text(op, "status"), [self._raise(fn, op, prov)])]
 
     def _raise(self, fn: Function, op: Op, prov: Provenance) -> Raise:
         msg = op["message"].decode("utf-8", errors="replace")
@@ -238,21 +272,23 @@ class OpRenderer:
         loc = None if prov.location is None else comment_text(prov.location)
         return Raise(prov, self.field_text(op, "status"), msg, fn.name, loc)
 
-    def _global(self, op: Op, prov: Provenance, f) -> list[Stmt]:
-        m = op.mnemonic
-        kind, bank = m.split(".")[1], m.split(".")[-1]
-        indirect = ".indirect." in m
-        reads = self.reads(op)
-        if bank == "ref":
-            t = self.module.types[op["type_def"]]
-            where = f("global") if indirect else str(op["global"])
-            if kind == "load":
-                return self._assign(op, prov, f"{self.use('globals', 'global_load_ref')}(refs, {where}, {lit(t)})")
-            return [Call(prov, f"{self.use('globals', 'global_store_ref')}(refs, {where}, {lit(t)}, {f('value')})", reads)]
-        where = f("byte_offset") if indirect else str(op["byte_offset"])
-        if kind == "load":
-            return self._assign(op, prov, f"{self.use('globals', f'global_load_{bank}')}(rwdata, {where})")
-        return [Call(prov, f"{self.use('globals', f'global_store_{bank}')}(rwdata, {where}, {f('value')})", reads)]
+    def _emit_global(self, fn: Function, op: Op, prov: Provenance) -> list[Stmt]:
+        """A value global lives at a byte offset of `rwdata`, a ref global at an ordinal of
+        `refs`; the address is an immediate or (indirect) a register, as the fields say."""
+        value = next(fs for fs in op.spec.fields if fs.name in ("value", "result"))
+        address = op.spec.fields[0]
+        where = self.field_text(op, address.name) if address.is_register else str(op[address.name])
+        load = value.write
+        if value.bank == "ref":
+            t = lit(self.module.types[op["type_def"]])
+            if load:
+                return self._assign(op, prov, f"{self.use('globals', 'global_load_ref')}(refs, {where}, {t})")
+            helper = self.use("globals", "global_store_ref")
+            return [Call(prov, f"{helper}(refs, {where}, {t}, {self.reg(op['value'])})", self.reads(op))]
+        if load:
+            return self._assign(op, prov, f"{self.use('globals', f'global_load_{value.bank}')}(rwdata, {where})")
+        helper = self.use("globals", f"global_store_{value.bank}")
+        return [Call(prov, f"{helper}(rwdata, {where}, {self.reg(op['value'])})", self.reads(op))]
 
     # -- calls ------------------------------------------------------------------------
     def call_expr(self, op: Op) -> str:
@@ -314,33 +350,36 @@ class OpRenderer:
 
     def lower_terminator(self, fn: Function, term: Op, index_of: dict[int, int]) -> Terminator:
         prov = self.provenance(fn, term)
-        m = term.mnemonic
-        if m == "return":
-            return Terminator(prov, [], [Return(prov, tuple(self.reg(r) for r in term["operands"]))], [])
-        if m == "fail":
-            return Terminator(prov, [], [self._raise(fn, term, prov)], [])
-        if m in ("br", "yield", "break"):
-            return Terminator(prov, [], None, [Edge(None, index_of[term["dest_pc"]], term["operands"])])
-        if m == "cond_br":
-            cond = self.field_text(term, "condition")
-            return Terminator(
-                prov,
-                [],
-                None,
-                [
-                    Edge(cond, index_of[term["true_dest_pc"]], term["true_operands"]),
-                    Edge(None, index_of[term["false_dest_pc"]], term["false_operands"]),
-                ],
-            )
-        if m == "br_table":
-            idx = self.field_text(term, "index")
-            edges = [Edge(f"{idx} == {i}", index_of[pc], pairs) for i, (pc, pairs) in enumerate(term["cases"])]
-            edges.append(Edge(None, index_of[term["default_dest_pc"]], term["default_operands"]))
-            return Terminator(prov, [], None, edges)
-        if m in ("call.yieldable", "call.variadic.yieldable"):
-            pre = self._call(term, prov) + self.moves_after(term, prov)
-            return Terminator(prov, pre, None, [Edge(None, index_of[term["dest_pc"]], ())])
-        raise NotImplementedError(f"terminator vm.{m}")
+        emit = getattr(self, f"_end_{term.spec.emit}", None)
+        if emit is None or not term.spec.is_terminator:
+            raise NotImplementedError(f"terminator vm.{term.mnemonic}")
+        return emit(fn, term, prov, index_of)
+
+    # One per terminator `emit` kind of the ISA table; edges in `Op.edges()` order.
+    def _edges(self, term: Op, index_of: dict[int, int], tests: list[str | None]) -> list[Edge]:
+        return [Edge(t, index_of[pc], pairs) for t, (pc, pairs) in zip(tests, term.edges())]
+
+    def _end_return(self, fn, term, prov, index_of) -> Terminator:
+        return Terminator(prov, [], [Return(prov, tuple(self.reg(r) for r in term["operands"]))], [])
+
+    def _end_fail(self, fn, term, prov, index_of) -> Terminator:
+        return Terminator(prov, [], [self._raise(fn, term, prov)], [])
+
+    def _end_branch(self, fn, term, prov, index_of) -> Terminator:
+        return Terminator(prov, [], None, self._edges(term, index_of, [None]))
+
+    def _end_cond_br(self, fn, term, prov, index_of) -> Terminator:
+        return Terminator(prov, [], None, self._edges(term, index_of, [self.field_text(term, "condition"), None]))
+
+    def _end_br_table(self, fn, term, prov, index_of) -> Terminator:
+        # Op.edges(): the default first, then the cases; the default is the final `else`.
+        idx = self.field_text(term, "index")
+        default, *cases = self._edges(term, index_of, [None] + [f"{idx} == {i}" for i in range(len(term["cases"]))])
+        return Terminator(prov, [], None, cases + [default])
+
+    def _end_call_yield(self, fn, term, prov, index_of) -> Terminator:
+        pre = self._call(term, prov) + self.moves_after(term, prov)
+        return Terminator(prov, pre, None, self._edges(term, index_of, [None]))
 
 
 __all__ = ["Edge", "OpRenderer", "Terminator", "helper_name"]

@@ -3,7 +3,8 @@
 - `trim_ref_init`: refs assigned before any read need no opening `= None`.
 - `tidy_releases`: drops releases of locals already known to be None (the function's
   initial `r0 = r1 = None` makes most first releases redundant) and releases the very
-  next statement overwrites or a `return` ends anyway; merges adjacent release chains.
+  next statement overwrites or a `return`/`raise` ends anyway; merges adjacent release
+  chains.
 - `tidy_ifs`: `if c: <nothing> else: X` becomes `if not c: X`.
 - `MessageTable.hoist`: `vm.fail` messages longer than a line become module constants
   (`MESSAGE_3`), so a 2 KB target description does not sit inside a `raise`.
@@ -92,6 +93,11 @@ def _releases(body: list[Stmt], none: set[str]) -> tuple[list[Stmt], set[str]]:
                     out[-1].names = keep
                 else:
                     out.pop()
+        elif isinstance(s, Raise):
+            # So does raising (the frame's locals go with the exception's traceback), and
+            # a raise reads no ref: the releases just before it are noise.
+            while out and isinstance(out[-1], Release):
+                out.pop()
         elif isinstance(s, If):
             s.body, after_body = _releases(s.body, set(none))
             s.orelse, after_else = _releases(s.orelse, set(none))

@@ -1,8 +1,9 @@
 """Statement tree -> lines of Python, with the forms of `templates/statements.py`.
 
 The printer adds indentation, the source-location comment where the location changes,
-and (with `provenance=True`, or for functions without a source map) a `# pc 0x42 vm.op`
-comment per op; vmfb text goes through `escape.py` only.
+and (with `provenance=True`: `--provenance`, or a function without source locations) one
+VM comment per statement group (`provenance_groups`); vmfb text goes through `escape.py`
+only.
 """
 
 from __future__ import annotations
@@ -31,25 +32,81 @@ from translator.codegen.stmt import (
 INDENT = "    "
 
 
+_CONTROL = (If, While, Return, Raise)
+GROUP_NAMES = 3  # names shown per provenance comment, at most
+GROUP_TEXT = 64  # characters of names, so that the comment line stays short
+
+
+def provenance_groups(body: list[Stmt]) -> dict[int, tuple[int, int, list[str]]]:
+    """Index of each group's first statement -> (first pc, last pc, what it does).
+
+    A group is a straight run of statements lowered from ops, up to and including the
+    next control statement (`if`, `while`, `return`, `raise`): one comment per group, so
+    a hundred lines of host calls between two fence checks get one. It names the calls
+    the group makes (`hal.command_buffer.dispatch`), else its ops (`vm.add.i32`). A
+    group that is only a control statement speaks for itself and gets none.
+    """
+    heads: dict[int, tuple[int, int, list[str]]] = {}
+    start: int | None = None
+    pcs: list[int] = []
+    calls: list[str] = []
+    ops: list[str] = []
+
+    def close() -> None:
+        if start is not None and (calls or ops):
+            heads[start] = (min(pcs), max(pcs), list(dict.fromkeys(calls or ops)))
+
+    for i, s in enumerate(body):
+        if s.prov is None:
+            continue
+        if start is None:
+            start, pcs, calls, ops = i, [], [], []
+        pcs.append(s.prov.pc)
+        control = isinstance(s, _CONTROL)
+        if s.prov.callee is not None:
+            calls.append(s.prov.callee)
+        elif not control and not isinstance(s, Release):
+            ops.append(s.prov.what)
+        if control:
+            close()
+            start = None
+    close()
+    return heads
+
+
+def provenance_text(first: int, last: int, names: list[str]) -> str:
+    n = 1
+    while n < min(len(names), GROUP_NAMES) and len(", ".join(names[: n + 1])) <= GROUP_TEXT:
+        n += 1
+    shown = ", ".join(names[:n])
+    if len(names) > n:
+        shown += f" (+{len(names) - n} more)"
+    pcs = f"{first:#x}" if first == last else f"{first:#x}-{last:#x}"
+    return S["Provenance"].format(pcs=pcs, what=comment_text(shown))
+
+
 class Printer:
     def __init__(self, provenance: bool = False) -> None:
         self.provenance = provenance
         self.lines: list[str] = []
         self._location: str | None = None
         self._file: str | None = None
-        self._pc: int | None = None
 
     def function_body(self, body: list[Stmt]) -> list[str]:
         self.lines = []
         self._location = None
         self._file = None
-        self._pc = None
         self.block(body, "")
         return self.lines
 
     def block(self, body: list[Stmt], indent: str) -> None:
         start = len(self.lines)
-        for s in body:
+        heads = provenance_groups(body) if self.provenance else {}
+        for i, s in enumerate(body):
+            head = heads.get(i)
+            if head is not None:
+                self._mark(s, indent)  # the location comes first, then the VM comment
+                self.lines.append(indent + provenance_text(*head))
             self.stmt(s, indent)
         if all(line.lstrip().startswith("#") for line in self.lines[start:]):
             self.lines.append(indent + S["Pass"])
@@ -67,9 +124,6 @@ class Printer:
                     text = S["Line"].format(position=text[len(prov.file) + 1 :])
                 self._file = prov.file
             self.lines.append(indent + S["Comment"].format(text=comment_text(text)))
-        if self.provenance and prov.pc != self._pc:
-            self._pc = prov.pc
-            self.lines.append(indent + S["Provenance"].format(pc=prov.pc, opcode=comment_text(prov.opcode)))
 
     def stmt(self, s: Stmt, indent: str) -> None:
         self._mark(s, indent)

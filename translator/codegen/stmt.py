@@ -22,6 +22,12 @@ class Provenance:
     opcode: str  # VM mnemonic, e.g. "call.variadic"
     location: str | None  # compact MLIR source location (raw text; printed as a comment)
     file: str | None = None  # the file of a plain file:line:col location
+    callee: str | None = None  # a call's VM callee (`hal.fence.await`, `@fn`); raw text
+
+    @property
+    def what(self) -> str:
+        """What the op does, as a reader of `--dump` finds it: the callee of a call."""
+        return self.callee if self.callee is not None else f"vm.{self.opcode}"
 
 
 @dataclass(slots=True)

@@ -4,8 +4,9 @@ Raw vmfb text (names, declarations, cconvs, messages) stays raw here; the templa
 writes it only through the `pyrepr` filter (`escape.string_literal`). Function bodies
 arrive as printed lines (`printer.py`); comments arrive already made safe.
 
-`ExportRow` is written into the package as `runtime_support.context.Export(...)`, the
-row type `ModuleContext` reads: the contract between generated code and runtime.
+`ExportRow` and `ImportRow` are written into the package as
+`runtime_support.context.Export(...)` / `Import(...)`, the row types `ModuleContext`
+reads: the contract between generated code and runtime.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 # Golden 'dynamic_shapes': dyn_shape_2d.mlir, one function. Covers: dynamic dimensions: i64 index arithmetic, shape lists.
     def dyn_matmul(r0, r1):
         "sync func @dyn_matmul(%input0: tensor<?x?xf32>, %input1: tensor<?x?xf32>) -> (%output0: tensor<?x?xf32>)"
+        # pc 0x1-0x38d hal.buffer_view.dim, hal.buffer_view.assert (+12 more)
         i0 = 13
         i1 = 28
         i2 = 3
@@ -101,7 +102,7 @@
         i0 = hal_fence_await(i8, i14, [r4])
         r4 = None
         if i0:
-            r1 = None
             raise vm_fail(i0, "failed to wait on timepoint", "dyn_matmul", None)
+        # pc 0x39d-0x3c4 hal.buffer_view.create
         r0 = hal_buffer_view_create(r1, i14, i26, i5, i6, [i22, i32])
         return r0

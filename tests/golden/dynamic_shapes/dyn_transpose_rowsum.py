@@ -1,6 +1,7 @@
 # Golden 'dynamic_shapes': dyn_shape_2d.mlir, one function. Covers: dynamic dimensions: i64 index arithmetic, shape lists.
     def dyn_transpose_rowsum(r0):
         "sync func @dyn_transpose_rowsum(%input0: tensor<?x?xf32>) -> (%output0: tensor<?x?xf32>, %output1: tensor<?xf32>)"
+        # pc 0x1-0x3bd hal.buffer_view.dim, hal.buffer_view.assert (+12 more)
         i0 = 13
         i1 = 28
         i2 = 3
@@ -116,8 +117,8 @@
         i0 = hal_fence_await(i12, i18, [r3])
         r3 = None
         if i0:
-            r5 = None
             raise vm_fail(i0, "failed to wait on timepoint", "dyn_transpose_rowsum", None)
+        # pc 0x3cd-0x41a hal.buffer_view.create
         r0 = hal_buffer_view_create(r5, i18, i24, i9, i10, [i30, i28])
         r1 = hal_buffer_view_create(r5, i36, i32, i9, i10, [i28])
         return r0, r1

@@ -1,6 +1,7 @@
 # Golden 'elementwise': tensor_elementwise.mlir, one function. Covers: dispatches behind a fence wait; its failure arm as an early exit; HAL calls with enum arguments; command-buffer init function.
     def elementwise(r0, r1):
         "sync func @elementwise(%input0: tensor<2x5xf32>, %input1: tensor<2x5xf32>) -> (%output0: tensor<2x5xf32>, %output1: tensor<2x5xf32>, %output2: tensor<2x5xf32>)"
+        # pc 0x1-0x1d5 hal.buffer_view.assert, hal.buffer_view.buffer (+6 more)
         i0 = 16
         i1 = 1  # DENSE_ROW_MAJOR
         i2 = 553648160  # FLOAT_32
@@ -40,8 +41,8 @@
         i0 = hal_fence_await(i5, i18, [r2])
         r2 = None
         if i0:
-            r1 = None
             raise vm_fail(i0, "failed to wait on timepoint", "elementwise", None)
+        # pc 0x1e5-0x25c hal.buffer_view.create
         r0 = hal_buffer_view_create(r1, i18, i10, i2, i1, [i6, i8])
         r2 = hal_buffer_view_create(r1, i12, i10, i2, i1, [i6, i8])
         r3 = hal_buffer_view_create(r1, i14, i10, i2, i1, [i6, i8])

@@ -1,6 +1,7 @@
 # Golden 'elementwise': tensor_elementwise.mlir, one function. Covers: dispatches behind a fence wait; its failure arm as an early exit; HAL calls with enum arguments; command-buffer init function.
     def fn0():
         "Internal VM function 0 (cconv '0v_r')."
+        # pc 0x1-0x10c hal.command_buffer.create, hal.executable.lookup.function (+3 more)
         i0 = 13
         i1 = 28
         i2 = 2

@@ -1,6 +1,7 @@
 # Golden 'lists_buffers': util_buffer.mlir, one function. Covers: !vm.buffer and !vm.list helpers, ref moves and releases.
     def buffer_ops(i0, i2, i4, i5):
         "sync func @buffer_ops(%input0: i32, %input1: i64, %input2: f32, %input3: i32) -> (%output0: i32, %output1: i64, %output2: f32, %output3: i1, %output4: index, %output5: i32, %output6: i8, %output7: i16)"
+        # pc 0x1-0xf8 vm.const.i32.zero, vm.const.i32, vm.const.i64 (+17 more)
         i1 = 0
         i6 = 15
         i8 = 64
@@ -14,7 +15,7 @@
         i22 = 3
         r0 = rodata_0
         i6 = i5 & i6
-        i24 = ext_i32_i64_u(i6)
+        i24 = i6 & 0xFFFFFFFF
         i8 = add_i64(i24, i8)
         r1 = buffer_alloc(i8, i1)
         buffer_fill_i8(r1, i20, i8, i7)
@@ -30,6 +31,6 @@
         i4 = buffer_compare(r1, i20, r1, i10, i12)
         r1 = None
         i22 = i5 & i22
-        i6 = ext_i32_i64_u(i22)
+        i6 = i22 & 0xFFFFFFFF
         i5 = buffer_load_i32(r0, i6)
         return i0, i18, i1, i4, i8, i5, i2, i3

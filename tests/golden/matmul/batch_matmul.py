@@ -1,6 +1,7 @@
 # Golden 'matmul': tensor_matmul.mlir, one function. Covers: a matmul dispatch; buffer asserts; long vm.fail messages hoisted to module constants.
     def batch_matmul(r0, r1):
         "sync func @batch_matmul(%input0: tensor<2x3x4xf32>, %input1: tensor<2x4x2xf32>) -> (%output0: tensor<2x3x2xf32>)"
+        # pc 0x1-0x1d9 hal.buffer_view.assert, hal.buffer_view.buffer (+6 more)
         i0 = 16
         i1 = 1  # DENSE_ROW_MAJOR
         i2 = 553648160  # FLOAT_32
@@ -40,7 +41,7 @@
         i0 = hal_fence_await(i5, i18, [r2])
         r2 = None
         if i0:
-            r1 = None
             raise vm_fail(i0, "failed to wait on timepoint", "batch_matmul", None)
+        # pc 0x1e9-0x212 hal.buffer_view.create
         r0 = hal_buffer_view_create(r1, i18, i16, i2, i1, [i6, i8, i6])
         return r0

@@ -1,6 +1,7 @@
 # Golden 'matmul': tensor_matmul.mlir, one function. Covers: a matmul dispatch; buffer asserts; long vm.fail messages hoisted to module constants.
     def fn2():
         "Internal VM function 2 (cconv '0v_r')."
+        # pc 0x1-0x102 hal.command_buffer.create, hal.executable.lookup.function (+3 more)
         i0 = 13
         i1 = 28
         r0 = None

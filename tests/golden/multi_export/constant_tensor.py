@@ -1,6 +1,7 @@
 # Golden 'multi_export': multi_export.mlir, one function. Covers: several exports and internal calls; one export table.
     def constant_tensor():
         "sync func @constant_tensor() -> (%output0: tensor<3xi32>)"
+        # pc 0x1-0xdb hal.fence.create, hal.device.queue.alloca, hal.device.queue.copy (+1 more)
         i0 = 268435488  # INT_32
         i1 = 1  # DENSE_ROW_MAJOR
         i2 = 3
@@ -21,7 +22,7 @@
         i4 = hal_fence_await(i4, i6, [r0])
         r0 = None
         if i4:
-            r4 = None
             raise vm_fail(i4, "failed to wait on timepoint", "constant_tensor", None)
+        # pc 0xeb-0x110 hal.buffer_view.create
         r0 = hal_buffer_view_create(r4, i6, i10, i0, i1, [i2])
         return r0

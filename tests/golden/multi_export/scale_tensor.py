@@ -1,6 +1,7 @@
 # Golden 'multi_export': multi_export.mlir, one function. Covers: several exports and internal calls; one export table.
     def scale_tensor(r0, i0):
         "sync func @scale_tensor(%input0: tensor<3xf32>, %input1: f32) -> (%output0: tensor<3xf32>)"
+        # pc 0x1-0x1e3 hal.buffer_view.assert, hal.buffer_view.buffer (+11 more)
         i1 = 13
         i2 = 28
         i3 = 0
@@ -44,7 +45,7 @@
         i0 = hal_fence_await(i8, i10, [r3])
         r3 = None
         if i0:
-            r5 = None
             raise vm_fail(i0, "failed to wait on timepoint", "scale_tensor", None)
+        # pc 0x1f3-0x218 hal.buffer_view.create
         r0 = hal_buffer_view_create(r5, i10, i14, i7, i6, [i16])
         return r0

@@ -1,11 +1,11 @@
-# Golden 'dynamic_shapes': dyn_shape_2d.mlir, one function. Covers: dynamic dimensions: i64 index arithmetic, shape lists.
-    def init():
+# Golden 'elementwise': tensor_elementwise.mlir, one function. Covers: dispatches behind a fence wait; its failure arm as an early exit; HAL calls with enum arguments; command-buffer init function.
+    def __init():
         "VM export '__init' (cconv '0v_v'); no ABI declaration."
         r3 = r4 = r5 = None
         i0 = 1
         r0 = None
-        i2 = -1
         i1 = 14
+        i2 = -1
         i4 = 18
         i5 = 0
         i6 = 0
@@ -53,15 +53,14 @@
                 continue
             r1 = None
             if i16:
-                r2 = None
                 raise vm_fail(i4, MESSAGE_0, "__init", None)
+            # tests/corpus/tensor_elementwise.mlir:5:10
             r1 = rodata_hal_executable_format
             r3 = rodata_embedded_elf_x86_64
             i0, i8 = hal_device_query_i64(r2, r1, r3)
             r1 = None
             i4 = int(i8 != 0)
             i5 = i4 if i0 else i5
-            # tests/corpus/dyn_shape_2d.mlir:10:8 (+2 more)
             i8 = i6 if i5 else i2
             i0 = int(i8 == i6)
             global_store_ref(refs, 0, "!hal.device", r2)
@@ -70,6 +69,8 @@
                 r4 = hal_executable_create(r2, i2, r3, r1, r0)
                 r2 = r3 = r1 = None
                 global_store_ref(refs, 1, "!hal.executable", r4)
+                r4 = None
+                r1 = fn0()
+                global_store_ref(refs, 2, "!hal.command_buffer", r1)
                 return
-            r2 = r3 = None
-            raise vm_fail(i1, MESSAGE_1, "__init", "tests/corpus/dyn_shape_2d.mlir:10:8 (+2 more)")
+            raise vm_fail(i1, MESSAGE_1, "__init", "tests/corpus/tensor_elementwise.mlir:5:10")

@@ -1,5 +1,5 @@
-# Golden 'elementwise': tensor_elementwise.mlir, one function. Covers: dispatches behind a fence wait; its failure arm as an early exit; HAL calls with enum arguments; command-buffer init function.
-    def init():
+# Golden 'matmul': tensor_matmul.mlir, one function. Covers: a matmul dispatch; buffer asserts; long vm.fail messages hoisted to module constants.
+    def __init():
         "VM export '__init' (cconv '0v_v'); no ABI declaration."
         r3 = r4 = r5 = None
         i0 = 1
@@ -53,15 +53,14 @@
                 continue
             r1 = None
             if i16:
-                r2 = None
                 raise vm_fail(i4, MESSAGE_0, "__init", None)
-            # tests/corpus/tensor_elementwise.mlir:5:10
             r1 = rodata_hal_executable_format
             r3 = rodata_embedded_elf_x86_64
             i0, i8 = hal_device_query_i64(r2, r1, r3)
             r1 = None
             i4 = int(i8 != 0)
             i5 = i4 if i0 else i5
+            # tests/corpus/tensor_matmul.mlir:6:8, tests/corpus/tensor_matmul.mlir:14:8
             i8 = i6 if i5 else i2
             i0 = int(i8 == i6)
             global_store_ref(refs, 0, "!hal.device", r2)
@@ -71,8 +70,17 @@
                 r2 = r3 = r1 = None
                 global_store_ref(refs, 1, "!hal.executable", r4)
                 r4 = None
+                # tests/corpus/tensor_matmul.mlir:6:8
                 r1 = fn0()
                 global_store_ref(refs, 2, "!hal.command_buffer", r1)
+                # line 14:8
+                r1 = fn2()
+                global_store_ref(refs, 3, "!hal.command_buffer", r1)
                 return
-            r2 = r3 = None
-            raise vm_fail(i1, MESSAGE_1, "__init", "tests/corpus/tensor_elementwise.mlir:5:10")
+            # tests/corpus/tensor_matmul.mlir:6:8, tests/corpus/tensor_matmul.mlir:14:8
+            raise vm_fail(
+                i1,
+                MESSAGE_1,
+                "__init",
+                "tests/corpus/tensor_matmul.mlir:6:8, tests/corpus/tensor_matmul.mlir:14:8",
+            )

@@ -1,5 +1,5 @@
 # Golden 'multi_export': multi_export.mlir, one function. Covers: several exports and internal calls; one export table.
-    def init():
+    def __init():
         "VM export '__init' (cconv '0v_v'); no ABI declaration."
         r5 = r6 = r7 = r8 = r0 = None
         i0 = 1
@@ -58,7 +58,6 @@
                 continue
             r1 = None
             if i13:
-                r0 = r2 = r3 = r4 = None
                 raise vm_fail(i1, MESSAGE_0, "__init", None)
             # tests/corpus/multi_export.mlir:31:8
             r1 = rodata_hal_executable_format
@@ -92,7 +91,6 @@
                     i0 = hal_fence_await(i9, i14, [r0])
                     r0 = None
                     if i0:
-                        r1 = None
                         raise vm_fail(
                             i0,
                             "failed to wait on timepoint",
@@ -115,7 +113,6 @@
                 i0 = hal_fence_await(i9, i14, [r0])
                 r0 = None
                 if i0:
-                    r1 = None
                     raise vm_fail(
                         i0,
                         "failed to wait on timepoint",
@@ -125,5 +122,4 @@
                 global_store_ref(refs, 2, "!hal.buffer", r1)
                 return
             # line 31:8
-            r0 = r2 = r3 = r4 = r5 = None
             raise vm_fail(i4, MESSAGE_1, "__init", "tests/corpus/multi_export.mlir:31:8")
