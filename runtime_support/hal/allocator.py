@@ -5,6 +5,8 @@ from __future__ import annotations
 from ..errors import StatusCode, VMError
 from .buffer import Allocation, HalBuffer, USAGE_SHARING_IMMUTABLE, WHOLE_BUFFER
 
+_allocate, _over = Allocation.allocate, HalBuffer.over
+
 
 class HalAllocator:
     """A `!hal.allocator`. Buffers are 64-byte aligned, zero-filled host memory."""
@@ -19,7 +21,7 @@ class HalAllocator:
     def allocate(self, memory_types: int, usage: int, size: int) -> HalBuffer:
         if size < 0:
             raise VMError(StatusCode.INVALID_ARGUMENT, f"allocation size {size} is negative")
-        buffer = HalBuffer.allocate(size, memory_types, usage, allocator=self)
+        buffer = _over(_allocate(size), memory_types, usage, self)
         self.bytes_allocated += size
         return buffer
 

@@ -14,7 +14,7 @@ import threading
 import numpy as np
 
 from ..errors import StatusCode, VMError
-from ..vm.limits import allocating
+from ..vm.limits import allocating, exhausted
 
 # Memory types (hal-abi.md §B.3).
 MEMORY_TYPE_OPTIMAL = 0x01
@@ -61,6 +61,11 @@ USAGE_LOCAL_CPU = (
 
 WHOLE_BUFFER = -1
 ALIGNMENT = 64
+
+_U8 = np.dtype(np.uint8)
+# Requests below this size skip the memory-limit look-up (vm/limits.py skips far larger
+# ones too); a MemoryError is still RESOURCE_EXHAUSTED.
+_UNCHECKED = 1 << 20
 
 
 def _writable_address(array: np.ndarray) -> int:
@@ -117,12 +122,31 @@ class Allocation:
         """New storage of `size` bytes whose address is `alignment`-aligned, zero-filled
         unless `zero` is False (for callers that overwrite every byte at once)."""
         # np.zeros is calloc'd (pages committed on first touch); the size comes from the
-        # program, so it is checked against the memory limit first.
-        with allocating("hal.allocator.allocate", size, f"{size}-byte buffer"):
-            raw = (np.zeros if zero else np.empty)(size + alignment, dtype=np.uint8)
+        # program, so it is checked against the memory limit first (sizes under
+        # _UNCHECKED never reach the limit check: limits skips them too).
+        if size < _UNCHECKED:
+            try:
+                raw = (np.zeros if zero else np.empty)(size + alignment, _U8)
+            except MemoryError:
+                raise exhausted("hal.allocator.allocate", size, f"{size}-byte buffer") from None
+        else:
+            with allocating("hal.allocator.allocate", size, f"{size}-byte buffer"):
+                raw = (np.zeros if zero else np.empty)(size + alignment, dtype=np.uint8)
         base = _writable_address(raw)
         skew = (-base) % alignment
-        return cls(raw[skew : skew + size], address=base + skew)
+        return cls._trusted(raw[skew : skew + size], base + skew)
+
+    @classmethod
+    def _trusted(cls, array: np.ndarray, address: int) -> "Allocation":
+        """Storage this runtime just allocated (`__init__` without the keyword handling:
+        a call makes several)."""
+        allocation = cls.__new__(cls)
+        allocation.array = array
+        allocation._address = address
+        allocation.owner = None
+        allocation.readonly = False
+        allocation.preserve_count = 1
+        return allocation
 
     @classmethod
     def copy_of(cls, array: np.ndarray) -> "Allocation":
@@ -133,7 +157,7 @@ class Allocation:
         into argument buffers (tied operands, iree-org/iree#16168) or keep them in globals.
         """
         size = array.nbytes
-        raw = np.empty(size + ALIGNMENT, dtype=np.uint8)
+        raw = np.empty(size + ALIGNMENT, _U8)
         base = _writable_address(raw)
         skew = (-base) % ALIGNMENT
         storage = raw[skew : skew + size]
@@ -142,7 +166,7 @@ class Allocation:
                 memoryview(storage)[:] = memoryview(array).cast("B")
             except (TypeError, ValueError, NotImplementedError):  # formats memoryview lacks
                 storage[:] = array.reshape(-1).view(np.uint8)
-        return cls(storage, address=base + skew)
+        return cls._trusted(storage, base + skew)
 
     @property
     def exclusive_owner(self) -> bool:

@@ -29,7 +29,7 @@ from .buffer import HalBuffer, WHOLE_BUFFER
 from .buffer_view import HalBufferView
 from .channel import HalChannel
 from .collectives import decode_op
-from .command_buffer import Binding, BufferRef, HalCommandBuffer
+from .command_buffer import BufferRef, HalCommandBuffer
 from .device import LocalDevice
 from .executable import HalExecutable
 from .fence import Fence, wait_all
@@ -571,7 +571,7 @@ class HalModule:
         if allocation_size < 0:
             raise _invalid(name, f"negative allocation size {allocation_size}")
         buffer = device.allocator.allocate(memory_types, buffer_usage, allocation_size)
-        device.queue.submit(wait_fence, signal_fence, lambda: None, name)
+        device.queue.signal(wait_fence, signal_fence, name)
         return buffer
 
     @vm_import(
@@ -581,7 +581,7 @@ class HalModule:
         self, device, queue_affinity, wait_fence, signal_fence, buffer, flags
     ):
         # Memory is freed with the object.
-        device.queue.submit(wait_fence, signal_fence, lambda: None, "device.queue.dealloca")
+        device.queue.signal(wait_fence, signal_fence, "device.queue.dealloca")
 
     @vm_import(
         "hal.device.queue.fill", "0rIrrrIIIiI_v",
@@ -709,7 +709,7 @@ class HalModule:
 
     @vm_import("hal.device.queue.barrier", "0rIrrI_v", device=DEVICE, **QUEUE_FENCES)
     def device_queue_barrier(self, device, queue_affinity, wait_fence, signal_fence, flags):
-        device.queue.submit(wait_fence, signal_fence, lambda: None, "device.queue.barrier")
+        device.queue.signal(wait_fence, signal_fence, "device.queue.barrier")
 
     @vm_import(
         "hal.device.queue.execute", "0rIrrrI_v",
@@ -730,7 +730,9 @@ class HalModule:
     def device_queue_execute_indirect(
         self, device, queue_affinity, wait_fence, signal_fence, command_buffer, flags, binding_table
     ):
-        table = [Binding(buffer, offset, length) for buffer, offset, length in binding_table]
+        # The span's (buffer, offset, length) tuples are the table as they are: the
+        # command buffer reads entries by unpacking (Binding rows where it keeps them).
+        table = binding_table
         device.queue.submit(
             wait_fence,
             signal_fence,
@@ -806,5 +808,10 @@ class HalModule:
     def fence_await(self, timeout_millis, flags, fences):
         """Blocks until every fence is reached: 0, or 4 (DEADLINE_EXCEEDED) on timeout;
         raises a failed fence's error."""
+        for fence in fences:
+            if fence is not None and not fence.reached_now():
+                break
+        else:
+            return 0  # every fence reached already (what a synchronous queue leaves)
         reached = wait_all(list(fences), _timeout_seconds(timeout_millis))
         return 0 if reached else int(StatusCode.DEADLINE_EXCEEDED)

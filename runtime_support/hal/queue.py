@@ -22,6 +22,10 @@ from ..errors import StatusCode, VMError
 from .fence import Fence
 
 
+def _nothing() -> None:
+    """The work of queue operations that only order (alloca, dealloca, barrier)."""
+
+
 class _Op:
     __slots__ = ("work", "signal_fence", "name", "error", "returned")
 
@@ -56,13 +60,14 @@ class LocalQueue:
         if wait_fence is None or wait_fence.reached_now():
             # The common case: nothing to wait for. When no other thread is draining the
             # queue, run here and now without queueing (same order, same error routing).
-            with self._lock:
-                idle = not self._draining
-                if idle:
-                    self._draining = True
-            if idle:
+            lock = self._lock
+            lock.acquire()
+            if not self._draining:
+                self._draining = True
+                lock.release()
                 self._run_now(work, signal_fence, name)
                 return
+            lock.release()
         op = _Op(work, signal_fence, name)
         if wait_fence is None:
             self._enqueue(op, None)
@@ -73,6 +78,19 @@ class LocalQueue:
             error = op.error
         if error is not None:
             raise error
+
+    def signal(
+        self, wait_fence: Fence | None, signal_fence: Fence | None, name: str = "queue operation"
+    ) -> None:
+        """`submit` of an operation with no work (alloca, dealloca, barrier): when it is
+        ready now and nothing runs ahead of it, its signal fence is signaled at once."""
+        if (wait_fence is None or wait_fence.reached_now()) and not self._draining:
+            # (`_draining` False means nothing is queued either: an atomic read under the
+            # GIL of state that only ever has ready operations while it is True.)
+            if signal_fence is not None:
+                signal_fence.signal()
+            return
+        self.submit(wait_fence, signal_fence, _nothing, name)
 
     def _run_now(self, work, signal_fence, name: str) -> None:
         """Runs one ready operation on the caller (which holds the draining role), then
@@ -92,7 +110,14 @@ class LocalQueue:
                 else:
                     signal_fence.fail(error)
         finally:
-            self._drain()
+            lock = self._lock
+            lock.acquire()
+            if self._ready:
+                lock.release()
+                self._drain()
+            else:
+                self._draining = False
+                lock.release()
         if error is not None and signal_fence is None:
             raise error
 
