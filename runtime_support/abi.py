@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from runtime_support.hal import element_types
-from runtime_support.hal.buffer import USAGE_DEFAULT, Allocation, HalBuffer
+from runtime_support.hal.buffer import USAGE_DEFAULT, Allocation, HalBuffer, buffer_copy_of
 from runtime_support.hal.buffer_view import HalBufferView
 
 _NARROW_BITS = {"i8": 8, "i16": 16}
@@ -359,16 +359,17 @@ def tensor_argument(name: str, ty: TensorType | None, device, general=None):
         return general
     shape = tuple(ty.shape)
     element_type = ty.element_type & 0xFFFFFFFF
-    ndarray, trusted, copy_of, over = np.ndarray, HalBufferView.trusted, Allocation.copy_of, HalBuffer.over
+    ndarray, trusted, copy = np.ndarray, HalBufferView.trusted, buffer_copy_of
+    first = min(dtypes, key=str)  # what arrays mostly carry: an identity test first
 
     def convert(value):
         if (
             type(value) is ndarray
-            and value.dtype in dtypes
+            and ((dtype := value.dtype) is first or dtype in dtypes)
             and value.shape == shape
             and value.flags.c_contiguous
         ):
-            buffer = over(copy_of(value), 0, USAGE_DEFAULT, allocator)
+            buffer = copy(value, USAGE_DEFAULT, allocator)
             allocator.bytes_allocated += buffer.length
             return trusted(buffer, shape, element_type)
         return general(value)
@@ -380,7 +381,7 @@ def _undeclared_argument(allocator, general):
     """The converter for a ref argument with no declared type (iree-turbine exports carry
     no ABI declaration): a C-ordered, native-endian array goes as a view of its own shape
     and element type, like the general path makes it."""
-    ndarray, trusted, copy_of, over = np.ndarray, HalBufferView.trusted, Allocation.copy_of, HalBuffer.over
+    ndarray, trusted, copy = np.ndarray, HalBufferView.trusted, buffer_copy_of
     element_of: dict = {}  # dtype -> HAL element type, or None (general path)
 
     def convert(value):
@@ -394,7 +395,7 @@ def _undeclared_argument(allocator, general):
                     element_type = None
                 element_of[dtype] = element_type
             if element_type is not None:
-                buffer = over(copy_of(value), 0, USAGE_DEFAULT, allocator)
+                buffer = copy(value, USAGE_DEFAULT, allocator)
                 allocator.bytes_allocated += buffer.length
                 return trusted(buffer, value.shape, element_type)
         return general(value)
