@@ -103,6 +103,9 @@ class OpRenderer:
         self.locations = locations
         self.helpers: dict[str, set[str]] = {k: set() for k in HELPER_MODULES}
         self.helpers["context"] = set()
+        # (slot, type ordinal) of ref-global loads that are plain reads
+        # (translator/analyses/ref_globals.py); set by the caller for the whole module.
+        self.unchecked_ref_loads: frozenset = frozenset()
 
     def use(self, module: str, name: str) -> str:
         self.helpers[module].add(name)
@@ -247,6 +250,8 @@ class OpRenderer:
             t = self.module.types[op["type_def"]]
             where = f("global") if indirect else str(op["global"])
             if kind == "load":
+                if not indirect and (op["global"], op["type_def"]) in self.unchecked_ref_loads:
+                    return self._assign(op, prov, f"refs.get({where})")
                 return self._assign(op, prov, f"{self.use('globals', 'global_load_ref')}(refs, {where}, {lit(t)})")
             return [Call(prov, f"{self.use('globals', 'global_store_ref')}(refs, {where}, {lit(t)}, {f('value')})", reads)]
         where = f("byte_offset") if indirect else str(op["byte_offset"])
