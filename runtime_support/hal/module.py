@@ -25,7 +25,7 @@ from ..vm.args import DEVICE, HOST_BYTES, TEXT, U32, Each, Ref, import_module, v
 from ..vm.numerics import M32, wrap_i32, wrap_i64
 from . import element_types
 from .allocator import HalAllocator
-from .buffer import HalBuffer, WHOLE_BUFFER
+from .buffer import HalBuffer, WHOLE_BUFFER, fresh_buffer
 from .buffer_view import HalBufferView
 from .channel import HalChannel
 from .collectives import decode_op
@@ -76,6 +76,20 @@ def _timeout_seconds(millis: int) -> float | None:
 def _message(message) -> str:
     """An assert's `!vm.buffer` message as text (checked as HOST_BYTES already)."""
     return bytes(vm_args.host_view(message)[0]).decode("utf-8", errors="replace")
+
+
+def _trusted_view(buffer, shape: tuple, element_type: int, encoding_type: int) -> HalBufferView:
+    """HalBufferView(buffer, shape, element_type, encoding_type) from values already in
+    their final form (a tuple of ints, u32 codes)."""
+    view = _new_object(HalBufferView)
+    view.buffer = buffer
+    view.shape = shape
+    view.element_type = element_type
+    view.encoding_type = encoding_type
+    return view
+
+
+_new_object = object.__new__
 
 
 def _dispatch_bindings(bindings) -> list[BufferRef]:
@@ -236,7 +250,8 @@ class HalModule:
         for i, dim in enumerate(shape):
             if dim < 0:
                 raise _invalid("buffer_view.create", f"shape dimension {i} is negative ({dim})")
-        return HalBufferView(buffer, shape, element_type, encoding_type)
+        # (dims are VM integers and both codes arrive masked to u32: nothing to convert)
+        return _trusted_view(buffer, tuple(shape), element_type, encoding_type)
 
     @vm_import(
         "hal.buffer_view.assert", "0rriiCID_v",
@@ -570,7 +585,9 @@ class HalModule:
             )
         if allocation_size < 0:
             raise _invalid(name, f"negative allocation size {allocation_size}")
-        buffer = device.allocator.allocate(memory_types, buffer_usage, allocation_size)
+        allocator = device.allocator
+        buffer = fresh_buffer(allocation_size, memory_types, buffer_usage, allocator)
+        allocator.bytes_allocated += allocation_size
         device.queue.signal(wait_fence, signal_fence, name)
         return buffer
 
@@ -732,11 +749,11 @@ class HalModule:
     ):
         # The span's (buffer, offset, length) tuples are the table as they are: the
         # command buffer reads entries by unpacking (Binding rows where it keeps them).
-        table = binding_table
-        device.queue.submit(
+        device.queue.call(
             wait_fence,
             signal_fence,
-            lambda: command_buffer.execute(table),
+            command_buffer.execute,
+            binding_table,
             "device.queue.execute.indirect",
         )
 
