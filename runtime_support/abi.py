@@ -403,7 +403,7 @@ def _undeclared_argument(allocator, general):
     return convert
 
 
-def view_to_numpy(view: HalBufferView, _probe: bool = False):
+def view_to_numpy(view: HalBufferView, _probe: bool = False, _count=sys.getrefcount):
     """A result buffer view -> a numpy array the caller owns.
 
     Zero-copy when nothing else can see the memory: storage this runtime allocated (not
@@ -417,21 +417,11 @@ def view_to_numpy(view: HalBufferView, _probe: bool = False):
     """
     buffer = view.buffer
     allocation = buffer.allocation
-    counts = (
-        sys.getrefcount(view),
-        sys.getrefcount(buffer),
-        sys.getrefcount(allocation),
-        sys.getrefcount(allocation.array.base),
-    )
+    storage = allocation.array
+    counts = (_count(view), _count(buffer), _count(allocation), _count(storage.base))
     if _probe:
         return counts
-    if (
-        counts == _EXCLUSIVE
-        and allocation.owner is None
-        and not allocation.readonly
-        and allocation.preserve_count == 1
-        and view.encoding_type == _DENSE
-    ):
+    if view.encoding_type == _DENSE:
         dtype = _RESULT_DTYPES.get(view.element_type)
         if dtype is None:
             dtype = _RESULT_DTYPES[view.element_type] = _whole_byte_dtype(view.element_type)
@@ -441,10 +431,21 @@ def view_to_numpy(view: HalBufferView, _probe: bool = False):
             for d in shape:
                 count *= d
             nbytes = count * dtype.itemsize
-            # (not a small piece of a big arena: the array would pin all of it)
-            if buffer.length == nbytes and allocation.array.shape[0] <= 2 * nbytes + 4096:
+            if buffer.length == nbytes:
                 start = buffer.offset
-                return allocation.array[start : start + nbytes].view(dtype).reshape(shape)
+                out = storage[start : start + nbytes].view(dtype)
+                if len(shape) != 1:
+                    out = out.reshape(shape)
+                if (
+                    counts == _EXCLUSIVE
+                    and allocation.owner is None
+                    and not allocation.readonly
+                    and allocation.preserve_count == 1
+                    # (not a small piece of a big arena: the array would pin all of it)
+                    and storage.shape[0] <= 2 * nbytes + 4096
+                ):
+                    return out
+                return out.copy()  # what from_vm makes of it, without its layers
     return from_vm(view, None)
 
 
