@@ -132,6 +132,24 @@ class Fence(Timepoint):
                 seen.setdefault(id(tp), tp)
         return cls(seen.values()) if seen else None
 
+    @classmethod
+    def join_fresh(cls, fences) -> "Fence | None":
+        """`join` for the import: when every input is None or a fresh fence already
+        reached (what a synchronous queue leaves behind), a new reached fence, which
+        nothing can tell from their join (reached is final: signal and fail do nothing
+        to it); otherwise `join`."""
+        some = False
+        for fence in fences:
+            if fence is not None:
+                if fence._set is not None or fence.state != _REACHED:
+                    return cls.join(list(fences))
+                some = True
+        if not some:
+            return None
+        joined = cls()
+        joined.state = _REACHED
+        return joined
+
     # -- state ----------------------------------------------------------------------------
 
     def _failure(self) -> VMError | None:

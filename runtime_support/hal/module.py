@@ -807,7 +807,7 @@ class HalModule:
 
     @vm_import("hal.fence.join", "0ICrD_r", fences=Each(FENCE.or_null))
     def fence_join(self, flags, fences):
-        return Fence.join(list(fences))
+        return Fence.join_fresh(fences)
 
     @vm_import("hal.fence.query", "0r_i", fence=FENCE)
     def fence_query(self, fence):
