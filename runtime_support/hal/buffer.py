@@ -68,10 +68,12 @@ _U8 = np.dtype(np.uint8)
 _UNCHECKED = 1 << 20
 
 
-def _writable_address(array: np.ndarray) -> int:
+def _writable_address(
+    array: np.ndarray, _addressof=ctypes.addressof, _at=ctypes.c_char.from_buffer
+) -> int:
     """Address of a writable, non-empty numpy array's first byte. ctypes' from_buffer is
     about 4x cheaper than `array.ctypes.data`, and a call allocates several buffers."""
-    return ctypes.addressof(ctypes.c_char.from_buffer(array))
+    return _addressof(_at(array))
 
 
 def aligned_empty(shape, dtype, alignment: int = ALIGNMENT) -> np.ndarray:
@@ -98,7 +100,7 @@ class Allocation:
         "owner",
         "readonly",
         "preserve_count",
-        "_address",
+        "address",  # absolute address of the first byte (a slot: read per binding)
         "__weakref__",
     )
 
@@ -112,7 +114,7 @@ class Allocation:
         self.array = array
         # numpy never moves an array's data; `array.ctypes` builds a new object per access
         # (~1 us), and every dispatch binding asks for the address.
-        self._address = int(array.ctypes.data) if address is None else address
+        self.address = int(array.ctypes.data) if address is None else address
         self.owner = owner
         self.readonly = readonly
         self.preserve_count = 1
@@ -142,7 +144,7 @@ class Allocation:
         a call makes several)."""
         allocation = cls.__new__(cls)
         allocation.array = array
-        allocation._address = address
+        allocation.address = address
         allocation.owner = None
         allocation.readonly = False
         allocation.preserve_count = 1
@@ -182,10 +184,6 @@ class Allocation:
             array = array.view()
             array.flags.writeable = False
         return cls(array, owner=memory if owner is None else owner, readonly=readonly)
-
-    @property
-    def address(self) -> int:
-        return self._address
 
     @property
     def length(self) -> int:
@@ -462,7 +460,7 @@ def fresh_buffer(size: int, memory_types: int, usage: int, allocator) -> HalBuff
     skew = -base % ALIGNMENT
     allocation = _new(Allocation)
     allocation.array = raw[skew : skew + size]
-    allocation._address = base + skew
+    allocation.address = base + skew
     allocation.owner = None
     allocation.readonly = False
     allocation.preserve_count = 1
@@ -490,7 +488,7 @@ def buffer_copy_of(array: np.ndarray, usage: int, allocator) -> HalBuffer:
         memoryview(storage)[:] = array.tobytes()
     allocation = _new(Allocation)
     allocation.array = storage
-    allocation._address = base + skew
+    allocation.address = base + skew
     allocation.owner = None
     allocation.readonly = False
     allocation.preserve_count = 1
