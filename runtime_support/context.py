@@ -514,10 +514,13 @@ class ModuleContext:
         if arity:
             lines.append(f"    {', '.join(params)}{',' if arity == 1 else ''} = args")
             lines += [f"    {v} = _c{i}({a})" for i, (v, a) in enumerate(zip(values, params))]
+        # Several results come back as a tuple that to_numpy must hold alone (it lets go
+        # of it before counting references to each view): passed in a box it empties.
+        several = result_count > 1
         lines += [
             "    acquire()",
             "    try:",
-            f"        result = fn({', '.join(values)})",
+            f"        {'box = [' if several else 'result = '}fn({', '.join(values)}){']' if several else ''}",
             "    except VMError as e:",
             "        raise e.with_context(name, None)",
             "    finally:",
@@ -527,7 +530,9 @@ class ModuleContext:
             lines.append(f"    del {', '.join(values)}")
         if result_count == 0:
             lines.append("    return None")
-        elif result_count == 1 and tensor_results[0]:
+        elif several:
+            lines.append("    return to_numpy(box.pop())")
+        elif tensor_results[0]:
             # One local holds the view when view_to_numpy counts its references.
             lines.append("    if type(result) is HalBufferView:")
             lines.append("        return view_to_numpy(result)")
