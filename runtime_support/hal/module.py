@@ -749,6 +749,9 @@ class HalModule:
     ):
         # The span's (buffer, offset, length) tuples are the table as they are: the
         # command buffer reads entries by unpacking (Binding rows where it keeps them).
+        # Work that waits runs later: it gets its own copy of the list.
+        if wait_fence is not None and not wait_fence.reached_now():
+            binding_table = list(binding_table)
         device.queue.call(
             wait_fence,
             signal_fence,
