@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from runtime_support.hal import element_types
-from runtime_support.hal.buffer import USAGE_DEFAULT, Allocation, HalBuffer
+from runtime_support.hal.buffer import USAGE_DEFAULT, Allocation, HalBuffer, buffer_copy_of
 from runtime_support.hal.buffer_view import HalBufferView
 
 _NARROW_BITS = {"i8": 8, "i16": 16}
@@ -359,16 +359,17 @@ def tensor_argument(name: str, ty: TensorType | None, device, general=None):
         return general
     shape = tuple(ty.shape)
     element_type = ty.element_type & 0xFFFFFFFF
-    ndarray, trusted, copy_of, over = np.ndarray, HalBufferView.trusted, Allocation.copy_of, HalBuffer.over
+    ndarray, trusted, copy = np.ndarray, HalBufferView.trusted, buffer_copy_of
+    first = min(dtypes, key=str)  # what arrays mostly carry: an identity test first
 
     def convert(value):
         if (
             type(value) is ndarray
-            and value.dtype in dtypes
+            and ((dtype := value.dtype) is first or dtype in dtypes)
             and value.shape == shape
             and value.flags.c_contiguous
         ):
-            buffer = over(copy_of(value), 0, USAGE_DEFAULT, allocator)
+            buffer = copy(value, USAGE_DEFAULT, allocator)
             allocator.bytes_allocated += buffer.length
             return trusted(buffer, shape, element_type)
         return general(value)
@@ -380,7 +381,7 @@ def _undeclared_argument(allocator, general):
     """The converter for a ref argument with no declared type (iree-turbine exports carry
     no ABI declaration): a C-ordered, native-endian array goes as a view of its own shape
     and element type, like the general path makes it."""
-    ndarray, trusted, copy_of, over = np.ndarray, HalBufferView.trusted, Allocation.copy_of, HalBuffer.over
+    ndarray, trusted, copy = np.ndarray, HalBufferView.trusted, buffer_copy_of
     element_of: dict = {}  # dtype -> HAL element type, or None (general path)
 
     def convert(value):
@@ -394,7 +395,7 @@ def _undeclared_argument(allocator, general):
                     element_type = None
                 element_of[dtype] = element_type
             if element_type is not None:
-                buffer = over(copy_of(value), 0, USAGE_DEFAULT, allocator)
+                buffer = copy(value, USAGE_DEFAULT, allocator)
                 allocator.bytes_allocated += buffer.length
                 return trusted(buffer, value.shape, element_type)
         return general(value)
@@ -402,7 +403,7 @@ def _undeclared_argument(allocator, general):
     return convert
 
 
-def view_to_numpy(view: HalBufferView, _probe: bool = False):
+def view_to_numpy(view: HalBufferView, _probe: bool = False, _count=sys.getrefcount):
     """A result buffer view -> a numpy array the caller owns.
 
     Zero-copy when nothing else can see the memory: storage this runtime allocated (not
@@ -416,21 +417,11 @@ def view_to_numpy(view: HalBufferView, _probe: bool = False):
     """
     buffer = view.buffer
     allocation = buffer.allocation
-    counts = (
-        sys.getrefcount(view),
-        sys.getrefcount(buffer),
-        sys.getrefcount(allocation),
-        sys.getrefcount(allocation.array.base),
-    )
+    storage = allocation.array
+    counts = (_count(view), _count(buffer), _count(allocation), _count(storage.base))
     if _probe:
         return counts
-    if (
-        counts == _EXCLUSIVE
-        and allocation.owner is None
-        and not allocation.readonly
-        and allocation.preserve_count == 1
-        and view.encoding_type == _DENSE
-    ):
+    if view.encoding_type == _DENSE:
         dtype = _RESULT_DTYPES.get(view.element_type)
         if dtype is None:
             dtype = _RESULT_DTYPES[view.element_type] = _whole_byte_dtype(view.element_type)
@@ -440,10 +431,21 @@ def view_to_numpy(view: HalBufferView, _probe: bool = False):
             for d in shape:
                 count *= d
             nbytes = count * dtype.itemsize
-            # (not a small piece of a big arena: the array would pin all of it)
-            if buffer.length == nbytes and allocation.array.shape[0] <= 2 * nbytes + 4096:
+            if buffer.length == nbytes:
                 start = buffer.offset
-                return allocation.array[start : start + nbytes].view(dtype).reshape(shape)
+                out = storage[start : start + nbytes].view(dtype)
+                if len(shape) != 1:
+                    out = out.reshape(shape)
+                if (
+                    counts == _EXCLUSIVE
+                    and allocation.owner is None
+                    and not allocation.readonly
+                    and allocation.preserve_count == 1
+                    # (not a small piece of a big arena: the array would pin all of it)
+                    and storage.shape[0] <= 2 * nbytes + 4096
+                ):
+                    return out
+                return out.copy()  # what from_vm makes of it, without its layers
     return from_vm(view, None)
 
 

@@ -490,10 +490,76 @@ class ModuleContext:
             result = self._call_vm(name, fn, vm_args)
             return results(result, lambda v, t: v)
 
+        if not coarse_fences:
+            export = self._fast_export(
+                name, fn, converters, result_count, tensor_results, result_types, to_numpy, export
+            )
         export.__name__ = python_name(name)
         export.__qualname__ = f"{type(self).__name__}.{export.__name__}"
         export.__doc__ = declaration or f"{name}: no ABI declaration"
         return export
+
+    def _fast_export(
+        self, name, fn, converters, result_count, tensor_results, result_types, to_numpy, general
+    ) -> Callable:
+        """The per-call path of a synchronous export, written once per export with its
+        arity unrolled: converters, the context lock, the call, the results. A wrong
+        argument count or a closed context goes to `general` (which raises as before).
+        Arguments are converted before the lock is taken, as `general` does; the
+        converted views are dropped before the results are, so a result that is an
+        argument's fresh copy can come back without a second copy."""
+        from runtime_support.hal.buffer_view import HalBufferView
+
+        arity = len(converters)
+        params = [f"_a{i}" for i in range(arity)]
+        values = [f"_v{i}" for i in range(arity)]
+        lines = ["def export(*args):", f"    if len(args) != {arity} or ctx._closed:"]
+        lines.append("        return general(*args)")
+        if arity:
+            lines.append(f"    {', '.join(params)}{',' if arity == 1 else ''} = args")
+            lines += [f"    {v} = _c{i}({a})" for i, (v, a) in enumerate(zip(values, params))]
+        # Several results come back as a tuple that to_numpy must hold alone (it lets go
+        # of it before counting references to each view): passed in a box it empties.
+        several = result_count > 1
+        lines += [
+            "    acquire()",
+            "    try:",
+            f"        {'box = [' if several else 'result = '}fn({', '.join(values)}){']' if several else ''}",
+            "    except VMError as e:",
+            "        raise e.with_context(name, None)",
+            "    finally:",
+            "        release()",
+        ]
+        if arity:
+            lines.append(f"    del {', '.join(values)}")
+        if result_count == 0:
+            lines.append("    return None")
+        elif several:
+            lines.append("    return to_numpy(box.pop())")
+        elif tensor_results[0]:
+            # One local holds the view when view_to_numpy counts its references.
+            lines.append("    if type(result) is HalBufferView:")
+            lines.append("        return view_to_numpy(result)")
+            lines.append("    return from_vm(result, result_type)")
+        else:
+            lines.append("    return to_numpy(result)")
+        ns = {
+            "general": general,
+            "ctx": self,
+            "fn": fn,
+            "name": name,
+            "acquire": self._lock.acquire,
+            "release": self._lock.release,
+            "VMError": VMError,
+            "HalBufferView": HalBufferView,
+            "view_to_numpy": abi.view_to_numpy,
+            "from_vm": abi.from_vm,
+            "result_type": result_types[0] if result_types else None,
+            "to_numpy": to_numpy,
+            **{f"_c{i}": c for i, c in enumerate(converters)},
+        }
+        exec(compile("\n".join(lines), f"<export {python_name(name)}>", "exec"), ns)
+        return ns["export"]
 
     def wrap_array(self, array):
         """A `HalBufferView` over a numpy array's own memory, without a copy: the opt-in

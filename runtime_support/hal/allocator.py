@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from ..errors import StatusCode, VMError
-from .buffer import Allocation, HalBuffer, USAGE_SHARING_IMMUTABLE, WHOLE_BUFFER
+from .buffer import (
+    USAGE_SHARING_IMMUTABLE,
+    WHOLE_BUFFER,
+    Allocation,
+    HalBuffer,
+    buffer_copy_of,
+    fresh_buffer,
+)
 
 
 class HalAllocator:
@@ -19,7 +26,7 @@ class HalAllocator:
     def allocate(self, memory_types: int, usage: int, size: int) -> HalBuffer:
         if size < 0:
             raise VMError(StatusCode.INVALID_ARGUMENT, f"allocation size {size} is negative")
-        buffer = HalBuffer.allocate(size, memory_types, usage, allocator=self)
+        buffer = fresh_buffer(size, memory_types, usage, self)
         self.bytes_allocated += size
         return buffer
 
@@ -27,7 +34,10 @@ class HalAllocator:
         """A new buffer holding a copy of a C-contiguous numpy array's bytes (what
         iree.runtime's `allocate_buffer_copy` does; see Allocation.copy_of for why numpy
         arguments are copied rather than imported)."""
-        buffer = HalBuffer.over(Allocation.copy_of(array), memory_types, usage, self)
+        if memory_types:
+            buffer = HalBuffer.over(Allocation.copy_of(array), memory_types, usage, self)
+        else:
+            buffer = buffer_copy_of(array, usage, self)
         self.bytes_allocated += buffer.length
         return buffer
 

@@ -14,7 +14,7 @@ import threading
 import numpy as np
 
 from ..errors import StatusCode, VMError
-from ..vm.limits import allocating
+from ..vm.limits import allocating, exhausted
 
 # Memory types (hal-abi.md §B.3).
 MEMORY_TYPE_OPTIMAL = 0x01
@@ -62,11 +62,18 @@ USAGE_LOCAL_CPU = (
 WHOLE_BUFFER = -1
 ALIGNMENT = 64
 
+_U8 = np.dtype(np.uint8)
+# Requests below this size skip the memory-limit look-up (vm/limits.py skips far larger
+# ones too); a MemoryError is still RESOURCE_EXHAUSTED.
+_UNCHECKED = 1 << 20
 
-def _writable_address(array: np.ndarray) -> int:
+
+def _writable_address(
+    array: np.ndarray, _addressof=ctypes.addressof, _at=ctypes.c_char.from_buffer
+) -> int:
     """Address of a writable, non-empty numpy array's first byte. ctypes' from_buffer is
     about 4x cheaper than `array.ctypes.data`, and a call allocates several buffers."""
-    return ctypes.addressof(ctypes.c_char.from_buffer(array))
+    return _addressof(_at(array))
 
 
 def aligned_empty(shape, dtype, alignment: int = ALIGNMENT) -> np.ndarray:
@@ -93,7 +100,7 @@ class Allocation:
         "owner",
         "readonly",
         "preserve_count",
-        "_address",
+        "address",  # absolute address of the first byte (a slot: read per binding)
         "__weakref__",
     )
 
@@ -107,7 +114,7 @@ class Allocation:
         self.array = array
         # numpy never moves an array's data; `array.ctypes` builds a new object per access
         # (~1 us), and every dispatch binding asks for the address.
-        self._address = int(array.ctypes.data) if address is None else address
+        self.address = int(array.ctypes.data) if address is None else address
         self.owner = owner
         self.readonly = readonly
         self.preserve_count = 1
@@ -117,12 +124,31 @@ class Allocation:
         """New storage of `size` bytes whose address is `alignment`-aligned, zero-filled
         unless `zero` is False (for callers that overwrite every byte at once)."""
         # np.zeros is calloc'd (pages committed on first touch); the size comes from the
-        # program, so it is checked against the memory limit first.
-        with allocating("hal.allocator.allocate", size, f"{size}-byte buffer"):
-            raw = (np.zeros if zero else np.empty)(size + alignment, dtype=np.uint8)
+        # program, so it is checked against the memory limit first (sizes under
+        # _UNCHECKED never reach the limit check: limits skips them too).
+        if size < _UNCHECKED:
+            try:
+                raw = (np.zeros if zero else np.empty)(size + alignment, _U8)
+            except MemoryError:
+                raise exhausted("hal.allocator.allocate", size, f"{size}-byte buffer") from None
+        else:
+            with allocating("hal.allocator.allocate", size, f"{size}-byte buffer"):
+                raw = (np.zeros if zero else np.empty)(size + alignment, dtype=np.uint8)
         base = _writable_address(raw)
         skew = (-base) % alignment
-        return cls(raw[skew : skew + size], address=base + skew)
+        return cls._trusted(raw[skew : skew + size], base + skew)
+
+    @classmethod
+    def _trusted(cls, array: np.ndarray, address: int) -> "Allocation":
+        """Storage this runtime just allocated (`__init__` without the keyword handling:
+        a call makes several)."""
+        allocation = cls.__new__(cls)
+        allocation.array = array
+        allocation.address = address
+        allocation.owner = None
+        allocation.readonly = False
+        allocation.preserve_count = 1
+        return allocation
 
     @classmethod
     def copy_of(cls, array: np.ndarray) -> "Allocation":
@@ -133,7 +159,7 @@ class Allocation:
         into argument buffers (tied operands, iree-org/iree#16168) or keep them in globals.
         """
         size = array.nbytes
-        raw = np.empty(size + ALIGNMENT, dtype=np.uint8)
+        raw = np.empty(size + ALIGNMENT, _U8)
         base = _writable_address(raw)
         skew = (-base) % ALIGNMENT
         storage = raw[skew : skew + size]
@@ -142,7 +168,7 @@ class Allocation:
                 memoryview(storage)[:] = memoryview(array).cast("B")
             except (TypeError, ValueError, NotImplementedError):  # formats memoryview lacks
                 storage[:] = array.reshape(-1).view(np.uint8)
-        return cls(storage, address=base + skew)
+        return cls._trusted(storage, base + skew)
 
     @property
     def exclusive_owner(self) -> bool:
@@ -158,10 +184,6 @@ class Allocation:
             array = array.view()
             array.flags.writeable = False
         return cls(array, owner=memory if owner is None else owner, readonly=readonly)
-
-    @property
-    def address(self) -> int:
-        return self._address
 
     @property
     def length(self) -> int:
@@ -410,3 +432,71 @@ class HalBuffer:
 
     def is_terminal(self) -> bool:
         return self.allocation.is_terminal()
+
+
+# -- the per-call constructors -------------------------------------------------------------
+#
+# A call makes a few buffers (argument copies, queue.alloca results); these build the
+# Allocation and HalBuffer in one function, with what `Allocation.allocate`/`copy_of` and
+# `HalBuffer.over` would compute, minus their call layers.
+
+_new = object.__new__
+_empty, _zeros = np.empty, np.zeros
+# Argument copies up to this size go through bytes (one memcpy more, but ~100 ns less
+# than a memoryview cast per call); larger ones are copied once.
+_BYTES_COPY_MAX = 4096
+
+
+def fresh_buffer(size: int, memory_types: int, usage: int, allocator) -> HalBuffer:
+    """`HalBuffer.over(Allocation.allocate(size), memory_types, usage, allocator)`:
+    a new zero-filled buffer; the caller has checked that `size` >= 0."""
+    if size >= _UNCHECKED:
+        return HalBuffer.over(Allocation.allocate(size), memory_types, usage, allocator)
+    try:
+        raw = _zeros(size + ALIGNMENT, _U8)
+    except MemoryError:
+        raise exhausted("hal.allocator.allocate", size, f"{size}-byte buffer") from None
+    base = _writable_address(raw)
+    skew = -base % ALIGNMENT
+    allocation = _new(Allocation)
+    allocation.array = raw[skew : skew + size]
+    allocation.address = base + skew
+    allocation.owner = None
+    allocation.readonly = False
+    allocation.preserve_count = 1
+    buffer = _new(HalBuffer)
+    buffer.allocation = allocation
+    buffer.offset = 0
+    buffer.length = size
+    buffer.memory_types = (memory_types | MEMORY_TYPE_LOCAL_CPU) & 0xFFFFFFFF
+    buffer.allowed_usage = (usage | USAGE_LOCAL_CPU) & 0xFFFFFFFF
+    buffer.allocator = allocator
+    return buffer
+
+
+def buffer_copy_of(array: np.ndarray, usage: int, allocator) -> HalBuffer:
+    """`HalBuffer.over(Allocation.copy_of(array), 0, usage, allocator)` for a
+    C-contiguous array (see Allocation.copy_of for why arguments are copied)."""
+    size = array.nbytes
+    if size > _BYTES_COPY_MAX:
+        return HalBuffer.over(Allocation.copy_of(array), 0, usage, allocator)
+    raw = _empty(size + ALIGNMENT, _U8)
+    base = _writable_address(raw)
+    skew = -base % ALIGNMENT
+    storage = raw[skew : skew + size]
+    if size:
+        memoryview(storage)[:] = array.tobytes()
+    allocation = _new(Allocation)
+    allocation.array = storage
+    allocation.address = base + skew
+    allocation.owner = None
+    allocation.readonly = False
+    allocation.preserve_count = 1
+    buffer = _new(HalBuffer)
+    buffer.allocation = allocation
+    buffer.offset = 0
+    buffer.length = size
+    buffer.memory_types = MEMORY_TYPE_LOCAL_CPU
+    buffer.allowed_usage = (usage | USAGE_LOCAL_CPU) & 0xFFFFFFFF
+    buffer.allocator = allocator
+    return buffer

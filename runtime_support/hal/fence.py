@@ -4,9 +4,14 @@ A `Timepoint` stands for one (semaphore, value) pair of the C runtime; a `Fence`
 of timepoints and is reached when all of them are, failed when any of them is. Joined
 fences share their inputs' timepoints, so signaling either signals both.
 
-All state changes happen under one module-wide `threading.Condition`, so any thread may
-signal, fail or wait. Completion callbacks (`Fence.on_complete`) run outside the lock, on
-the thread that completed the last timepoint (or at once, if already complete).
+A fresh fence is its own single timepoint (`Fence` extends `Timepoint`): the common life
+of a fence on a synchronous queue (created, signaled once, awaited) is one object and a
+few attribute reads, with no timepoint object or tuple behind it.
+
+All state changes happen under one module-wide lock (`_cond` is a condition on it for
+`Fence.wait`), so any thread may signal, fail or wait. Completion callbacks
+(`Fence.on_complete`) run outside the lock, on the thread that completed the last
+timepoint (or at once, if already complete).
 """
 
 from __future__ import annotations
@@ -17,8 +22,11 @@ from typing import Callable, Iterable
 
 from ..errors import StatusCode, VMError
 
-_cond = threading.Condition()
-_blocked = 0  # threads inside _cond.wait() (changed under _cond)
+_lock = threading.Lock()
+_cond = threading.Condition(_lock)
+# Bound once: `with _lock` costs twice an acquire/release pair through these.
+_acquire, _release = _lock.acquire, _lock.release
+_blocked = 0  # threads inside _cond.wait() (changed under _lock)
 
 _PENDING = 0
 _REACHED = 1
@@ -59,25 +67,29 @@ class Timepoint:
     def __init__(self) -> None:
         self.state = _PENDING
         self.error: VMError | None = None
-        self.waiters: list[_Waiter] = []
+        self.waiters: list[_Waiter] | None = None  # made on the first registration
 
 
 def _complete(timepoints: Iterable[Timepoint], error: VMError | None) -> None:
     """Marks pending timepoints reached (error None) or failed, then runs callbacks."""
     ready = []
-    with _cond:
+    _acquire()
+    try:
         for tp in timepoints:
             if tp.state != _PENDING:
                 continue  # reached stays reached; the first failure wins
             tp.state = _REACHED if error is None else _FAILED
             tp.error = error
-            waiters, tp.waiters = tp.waiters, []
-            for waiter in waiters:
-                fire = waiter.reached() if error is None else waiter.failed(error)
-                if fire is not None:
-                    ready.append(fire)
+            waiters, tp.waiters = tp.waiters, None
+            if waiters:
+                for waiter in waiters:
+                    fire = waiter.reached() if error is None else waiter.failed(error)
+                    if fire is not None:
+                        ready.append(fire)
         if _blocked:  # only threads blocked in Fence.wait need waking
             _cond.notify_all()
+    finally:
+        _release()
     for callback, err in ready:
         callback(err)
 
@@ -86,15 +98,24 @@ def as_error(code: int, message: str) -> VMError:
     return VMError(code or StatusCode.UNKNOWN, message)
 
 
-class Fence:
-    """A `!hal.fence`."""
+class Fence(Timepoint):
+    """A `!hal.fence`. A fresh one is its own single timepoint (`_set` None); a joined
+    one holds its inputs' timepoints in `_set` and its own state fields are unused."""
 
-    __slots__ = ("timepoints", "__weakref__")
+    __slots__ = ("_set", "__weakref__")
 
     def __init__(self, timepoints: Iterable[Timepoint] | None = None) -> None:
-        self.timepoints: tuple[Timepoint, ...] = (
-            (Timepoint(),) if timepoints is None else tuple(timepoints)
+        self.state = _PENDING
+        self.error = None
+        self.waiters = None
+        self._set: tuple[Timepoint, ...] | None = (
+            None if timepoints is None else tuple(timepoints)
         )
+
+    @property
+    def timepoints(self) -> tuple[Timepoint, ...]:
+        tps = self._set
+        return (self,) if tps is None else tps
 
     def __repr__(self) -> str:
         return f"<Fence {self.query()}>"
@@ -110,6 +131,24 @@ class Fence:
             for tp in fence.timepoints:
                 seen.setdefault(id(tp), tp)
         return cls(seen.values()) if seen else None
+
+    @classmethod
+    def join_fresh(cls, fences) -> "Fence | None":
+        """`join` for the import: when every input is None or a fresh fence already
+        reached (what a synchronous queue leaves behind), a new reached fence, which
+        nothing can tell from their join (reached is final: signal and fail do nothing
+        to it); otherwise `join`."""
+        some = False
+        for fence in fences:
+            if fence is not None:
+                if fence._set is not None or fence.state != _REACHED:
+                    return cls.join(list(fences))
+                some = True
+        if not some:
+            return None
+        joined = cls()
+        joined.state = _REACHED
+        return joined
 
     # -- state ----------------------------------------------------------------------------
 
@@ -132,7 +171,10 @@ class Fence:
     def reached_now(self) -> bool:
         """True if every timepoint is reached. Lock-free: reached is a final state, so a
         True answer cannot go stale (False may be, and callers then take the slow path)."""
-        for tp in self.timepoints:
+        tps = self._set
+        if tps is None:
+            return self.state == _REACHED
+        for tp in tps:
             if tp.state != _REACHED:
                 return False
         return True
@@ -142,6 +184,16 @@ class Fence:
         return self.query() == 0
 
     def signal(self) -> None:
+        if self._set is None:
+            # A fresh fence nobody waits on (what a synchronous queue signals): flip it
+            # under the lock; anything else goes through _complete.
+            _acquire()
+            if self.waiters is None and not _blocked:
+                if self.state == _PENDING:
+                    self.state = _REACHED
+                _release()
+                return
+            _release()
         _complete(self.timepoints, None)
 
     def fail(self, error: VMError | int, message: str | None = None) -> None:
@@ -186,7 +238,10 @@ class Fence:
             if error is None and pending:
                 waiter = _Waiter(len(pending), callback)
                 for tp in pending:
-                    tp.waiters.append(waiter)
+                    if tp.waiters is None:
+                        tp.waiters = [waiter]
+                    else:
+                        tp.waiters.append(waiter)
                 return
         callback(error)
 
@@ -194,7 +249,10 @@ class Fence:
 def wait_all(fences: Iterable[Fence | None], timeout: float | None = None) -> bool:
     """Waits for every fence (None entries are reached). See `Fence.wait`."""
     fences = list(fences)
-    if all(f is None or f.reached_now() for f in fences):
+    for f in fences:
+        if f is not None and not f.reached_now():
+            break
+    else:
         return True
     joined = Fence.join(fences)
     return True if joined is None else joined.wait(timeout)

@@ -25,11 +25,11 @@ from ..vm.args import DEVICE, HOST_BYTES, TEXT, U32, Each, Ref, import_module, v
 from ..vm.numerics import M32, wrap_i32, wrap_i64
 from . import element_types
 from .allocator import HalAllocator
-from .buffer import HalBuffer, WHOLE_BUFFER
+from .buffer import HalBuffer, WHOLE_BUFFER, fresh_buffer
 from .buffer_view import HalBufferView
 from .channel import HalChannel
 from .collectives import decode_op
-from .command_buffer import Binding, BufferRef, HalCommandBuffer
+from .command_buffer import BufferRef, HalCommandBuffer
 from .device import LocalDevice
 from .executable import HalExecutable
 from .fence import Fence, wait_all
@@ -76,6 +76,20 @@ def _timeout_seconds(millis: int) -> float | None:
 def _message(message) -> str:
     """An assert's `!vm.buffer` message as text (checked as HOST_BYTES already)."""
     return bytes(vm_args.host_view(message)[0]).decode("utf-8", errors="replace")
+
+
+def _trusted_view(buffer, shape: tuple, element_type: int, encoding_type: int) -> HalBufferView:
+    """HalBufferView(buffer, shape, element_type, encoding_type) from values already in
+    their final form (a tuple of ints, u32 codes)."""
+    view = _new_object(HalBufferView)
+    view.buffer = buffer
+    view.shape = shape
+    view.element_type = element_type
+    view.encoding_type = encoding_type
+    return view
+
+
+_new_object = object.__new__
 
 
 def _dispatch_bindings(bindings) -> list[BufferRef]:
@@ -236,7 +250,8 @@ class HalModule:
         for i, dim in enumerate(shape):
             if dim < 0:
                 raise _invalid("buffer_view.create", f"shape dimension {i} is negative ({dim})")
-        return HalBufferView(buffer, shape, element_type, encoding_type)
+        # (dims are VM integers and both codes arrive masked to u32: nothing to convert)
+        return _trusted_view(buffer, tuple(shape), element_type, encoding_type)
 
     @vm_import(
         "hal.buffer_view.assert", "0rriiCID_v",
@@ -570,8 +585,10 @@ class HalModule:
             )
         if allocation_size < 0:
             raise _invalid(name, f"negative allocation size {allocation_size}")
-        buffer = device.allocator.allocate(memory_types, buffer_usage, allocation_size)
-        device.queue.submit(wait_fence, signal_fence, lambda: None, name)
+        allocator = device.allocator
+        buffer = fresh_buffer(allocation_size, memory_types, buffer_usage, allocator)
+        allocator.bytes_allocated += allocation_size
+        device.queue.signal(wait_fence, signal_fence, name)
         return buffer
 
     @vm_import(
@@ -581,7 +598,7 @@ class HalModule:
         self, device, queue_affinity, wait_fence, signal_fence, buffer, flags
     ):
         # Memory is freed with the object.
-        device.queue.submit(wait_fence, signal_fence, lambda: None, "device.queue.dealloca")
+        device.queue.signal(wait_fence, signal_fence, "device.queue.dealloca")
 
     @vm_import(
         "hal.device.queue.fill", "0rIrrrIIIiI_v",
@@ -709,7 +726,7 @@ class HalModule:
 
     @vm_import("hal.device.queue.barrier", "0rIrrI_v", device=DEVICE, **QUEUE_FENCES)
     def device_queue_barrier(self, device, queue_affinity, wait_fence, signal_fence, flags):
-        device.queue.submit(wait_fence, signal_fence, lambda: None, "device.queue.barrier")
+        device.queue.signal(wait_fence, signal_fence, "device.queue.barrier")
 
     @vm_import(
         "hal.device.queue.execute", "0rIrrrI_v",
@@ -730,11 +747,16 @@ class HalModule:
     def device_queue_execute_indirect(
         self, device, queue_affinity, wait_fence, signal_fence, command_buffer, flags, binding_table
     ):
-        table = [Binding(buffer, offset, length) for buffer, offset, length in binding_table]
-        device.queue.submit(
+        # The span's (buffer, offset, length) tuples are the table as they are: the
+        # command buffer reads entries by unpacking (Binding rows where it keeps them).
+        # Work that waits runs later: it gets its own copy of the list.
+        if wait_fence is not None and not wait_fence.reached_now():
+            binding_table = list(binding_table)
+        device.queue.call(
             wait_fence,
             signal_fence,
-            lambda: command_buffer.execute(table),
+            command_buffer.execute,
+            binding_table,
             "device.queue.execute.indirect",
         )
 
@@ -788,7 +810,7 @@ class HalModule:
 
     @vm_import("hal.fence.join", "0ICrD_r", fences=Each(FENCE.or_null))
     def fence_join(self, flags, fences):
-        return Fence.join(list(fences))
+        return Fence.join_fresh(fences)
 
     @vm_import("hal.fence.query", "0r_i", fence=FENCE)
     def fence_query(self, fence):
@@ -806,5 +828,10 @@ class HalModule:
     def fence_await(self, timeout_millis, flags, fences):
         """Blocks until every fence is reached: 0, or 4 (DEADLINE_EXCEEDED) on timeout;
         raises a failed fence's error."""
+        for fence in fences:
+            if fence is not None and not fence.reached_now():
+                break
+        else:
+            return 0  # every fence reached already (what a synchronous queue leaves)
         reached = wait_all(list(fences), _timeout_seconds(timeout_millis))
         return 0 if reached else int(StatusCode.DEADLINE_EXCEEDED)

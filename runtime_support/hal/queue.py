@@ -22,6 +22,21 @@ from ..errors import StatusCode, VMError
 from .fence import Fence
 
 
+def _nothing() -> None:
+    """The work of queue operations that only order (alloca, dealloca, barrier)."""
+
+
+def _invoke(work: Callable[[], None]) -> None:
+    work()
+
+
+def _internal(name: str, exc: Exception) -> VMError:
+    """A bug or a native failure inside an operation, reported as INTERNAL."""
+    error = VMError(StatusCode.INTERNAL, f"{name}: {type(exc).__name__}: {exc}")
+    error.__cause__ = exc
+    return error
+
+
 class _Op:
     __slots__ = ("work", "signal_fence", "name", "error", "returned")
 
@@ -53,17 +68,53 @@ class LocalQueue:
         If the work ran before this returns and failed with no signal fence to carry the
         error, the error is raised here.
         """
+        self.call(wait_fence, signal_fence, _invoke, work, name)
+
+    def call(
+        self,
+        wait_fence: Fence | None,
+        signal_fence: Fence | None,
+        fn: Callable[[object], None],
+        arg,
+        name: str = "queue operation",
+    ) -> None:
+        """`submit` of the work `fn(arg)`, without a closure per operation (the per-call
+        path of queue.execute.indirect)."""
         if wait_fence is None or wait_fence.reached_now():
             # The common case: nothing to wait for. When no other thread is draining the
             # queue, run here and now without queueing (same order, same error routing).
-            with self._lock:
-                idle = not self._draining
-                if idle:
-                    self._draining = True
-            if idle:
-                self._run_now(work, signal_fence, name)
+            lock = self._lock
+            lock.acquire()
+            if not self._draining:
+                self._draining = True
+                lock.release()
+                error = None
+                try:
+                    fn(arg)
+                except VMError as exc:
+                    error = exc
+                except Exception as exc:  # a bug or a native failure: INTERNAL
+                    error = _internal(name, exc)
+                try:
+                    if signal_fence is not None:
+                        if error is None:
+                            signal_fence.signal()
+                        else:
+                            signal_fence.fail(error)
+                finally:
+                    # Run what became ready meanwhile, then give up the draining role.
+                    lock.acquire()
+                    if self._ready:
+                        lock.release()
+                        self._drain()
+                    else:
+                        self._draining = False
+                        lock.release()
+                if error is not None and signal_fence is None:
+                    raise error
                 return
-        op = _Op(work, signal_fence, name)
+            lock.release()
+        op = _Op(lambda: fn(arg), signal_fence, name)
         if wait_fence is None:
             self._enqueue(op, None)
         else:
@@ -74,27 +125,18 @@ class LocalQueue:
         if error is not None:
             raise error
 
-    def _run_now(self, work, signal_fence, name: str) -> None:
-        """Runs one ready operation on the caller (which holds the draining role), then
-        drains what became ready meanwhile; raises its error if it has no signal fence."""
-        error = None
-        try:
-            work()
-        except VMError as exc:
-            error = exc
-        except Exception as exc:  # a bug or a native failure: report it as INTERNAL
-            error = VMError(StatusCode.INTERNAL, f"{name}: {type(exc).__name__}: {exc}")
-            error.__cause__ = exc
-        try:
+    def signal(
+        self, wait_fence: Fence | None, signal_fence: Fence | None, name: str = "queue operation"
+    ) -> None:
+        """`submit` of an operation with no work (alloca, dealloca, barrier): when it is
+        ready now and nothing runs ahead of it, its signal fence is signaled at once."""
+        if (wait_fence is None or wait_fence.reached_now()) and not self._draining:
+            # (`_draining` False means nothing is queued either: an atomic read under the
+            # GIL of state that only ever has ready operations while it is True.)
             if signal_fence is not None:
-                if error is None:
-                    signal_fence.signal()
-                else:
-                    signal_fence.fail(error)
-        finally:
-            self._drain()
-        if error is not None and signal_fence is None:
-            raise error
+                signal_fence.signal()
+            return
+        self.call(wait_fence, signal_fence, _invoke, _nothing, name)
 
     def _enqueue(self, op: _Op, error: VMError | None) -> None:
         with self._lock:
@@ -121,8 +163,7 @@ class LocalQueue:
             except VMError as exc:
                 error = exc
             except Exception as exc:  # a bug or a native failure: report it as INTERNAL
-                error = VMError(StatusCode.INTERNAL, f"{op.name}: {type(exc).__name__}: {exc}")
-                error.__cause__ = exc
+                error = _internal(op.name, exc)
         if op.signal_fence is not None:
             if error is None:
                 op.signal_fence.signal()

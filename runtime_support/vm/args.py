@@ -30,6 +30,7 @@ import linecache
 
 from ..errors import StatusCode, VMError
 from . import numerics
+from .buffer import VMBuffer
 
 # --------------------------------------------------------------------------- failures
 
@@ -162,7 +163,11 @@ class HostBytes(Arg):
         return HostBytes(nullable=True)
 
     def emit(self, var, ns, key):
-        return [f"_check_bytes(_where, {var!r}, {var}, {self.nullable})"]
+        # A VMBuffer (rodata, vm.buffer.alloc) is the common case: one type test.
+        return [
+            f"if type({var}) is not _VMBuffer:",
+            f"    _check_bytes(_where, {var!r}, {var}, {self.nullable})",
+        ]
 
 
 class Unsigned(Arg):
@@ -299,6 +304,7 @@ def vm_import(full_name: str, cconv: str, /, **args: Arg):
             "_bad_item": _bad_item,
             "_text": _text,
             "_check_bytes": _check_bytes,
+            "_VMBuffer": VMBuffer,
         }
         lines = []
         for i, name in enumerate(params):

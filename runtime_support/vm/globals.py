@@ -34,15 +34,20 @@ def new_rwdata(size: int):
 
 
 class RefGlobals:
-    """`count` ref globals, all null until stored; only stored slots take memory."""
+    """`count` ref globals, all null until stored; only stored slots take memory.
 
-    __slots__ = ("_count", "_slots")
+    `get(index)` is the slot table's own `dict.get` (None for an unset slot), for loads
+    that need neither a range check nor a type check (generated code, where the
+    translator proved both)."""
+
+    __slots__ = ("_count", "_slots", "get")
 
     def __init__(self, count: int) -> None:
         if count < 0:
             raise VMError(StatusCode.INVALID_ARGUMENT, f"global ref count {count} is negative")
         self._count = count
         self._slots: dict[int, object] = {}
+        self.get = self._slots.get
 
     def __len__(self) -> int:
         return self._count
@@ -62,6 +67,8 @@ class RefGlobals:
 
     def __repr__(self) -> str:
         return f"<RefGlobals {len(self._slots)} of {self._count} set>"
+
+
 from runtime_support.vm.refs import check_ref_type, type_matches
 
 _I32 = struct.Struct("<i")
@@ -121,16 +128,19 @@ def _ref_index(refs: list, index: int) -> None:
         )
 
 
-def global_load_ref(refs: list, index: int, type_name: str):
+def global_load_ref(refs: RefGlobals, index: int, type_name: str):
     """`vm.global.load.ref`: the value, type-checked (null always passes)."""
-    _ref_index(refs, index)
-    value = refs[index]
+    if type(refs) is RefGlobals and 0 <= index < refs._count:
+        value = refs._slots.get(index)
+    else:
+        _ref_index(refs, index)
+        value = refs[index]
     if value is not None and not type_matches(value, type_name):
         check_ref_type(value, type_name)
     return value
 
 
-def global_store_ref(refs: list, index: int, type_name: str, value) -> None:
+def global_store_ref(refs: RefGlobals, index: int, type_name: str, value) -> None:
     _ref_index(refs, index)
     if value is not None and not type_matches(value, type_name):
         check_ref_type(value, type_name)

@@ -10,7 +10,7 @@ Generated code; regenerate with the command below rather than editing.
 # Regenerate: pyree-translate tensor_elementwise.vmfb -o OUT_DIR --name elementwise
 from runtime_support.context import Export, Import, ModuleContext, describe_exports, vm_fail
 from runtime_support.vm.numerics import add_i64, trunc_i64_i32
-from runtime_support.vm.globals import global_load_ref, global_store_ref
+from runtime_support.vm.globals import global_store_ref
 
 #: The VM module's own name (from the vmfb) and the package name it was written as.
 VM_MODULE_NAME = "module"

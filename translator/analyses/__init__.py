@@ -5,4 +5,5 @@
     banks.py     integer or float: rejects a read of a register whose writes give the other kind
     layout.py    a calling convention's argument registers (`i0`, `i2:3`, `r0`)
     liveness.py  which ref registers some later op may read (releases at last use)
+    ref_globals.py  ref-global loads whose type check cannot fail (module-wide stores)
 """

@@ -18,6 +18,7 @@ from pathlib import Path
 import jinja2
 
 from translator import __version__
+from translator.analyses.ref_globals import unchecked_ref_loads
 from translator.codegen.escape import comment_text, docstring_literal, string_literal
 from translator.codegen.function import FunctionEmitter
 from translator.codegen.names import NameTable
@@ -188,6 +189,7 @@ def generate(
     names = NameTable(module)
     locations = _Locations(module)
     renderer = OpRenderer(module, names, cconvs, _numeric_ops(), locations)
+    renderer.unchecked_ref_loads = unchecked_ref_loads(module, functions)
     messages = MessageTable()
     views = []
     structured = fallback = 0

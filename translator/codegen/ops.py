@@ -84,6 +84,9 @@ class OpRenderer:
         self.locations = locations
         self.helpers: dict[str, set[str]] = {k: set() for k in HELPER_MODULES}
         self.helpers["context"] = set()
+        # (slot, type ordinal) of ref-global loads that are plain reads
+        # (translator/analyses/ref_globals.py); set by the caller for the whole module.
+        self.unchecked_ref_loads: frozenset = frozenset()
 
     def use(self, module: str, name: str) -> str:
         self.helpers[module].add(name)
@@ -282,6 +285,9 @@ class OpRenderer:
         if value.bank == "ref":
             t = lit(self.module.types[op["type_def"]])
             if load:
+                if not address.is_register and (op[address.name], op["type_def"]) in self.unchecked_ref_loads:
+                    # analyses/ref_globals.py proved every store to it has this type
+                    return self._assign(op, prov, f"refs.get({where})")
                 return self._assign(op, prov, f"{self.use('globals', 'global_load_ref')}(refs, {where}, {t})")
             helper = self.use("globals", "global_store_ref")
             return [Call(prov, f"{helper}(refs, {where}, {t}, {self.reg(op['value'])})", self.reads(op))]

@@ -22,8 +22,8 @@
         i24 = 4
         i13 = 48
         i26 = 3075
-        r2 = global_load_ref(refs, 0, "!hal.device")
-        r3 = global_load_ref(refs, 1, "!hal.executable")
+        r2 = refs.get(0)
+        r3 = refs.get(1)
         i28 = hal_buffer_view_dim(r0, i11)
         i30 = hal_buffer_view_dim(r0, i10)
         r4 = rodata_input0
