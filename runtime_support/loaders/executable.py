@@ -128,7 +128,7 @@ _python_import_thunk_ptr = abi.IMPORT_THUNK(_python_import_thunk)
 # --- per-dispatch argument block -------------------------------------------------------
 
 _WG_STATE = struct.Struct("<IIHHIQI4x")  # WorkgroupStateV0
-_GRID_ARGS = struct.Struct("<9Q")  # native.GRID_ARGS, one foreign-call argument
+_GRID_ARGS = struct.Struct(f"<{len(_jit.GRID_ARGS)}Q")  # one foreign-call argument
 assert _WG_STATE.size == ctypes.sizeof(abi.WorkgroupStateV0)
 
 
