@@ -57,6 +57,8 @@ class Plan:
         self.keep: list = []
         self.workers = max(1, workers)
         self.parallel = False  # some dispatch may have more than one workgroup
+        self._workers = 1  # the `workers` the runner arguments are set for (parallel plans)
+        self._pool = None  # the process's pool they name (a fork() replaces it)
         self.run_plan = native.native_runtime().run_plan_args
         self._lock = threading.Lock()
 
@@ -185,10 +187,10 @@ class Plan:
                     return False
             if not self._fill_table(table):
                 return False
+            if self.parallel and (workers != self._workers or native._pool is not self._pool):
+                self._use_workers(workers)
             if statistics.enabled:
-                self._run_counted(workers)
-            elif self.parallel and workers > 1:
-                self._run_pooled(min(workers, self.workers))
+                self._run_counted()
             else:
                 result = self.run_plan(self.args_address)
                 if result:
@@ -197,39 +199,29 @@ class Plan:
         finally:
             lock.release()
 
-    def _run_pooled(self, workers: int) -> None:
-        pool = native.worker_pool(workers)
-        address = pool.acquire() if pool is not None else None
-        if not address:  # no pool, or another thread's grid holds it: run on this thread
-            result = self.run_plan(self.args_address)
-        else:
-            args = self.args
-            args[3] = address
-            args[4] = min(workers, pool.threads + 1)
-            try:
-                result = self.run_plan(self.args_address)
-            finally:
-                args[3], args[4] = 0, 1
-                pool.release()
-        if result:
-            self._raise(result)
+    def _use_workers(self, workers: int) -> None:
+        """Sets the runner's pool and width for runs with `workers` (kept until either
+        changes: the native runner takes the pool per grid, or runs a grid inline while
+        another caller's grid holds it)."""
+        width = min(workers, self.workers)
+        pool = native.worker_pool(width) if width > 1 else None
+        self.args[3] = pool.address if pool is not None else 0
+        self.args[4] = width if pool is not None else 1
+        self._workers, self._pool = workers, native._pool
 
-    def _run_counted(self, workers: int) -> None:
+    def _run_counted(self) -> None:
         """A run with per-command times and counts (statistics enabled)."""
         stats = (ctypes.c_int64 * (2 * self.count))()
         self.args[8] = ctypes.addressof(stats)
         try:
-            if self.parallel and workers > 1:
-                self._run_pooled(min(workers, self.workers))
-            else:
-                result = self.run_plan(self.args_address)
-                if result:
-                    self._raise(result)
+            result = self.run_plan(self.args_address)
         finally:
             self.args[8] = 0
-            for i, name in enumerate(self.names):
-                if stats[2 * i + 1]:
-                    statistics.record(name, stats[2 * i], stats[2 * i + 1])
+        for i, name in enumerate(self.names):
+            if stats[2 * i + 1]:
+                statistics.record(name, stats[2 * i], stats[2 * i + 1])
+        if result:
+            self._raise(result)
 
     def _raise(self, result: int) -> None:
         index, code = result >> 8, result & 0xFF
@@ -327,7 +319,9 @@ def _add_dispatch(plan: Plan, command, blocks) -> int:
         export.local_memory_size,
         *iref,
         export.binding_count,
-        -1,  # estimated one-thread time (ns), kept by the runner; unknown: parallel
+        -1,  # estimated time (ns) inline, kept by the runner (-1: not measured yet)
+        -1,  # estimated time (ns) on the worker pool
+        0,  # runs
         *refs,
     ]
     if not flags & native.FLAG_SEQUENTIAL and (flags & native.FLAG_INDIRECT or cx * cy * cz > 1):

@@ -2,7 +2,9 @@
 
     pyree_run_tiles   one worker's walk over a range of workgroup tiles (FTZ/DAZ held)
     pyree_run_grid    a whole grid: inline on the caller, or split with the worker pool
-    pyree_run_plan    a whole recorded command buffer (hal/plan.py builds the records)
+    pyree_run_plan    a whole recorded command buffer (hal/plan.py builds the records);
+                      each grid runs inline or on the pool, whichever its measured times
+                      say is faster (see the dispatch records)
     pyree_run_{grid,plan}_args  the same, called with one block of i64 arguments
     pyree_worker      the body of a pool thread (started with pthread_create via ctypes)
     pyree_import_thunk  how kernels call host imports
@@ -12,8 +14,9 @@ and the few libc functions it needs (`syscall` for futexes, `clock_gettime`) are
 to the addresses ctypes resolves in the running process.
 
 The worker pool (`WorkerPool`) is one per process: N-1 native threads that never touch
-Python. A caller publishes a job (one grid) in the pool block, bumps a generation word
-and wakes sleeping workers with a futex. Workers spin briefly, then sleep on the futex.
+Python. A caller takes the pool with a compare-and-swap on its busy word (a caller that
+finds it taken runs its grid inline), publishes a job (one grid) in the pool block, bumps
+a generation word and wakes sleeping workers with a futex. Workers spin briefly, then sleep on the futex.
 Participation is by ticket: the 64-bit ticket holds the job's generation (high half), a
 closed bit and the number of workers inside; a worker joins with a compare-and-swap
 while the job is open, so a late worker never delays the caller: the caller runs tiles
@@ -176,7 +179,8 @@ POOL_CX, POOL_CY, POOL_TOTAL, POOL_CHUNK, POOL_MAXP, POOL_RC = 224, 232, 240, 24
 POOL_JOINS = 272  # i64: workers that joined the current job (their participant numbers)
 POOL_NEXT = 320  # i64: next tile to hand out
 POOL_THREADS = 384  # i64: worker threads running
-POOL_SPIN = 392  # i64: pause iterations before sleeping
+POOL_SPIN = 392  # i64: pause iterations before a worker sleeps
+POOL_BUSY = 400  # i32: 1 while a caller owns the pool (its grid is published or draining)
 POOL_SIZE = 448
 
 WG_STATE_SIZE = 32  # iree_hal_executable_workgroup_state_v0_t
@@ -330,7 +334,13 @@ sized:
   %m1c = icmp ult i64 %m0, %total
   %maxp = select i1 %m1c, i64 %m0, i64 %total
   %alone = icmp ule i64 %maxp, 1
-  br i1 %alone, label %solo, label %publish
+  br i1 %alone, label %solo, label %claim
+claim:
+  ; One caller at a time owns the pool; another caller's grid runs inline meanwhile.
+  %pbusy = getelementptr i8, ptr %pool, i64 $POOL_BUSY
+  %claimed = cmpxchg ptr %pbusy, i32 0, i32 1 acquire monotonic
+  %owner = extractvalue { i32, i1 } %claimed, 1
+  br i1 %owner, label %publish, label %solo
 publish:
   %parts = mul i64 %maxp, 4
   %c0 = add i64 %total, %parts
@@ -380,6 +390,7 @@ sleep:
   br label %drain
 finish:
   %rc = load i32, ptr %prc
+  store atomic i32 0, ptr %pbusy release, align 4
   ret i32 %rc
 }
 """
@@ -392,9 +403,10 @@ finish:
 # address 0 for a null entry (refs into it resolve to (0, 0)).
 OP_DISPATCH, OP_FILL, OP_COPY, OP_UPDATE = 1, 2, 3, 4
 # Dispatch: [1, n, fn, env, ds, ptrs, lens, cx, cy, cz, flags, local_size, iref x3, nb,
-#            estimated one-thread ns, refs x3...]
+#            estimated ns inline, estimated ns on the pool, runs, refs x3...]
 D_FN, D_ENV, D_DS, D_PTRS, D_LENS, D_CX, D_CY, D_CZ, D_FLAGS = 2, 3, 4, 5, 6, 7, 8, 9, 10
-D_LOCAL, D_IREF, D_NB, D_EST, D_REFS = 11, 12, 15, 16, 17
+D_LOCAL, D_IREF, D_NB, D_EST, D_EST_POOL, D_RUNS, D_REFS = 11, 12, 15, 16, 17, 18, 19
+ESTIMATE_EVERY = 16  # runs between two looks at the way not taken (a clock read is ~0.1 us)
 FLAG_SEQUENTIAL, FLAG_INDIRECT = 1, 2
 # Fill: [2, n, ref x3, pattern, pattern length]. Copy: [3, n, source ref x3, target ref x3].
 # Update: [4, n, data address, ref x3].
@@ -562,19 +574,38 @@ launch:
   %w2 = select i1 %w2c, i64 %w1, i64 %nwgs
   %w3c = icmp ult i64 %w2, 255
   %w3 = select i1 %w3c, i64 %w2, i64 255
-  ; Small grids run inline: waking a worker costs more than it saves. The record keeps
-  ; an estimate of the grid's one-thread time (-1, i.e. huge, until measured; measured
-  ; whenever more than one participant could run it), and only grids estimated at
-  ; $$PYREE_INLINE_US or more go to the pool.
+  ; Inline or on the pool, by measured times. The record keeps two estimates (moving
+  ; averages; -1 until measured) of the grid's time: run inline (%est) and run on the
+  ; pool (%estp). A grid runs inline first; it goes to the pool only when it takes at
+  ; least $$PYREE_INLINE_US inline (waking workers costs more than smaller grids gain),
+  ; and stays there while that is faster: on a loaded machine, or for memory-bound grids,
+  ; a second thread can make a grid slower. Every ESTIMATE_EVERY-th run takes the other
+  ; way, to refresh its estimate (small grids: to notice that they grew).
 $EST_LOAD  %multi = icmp ugt i64 %w3, 1
-  %big = icmp uge i64 %est, $INLINE_NS
-  %par = and i1 %multi, %big
+  %runs1 = add i64 %runs, 1
+  store i64 %runs1, ptr %pruns
+  %phase = and i64 %runs, $ESTIMATE_MASK
+  %due = icmp eq i64 %phase, 0
+  %known = icmp ne i64 %est, -1
+  %big0 = icmp uge i64 %est, $INLINE_NS
+  %big = and i1 %known, %big0
+  %faster = icmp ult i64 %estp, %est
+  %punknown = icmp eq i64 %estp, -1
+  %try = or i1 %faster, %punknown
+  %prefer = and i1 %big, %try
+  %explore = and i1 %big, %due
+  %choice = xor i1 %prefer, %explore
+  %par = and i1 %multi, %choice
   %wuse = select i1 %par, i64 %w3, i64 1
+  %unmeasured = xor i1 %known, true
+  %s0 = or i1 %unmeasured, %big
+  %sample = or i1 %s0, %due
+  %msample = and i1 %multi, %sample
   %w8 = trunc i64 %wuse to i8
   %dsc = getelementptr i8, ptr %ds, i64 22
   store i8 %w8, ptr %dsc
 $LOCAL_LOAD  %local32 = trunc i64 %local to i32
-  %measure = or i1 %timed, %multi
+  %measure = or i1 %timed, %msample
   br label %lhead
 lhead:
   %k = phi i64 [ 0, %launch ], [ %k1, %lbody ]
@@ -600,8 +631,13 @@ call:
 t1:
   %stop = call i64 @pyree_now()
   %dt = sub i64 %stop, %tstart
-  %cost = mul i64 %dt, %wuse  ; a parallel run's time times its width bounds one thread's
-  store i64 %cost, ptr %pest
+  %pmode = select i1 %par, ptr %pestp, ptr %pest
+  %old = load i64, ptr %pmode
+  %first = icmp eq i64 %old, -1
+  %sum = add i64 %old, %dt
+  %avg = lshr i64 %sum, 1
+  %newest = select i1 %first, i64 %dt, i64 %avg
+  store i64 %newest, ptr %pmode
   br i1 %timed, label %tstat, label %after
 tstat:
   %i2 = mul i64 %i, 2
@@ -743,7 +779,7 @@ def _plan_fields() -> dict[str, str]:
         ),
         FLAGS_LOAD=record(("flags", "i64", D_FLAGS)),
         COUNT_LOADS=record(("dcx", "i64", D_CX), ("dcy", "i64", D_CY), ("dcz", "i64", D_CZ)),
-        EST_LOAD=record(("est", "i64", D_EST)),
+        EST_LOAD=record(("est", "i64", D_EST), ("estp", "i64", D_EST_POOL), ("runs", "i64", D_RUNS)),
         LOCAL_LOAD=record(("local", "i64", D_LOCAL)),
         FILL_LOADS=record(("pat", "i64", F_PATTERN), ("plen", "i64", F_PATTERN_LENGTH)),
         UPDATE_LOADS=record(("data", "ptr", U_DATA)),
@@ -778,7 +814,9 @@ def _ir() -> str:
         JOB_LOADS=_fields("pool", "i8", _JOB_FIELDS),
         JOB_STORES=_fields("pool", "i8", _JOB_FIELDS + (("maxp", "i64", POOL_MAXP),), store=True),
     )
-    plan = string.Template(_PLAN_IR).substitute(_plan_fields(), INLINE_NS=str(inline_ns()))
+    plan = string.Template(_PLAN_IR).substitute(
+        _plan_fields(), INLINE_NS=str(inline_ns()), ESTIMATE_MASK=str(ESTIMATE_EVERY - 1)
+    )
     return "".join(
         (
             _ARCH_IR.get(machine, _ARCH_IR_DEFAULT),
@@ -881,10 +919,11 @@ def default_worker_count() -> int:
 class WorkerPool:
     """N-1 native threads serving one grid at a time (the caller is the N-th).
 
-    `acquire()` returns the pool block address for one caller at a time (None while
-    another thread uses it: that caller then runs its grid inline), `release()` ends the
-    use. Threads are added on demand by `ensure(workers)` and live until the process
-    exits; after fork() the child starts with no threads and grows its own.
+    Callers pass `address` to the native grid and plan runners, which take the pool for
+    one grid at a time (a caller that finds it taken runs its grid inline). Threads are
+    added on demand by `ensure(workers)` (a thread added while a grid runs joins only later
+    grids) and live until the process exits; after fork() the child's copy of the block
+    says no threads (grids run inline) and the child grows a pool of its own.
     """
 
     _MAX_THREADS = 254
@@ -898,8 +937,8 @@ class WorkerPool:
         ctypes.c_int64.from_address(self.address + POOL_SPIN).value = (
             max(0, int(spin)) if spin.isdigit() else _DEFAULT_SPIN
         )
+
         self._threads = ctypes.c_int64.from_address(self.address + POOL_THREADS)
-        self._use = threading.Lock()
         self._grow = threading.Lock()
         self._handles: list = []
 
@@ -932,12 +971,6 @@ class WorkerPool:
                 # Only the Python side changes the count (under _grow, outside any grid).
                 self._threads.value += 1
 
-    def acquire(self) -> int | None:
-        return self.address if self._use.acquire(blocking=False) else None
-
-    def release(self) -> None:
-        self._use.release()
-
 
 _pool: WorkerPool | None = None
 
@@ -961,18 +994,19 @@ def worker_pool(workers: int) -> WorkerPool | None:
                 _pool = pool
     pool = _pool
     if pool.threads < min(workers - 1, WorkerPool._MAX_THREADS):
-        if not pool.acquire():
-            return pool  # in use: grown next time
-        try:
-            pool.ensure(workers)
-        finally:
-            pool.release()
+        pool.ensure(workers)
     return pool
 
 
 def _forget_pool_in_child() -> None:
     global _pool
-    _pool = None  # the threads did not survive fork(); a new pool starts its own
+    if _pool is not None:
+        # The threads did not survive fork(): the child's copy of the block says so, for
+        # runners that kept its address, and a new pool starts its own threads.
+        ctypes.c_int64.from_address(_pool.address + POOL_THREADS).value = 0
+        ctypes.c_int32.from_address(_pool.address + POOL_SLEEPERS).value = 0
+        ctypes.c_int32.from_address(_pool.address + POOL_BUSY).value = 0
+        _pool = None
 
 
 if hasattr(os, "register_at_fork"):
