@@ -589,7 +589,9 @@ $EST_LOAD  %multi = icmp ugt i64 %w3, 1
   %known = icmp ne i64 %est, -1
   %big0 = icmp uge i64 %est, $INLINE_NS
   %big = and i1 %known, %big0
-  %faster = icmp ult i64 %estp, %est
+  %est8 = lshr i64 %est, 3
+  %margin = sub i64 %est, %est8
+  %faster = icmp ult i64 %estp, %margin  ; by an eighth at least, against noise
   %punknown = icmp eq i64 %estp, -1
   %try = or i1 %faster, %punknown
   %prefer = and i1 %big, %try
@@ -634,7 +636,10 @@ t1:
   %pmode = select i1 %par, ptr %pestp, ptr %pest
   %old = load i64, ptr %pmode
   %first = icmp eq i64 %old, -1
-  %sum = add i64 %old, %dt
+  %twice = shl i64 %old, 1  ; a sample counts at most twice the estimate (a preempted run)
+  %spike = icmp ugt i64 %dt, %twice
+  %dtc = select i1 %spike, i64 %twice, i64 %dt
+  %sum = add i64 %old, %dtc
   %avg = lshr i64 %sum, 1
   %newest = select i1 %first, i64 %dt, i64 %avg
   store i64 %newest, ptr %pmode
