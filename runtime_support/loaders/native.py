@@ -576,31 +576,40 @@ launch:
   %w3 = select i1 %w3c, i64 %w2, i64 255
   ; Inline or on the pool, by measured times. The record keeps two estimates (moving
   ; averages; -1 until measured) of the grid's time: run inline (%est) and run on the
-  ; pool (%estp). A grid runs inline first; it goes to the pool only when it takes at
+  ; pool (%estp). A grid runs inline twice first; it goes to the pool only when it takes at
   ; least $$PYREE_INLINE_US inline (waking workers costs more than smaller grids gain),
   ; and stays there while that is faster: on a loaded machine, or for memory-bound grids,
   ; a second thread can make a grid slower. Every ESTIMATE_EVERY-th run takes the other
-  ; way, to refresh its estimate (small grids: to notice that they grew).
+  ; way, to refresh its estimate (small grids: to notice that they grew); every
+  ; 8 * ESTIMATE_EVERY-th while the other way is more than twice as slow.
 $EST_LOAD  %multi = icmp ugt i64 %w3, 1
   %runs1 = add i64 %runs, 1
   store i64 %runs1, ptr %pruns
-  %phase = and i64 %runs, $ESTIMATE_MASK
-  %due = icmp eq i64 %phase, 0
   %known = icmp ne i64 %est, -1
   %big0 = icmp uge i64 %est, $INLINE_NS
-  %big = and i1 %known, %big0
+  %warm = icmp ugt i64 %runs, 1  ; the first run's time (cold caches, fresh pages) is replaced
+  %big1 = and i1 %known, %big0
+  %big = and i1 %big1, %warm
   %est8 = lshr i64 %est, 3
   %margin = sub i64 %est, %est8
   %faster = icmp ult i64 %estp, %margin  ; by an eighth at least, against noise
   %punknown = icmp eq i64 %estp, -1
   %try = or i1 %faster, %punknown
   %prefer = and i1 %big, %try
+  %taken = select i1 %prefer, i64 %estp, i64 %est
+  %other = select i1 %prefer, i64 %est, i64 %estp
+  %taken2 = shl i64 %taken, 1
+  %far0 = icmp ugt i64 %other, %taken2
+  %far = and i1 %big, %far0
+  %mask = select i1 %far, i64 $ESTIMATE_MASK_FAR, i64 $ESTIMATE_MASK
+  %phase = and i64 %runs, %mask
+  %due = icmp eq i64 %phase, 0
   %explore = and i1 %big, %due
   %choice = xor i1 %prefer, %explore
   %par = and i1 %multi, %choice
   %wuse = select i1 %par, i64 %w3, i64 1
-  %unmeasured = xor i1 %known, true
-  %s0 = or i1 %unmeasured, %big
+  %cold = xor i1 %warm, true
+  %s0 = or i1 %cold, %big
   %sample = or i1 %s0, %due
   %msample = and i1 %multi, %sample
   %w8 = trunc i64 %wuse to i8
@@ -635,7 +644,9 @@ t1:
   %dt = sub i64 %stop, %tstart
   %pmode = select i1 %par, ptr %pestp, ptr %pest
   %old = load i64, ptr %pmode
-  %first = icmp eq i64 %old, -1
+  %unset = icmp eq i64 %old, -1
+  %second = icmp eq i64 %runs, 1
+  %first = or i1 %unset, %second
   %twice = shl i64 %old, 1  ; a sample counts at most twice the estimate (a preempted run)
   %spike = icmp ugt i64 %dt, %twice
   %dtc = select i1 %spike, i64 %twice, i64 %dt
@@ -820,7 +831,10 @@ def _ir() -> str:
         JOB_STORES=_fields("pool", "i8", _JOB_FIELDS + (("maxp", "i64", POOL_MAXP),), store=True),
     )
     plan = string.Template(_PLAN_IR).substitute(
-        _plan_fields(), INLINE_NS=str(inline_ns()), ESTIMATE_MASK=str(ESTIMATE_EVERY - 1)
+        _plan_fields(),
+        INLINE_NS=str(inline_ns()),
+        ESTIMATE_MASK=str(ESTIMATE_EVERY - 1),
+        ESTIMATE_MASK_FAR=str(8 * ESTIMATE_EVERY - 1),
     )
     return "".join(
         (
