@@ -154,7 +154,28 @@ def run_program(program, args) -> list[dict]:
         row["pyree"], row["iree"] = timing.stats(ta), timing.stats(tb)
         row["ratio"] = row["pyree"]["median_us"] / row["iree"]["median_us"]
         del ctx, ours
+    if module is not None and all(r["status"] == "ok" for r in rows) and len(rows) == 2:
+        local_against_sync(module, setup, inputs, rows, args)
     return rows
+
+
+def local_against_sync(module, setup, inputs, rows, args) -> None:
+    """pyree `local` against pyree local-sync, interleaved with each other: the two runs
+    above each sit between calls of a different IREE device (local-task's threads are still
+    winding down when the next call starts), which skews a comparison of their medians."""
+    calls = []
+    try:
+        for device in ("local", "local-sync"):
+            ctx = module.load(device=device)
+            if setup is not None:
+                ctx.setup(*setup)
+            calls.append(ctx.main)
+        ta, tb = timing.interleave(*calls, inputs, **MODES[args.mode])
+    except Exception as e:  # noqa: BLE001 - both ran above; a failure here is only noted
+        rows[-1]["local_vs_sync_error"] = one_line(e)
+        return
+    for row in rows:
+        row["pyree_local_direct"], row["pyree_sync_direct"] = timing.stats(ta), timing.stats(tb)
 
 
 def dispatch_costs(rows: list[dict]) -> list[dict]:
@@ -184,18 +205,23 @@ Host cost per dispatch from the chain rows, per device pair and runtime."""
 
 
 def local_vs_sync(rows: list[dict]) -> list[dict]:
-    """pyree `local` over pyree local-sync, per program (from the two interleaved runs)."""
+    """pyree `local` over pyree local-sync, per program: interleaved with each other
+    (`ratio`), and from the medians of the two runs against IREE (`ratio_via_iree_runs`)."""
     out = []
     by = {(r["program"], r.get("pair")): r for r in rows}
     for program in dict.fromkeys(r["program"] for r in rows):
         sync, task = by.get((program, "sync")), by.get((program, "task"))
         if sync and task and "pyree" in sync and "pyree" in task:
-            out.append({
-                "program": program,
-                "local_us": task["pyree"]["median_us"],
-                "local_sync_us": sync["pyree"]["median_us"],
-                "ratio": task["pyree"]["median_us"] / sync["pyree"]["median_us"],
-            })
+            via = task["pyree"]["median_us"] / sync["pyree"]["median_us"]
+            entry = {"program": program, "ratio_via_iree_runs": via}
+            if "pyree_local_direct" in task:
+                local, local_sync = (
+                    task["pyree_local_direct"]["median_us"], task["pyree_sync_direct"]["median_us"]
+                )
+            else:
+                local, local_sync = task["pyree"]["median_us"], sync["pyree"]["median_us"]
+            entry.update(local_us=local, local_sync_us=local_sync, ratio=local / local_sync)
+            out.append(entry)
     return out
 
 

@@ -63,14 +63,16 @@ def markdown(data: dict) -> str:
     if data["local_vs_sync"]:
         lines += [
             "",
-            "pyree `local` against its own local-sync (medians from the two runs above).",
+            "pyree `local` against its own local-sync, interleaved with each other (last "
+            "column: the ratio of the two pyree medians above, each measured between calls "
+            "of a different IREE device).",
             "",
-            "| program | local | local-sync | local / local-sync |",
-            "|---|---|---|---|",
+            "| program | local | local-sync | local / local-sync | from the runs above |",
+            "|---|---|---|---|---|",
         ]
         for d in data["local_vs_sync"]:
             lines.append(
                 f"| {d['program']} | {_us(d['local_us'])} | {_us(d['local_sync_us'])} "
-                f"| {_ratio(d['ratio'])} |"
+                f"| {_ratio(d['ratio'])} | {_ratio(d.get('ratio_via_iree_runs'))} |"
             )
     return "\n".join(lines)

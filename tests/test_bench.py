@@ -44,6 +44,12 @@ def test_quick_run_prints_and_writes_the_table(tmp_path, capsys):
         assert r["ratio"] == pytest.approx(r["pyree"]["median_us"] / r["iree"]["median_us"])
         assert r["translate_s"] > 0 and r["pyree_load_s"] > 0 and r["iree_first_call_s"] > 0
     assert "| mul4 | local-sync / local-sync |" in text and "| ratio |" in text
+    # pyree local against pyree local-sync, interleaved with each other.
+    [direct] = data["local_vs_sync"]
+    assert rows[1]["pyree_local_direct"]["reps"] == rows[1]["pyree_sync_direct"]["reps"] >= 5
+    assert direct["ratio"] == pytest.approx(direct["local_us"] / direct["local_sync_us"])
+    assert direct["local_us"] == rows[1]["pyree_local_direct"]["median_us"]
+    assert "| mul4 |" in text.split("pyree `local` against its own local-sync")[1]
     # The second run reuses the compiled vmfb and the translated package.
     data, _ = _run(tmp_path, capsys)
     assert data["rows"][0]["compile_s"] is None and data["rows"][0]["translate_cached"]

@@ -57,6 +57,8 @@ class Plan:
         self.keep: list = []
         self.workers = max(1, workers)
         self.parallel = False  # some dispatch may have more than one workgroup
+        self._workers = 1  # the `workers` the runner arguments are set for (parallel plans)
+        self._pool = None  # the process's pool they name (a fork() replaces it)
         self.run_plan = native.native_runtime().run_plan_args
         self._lock = threading.Lock()
 
@@ -118,11 +120,15 @@ class Plan:
         if not self.words:
             self.words.append(0)
         slots = max(self.slots, default=-1) + 1
-        self.table = (ctypes.c_int64 * max(2, 2 * slots))()
-        self.table_address = ctypes.addressof(self.table)
-        self.checks = [
-            (slot, n.end, n.nonnull, n.writable, n.align) for slot, n in sorted(self.slots.items())
-        ]
+        # (address, length) per slot, written per execution: an array('q') takes item
+        # stores at half the cost of a ctypes array, and its storage never moves (fixed size).
+        self.table = array("q", bytes(16 * max(1, slots)))
+        self.table_address = self.table.buffer_info()[0]
+        # Per slot: (slot, table index, needed end, null fails, read-only fails, alignment).
+        self.checks = tuple(
+            (slot, 2 * slot, n.end, n.nonnull, n.writable, n.align)
+            for slot, n in sorted(self.slots.items())
+        )
         self.max_slot = slots - 1
         self.needs_table = any(n.nonnull for n in self.slots.values())
         self.plan = (ctypes.c_int64 * max(1, len(self.words))).from_buffer(self.words)
@@ -132,9 +138,11 @@ class Plan:
         self.executables = list({id(e): e for e in self.executables}.values())
         args = dict.fromkeys(native.PLAN_ARGS, 0)
         args.update(plan=self.plan_address, commands=self.count, table=self.table_address)
-        args.update(wgs=self.wgs_address, nwgs=self.wgs_count, out=self.out_address)
-        self.args = (ctypes.c_int64 * len(args))(*args.values())
-        self.args_address = ctypes.addressof(self.args)
+        args.update(workers=1, wgs=self.wgs_address, nwgs=self.wgs_count, out=self.out_address)
+        # The runner's arguments as one block: pool, workers and stats stay (0, 1, 0)
+        # between executions, so a one-thread run writes none of them.
+        self.args = array("q", args.values())
+        self.args_address = self.args.buffer_info()[0]
 
     # -- running ---------------------------------------------------------------------------
 
@@ -144,17 +152,17 @@ class Plan:
         if not table:  # no table: every slot ref is a null binding
             if self.needs_table:
                 return False
-            for slot, *_ in self.checks:
-                t[2 * slot] = t[2 * slot + 1] = 0
+            for _, i, *_ in self.checks:
+                t[i] = t[i + 1] = 0
             return True
         if self.max_slot >= len(table):
             return False
-        for slot, end, nonnull, writable, align in self.checks:
+        for slot, i, end, nonnull, writable, align in self.checks:
             buffer, offset, length = table[slot]
             if buffer is None:
                 if nonnull:
                     return False
-                t[2 * slot] = t[2 * slot + 1] = 0
+                t[i] = t[i + 1] = 0
                 continue
             size = buffer.length
             if length == WHOLE_BUFFER:
@@ -162,17 +170,16 @@ class Plan:
             if offset < 0 or length < end or offset + length > size:
                 return False  # (end >= 0, so a negative length fails too)
             allocation = buffer.allocation
-            if writable and allocation.readonly:
+            if writable and allocation.readonly or offset % align:
                 return False
-            if align != 1 and offset % align:
-                return False
-            t[2 * slot] = allocation.address + buffer.offset + offset
-            t[2 * slot + 1] = length
+            t[i] = allocation.address + buffer.offset + offset
+            t[i + 1] = length
         return True
 
     def run(self, table, workers: int) -> bool:
         """Runs the plan; False (nothing done) when the Python path must run instead."""
-        if not self._lock.acquire(blocking=False):
+        lock = self._lock
+        if not lock.acquire(blocking=False):
             return False  # another thread is running this plan: use the Python path
         try:
             for executable in self.executables:
@@ -180,30 +187,41 @@ class Plan:
                     return False
             if not self._fill_table(table):
                 return False
-            workers = min(workers, self.workers) if self.parallel else 1
-            pool = native.worker_pool(workers) if workers > 1 else None
-            address = pool.acquire() if pool is not None else None
-            stats = None
+            if self.parallel and (workers != self._workers or native._pool is not self._pool):
+                self._use_workers(workers)
             if statistics.enabled:
-                stats = (ctypes.c_int64 * (2 * self.count))()
-            args = self.args
-            args[3] = address or 0
-            args[4] = min(workers, pool.threads + 1) if address else 1
-            args[8] = ctypes.addressof(stats) if stats is not None else 0
-            try:
+                self._run_counted()
+            else:
                 result = self.run_plan(self.args_address)
-            finally:
-                if address:
-                    pool.release()
-            if stats is not None:
-                for i, name in enumerate(self.names):
-                    if stats[2 * i + 1]:
-                        statistics.record(name, stats[2 * i], stats[2 * i + 1])
-            if result:
-                self._raise(result)
+                if result:
+                    self._raise(result)
             return True
         finally:
-            self._lock.release()
+            lock.release()
+
+    def _use_workers(self, workers: int) -> None:
+        """Sets the runner's pool and width for runs with `workers` (kept until either
+        changes: the native runner takes the pool per grid, or runs a grid inline while
+        another caller's grid holds it)."""
+        width = min(workers, self.workers)
+        pool = native.worker_pool(width) if width > 1 else None
+        self.args[3] = pool.address if pool is not None else 0
+        self.args[4] = width if pool is not None else 1
+        self._workers, self._pool = workers, native._pool
+
+    def _run_counted(self) -> None:
+        """A run with per-command times and counts (statistics enabled)."""
+        stats = (ctypes.c_int64 * (2 * self.count))()
+        self.args[8] = ctypes.addressof(stats)
+        try:
+            result = self.run_plan(self.args_address)
+        finally:
+            self.args[8] = 0
+        for i, name in enumerate(self.names):
+            if stats[2 * i + 1]:
+                statistics.record(name, stats[2 * i], stats[2 * i + 1])
+        if result:
+            self._raise(result)
 
     def _raise(self, result: int) -> None:
         index, code = result >> 8, result & 0xFF
@@ -301,7 +319,9 @@ def _add_dispatch(plan: Plan, command, blocks) -> int:
         export.local_memory_size,
         *iref,
         export.binding_count,
-        -1,  # estimated one-thread time (ns), kept by the runner; unknown: parallel
+        -1,  # estimated time (ns) inline, kept by the runner (-1: not measured yet)
+        -1,  # estimated time (ns) on the worker pool
+        0,  # runs
         *refs,
     ]
     if not flags & native.FLAG_SEQUENTIAL and (flags & native.FLAG_INDIRECT or cx * cy * cz > 1):

@@ -128,7 +128,7 @@ _python_import_thunk_ptr = abi.IMPORT_THUNK(_python_import_thunk)
 # --- per-dispatch argument block -------------------------------------------------------
 
 _WG_STATE = struct.Struct("<IIHHIQI4x")  # WorkgroupStateV0
-_GRID_ARGS = struct.Struct("<9Q")  # native.GRID_ARGS, one foreign-call argument
+_GRID_ARGS = struct.Struct(f"<{len(_jit.GRID_ARGS)}Q")  # one foreign-call argument
 assert _WG_STATE.size == ctypes.sizeof(abi.WorkgroupStateV0)
 
 
@@ -488,26 +488,22 @@ class Executable:
         env_address = ctypes.addressof(self._env)
         timer = statistics.clock() if statistics.enabled else None
         if loop is not None:
-            address = pool.acquire() if pool is not None else None
-            try:
-                _GRID_ARGS.pack_into(
-                    block,
-                    args_offset,
-                    address or 0,
-                    fn,
-                    env_address,
-                    base,
-                    base + wg_offset,
-                    cx,
-                    cy,
-                    total,
-                    workers if address else 1,
-                )
-                rc = loop.run_grid_args(base + args_offset)
-            finally:
-                if address:
-                    pool.release()
-            results = [rc]
+            # The runner takes the pool for this grid, or runs it inline if another
+            # caller holds the pool.
+            _GRID_ARGS.pack_into(
+                block,
+                args_offset,
+                pool.address if pool is not None else 0,
+                fn,
+                env_address,
+                base,
+                base + wg_offset,
+                cx,
+                cy,
+                total,
+                workers,
+            )
+            results = [loop.run_grid_args(base + args_offset)]
         elif workers == 1:
             results = [
                 self._run_tiles_ctypes(

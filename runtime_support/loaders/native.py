@@ -2,7 +2,9 @@
 
     pyree_run_tiles   one worker's walk over a range of workgroup tiles (FTZ/DAZ held)
     pyree_run_grid    a whole grid: inline on the caller, or split with the worker pool
-    pyree_run_plan    a whole recorded command buffer (hal/plan.py builds the records)
+    pyree_run_plan    a whole recorded command buffer (hal/plan.py builds the records);
+                      each grid runs inline or on the pool, whichever its measured times
+                      say is faster (see the dispatch records)
     pyree_run_{grid,plan}_args  the same, called with one block of i64 arguments
     pyree_worker      the body of a pool thread (started with pthread_create via ctypes)
     pyree_import_thunk  how kernels call host imports
@@ -12,8 +14,9 @@ and the few libc functions it needs (`syscall` for futexes, `clock_gettime`) are
 to the addresses ctypes resolves in the running process.
 
 The worker pool (`WorkerPool`) is one per process: N-1 native threads that never touch
-Python. A caller publishes a job (one grid) in the pool block, bumps a generation word
-and wakes sleeping workers with a futex. Workers spin briefly, then sleep on the futex.
+Python. A caller takes the pool with a compare-and-swap on its busy word (a caller that
+finds it taken runs its grid inline), publishes a job (one grid) in the pool block, bumps
+a generation word and wakes sleeping workers with a futex. Workers spin briefly, then sleep on the futex.
 Participation is by ticket: the 64-bit ticket holds the job's generation (high half), a
 closed bit and the number of workers inside; a worker joins with a compare-and-swap
 while the job is open, so a late worker never delays the caller: the caller runs tiles
@@ -27,6 +30,7 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+import string
 import threading
 
 # --- architecture-specific pieces ---------------------------------------------------------
@@ -175,7 +179,8 @@ POOL_CX, POOL_CY, POOL_TOTAL, POOL_CHUNK, POOL_MAXP, POOL_RC = 224, 232, 240, 24
 POOL_JOINS = 272  # i64: workers that joined the current job (their participant numbers)
 POOL_NEXT = 320  # i64: next tile to hand out
 POOL_THREADS = 384  # i64: worker threads running
-POOL_SPIN = 392  # i64: pause iterations before sleeping
+POOL_SPIN = 392  # i64: pause iterations before a worker sleeps
+POOL_BUSY = 400  # i32: 1 while a caller owns the pool (its grid is published or draining)
 POOL_SIZE = 448
 
 WG_STATE_SIZE = 32  # iree_hal_executable_workgroup_state_v0_t
@@ -185,37 +190,21 @@ declare i64 @syscall(i64, ...)
 
 define internal void @pyree_futex_wait(ptr %addr, i32 %val) {
   %v = zext i32 %val to i64
-  %r = call i64 (i64, ...) @syscall(i64 SYS_FUTEX, ptr %addr, i64 128, i64 %v, ptr null)
+  %r = call i64 (i64, ...) @syscall(i64 $SYS_FUTEX, ptr %addr, i64 128, i64 %v, ptr null)
   ret void
 }
 define internal void @pyree_futex_wake(ptr %addr, i32 %n) {
   %m = zext i32 %n to i64
-  %r = call i64 (i64, ...) @syscall(i64 SYS_FUTEX, ptr %addr, i64 129, i64 %m)
+  %r = call i64 (i64, ...) @syscall(i64 $SYS_FUTEX, ptr %addr, i64 129, i64 %m)
   ret void
 }
 
 ; Runs tiles of the pool's current job as participant %idx until none are left.
 define internal void @pyree_run_job(ptr %pool, i64 %idx) {
 entry:
-  %pfn = getelementptr i8, ptr %pool, i64 192
-  %penv = getelementptr i8, ptr %pool, i64 200
-  %pds = getelementptr i8, ptr %pool, i64 208
-  %pwgs = getelementptr i8, ptr %pool, i64 216
-  %pcx = getelementptr i8, ptr %pool, i64 224
-  %pcy = getelementptr i8, ptr %pool, i64 232
-  %ptotal = getelementptr i8, ptr %pool, i64 240
-  %pchunk = getelementptr i8, ptr %pool, i64 248
-  %prc = getelementptr i8, ptr %pool, i64 264
-  %pnext = getelementptr i8, ptr %pool, i64 320
-  %fn = load ptr, ptr %pfn
-  %env = load ptr, ptr %penv
-  %ds = load ptr, ptr %pds
-  %wgs = load ptr, ptr %pwgs
-  %cx = load i64, ptr %pcx
-  %cy = load i64, ptr %pcy
-  %total = load i64, ptr %ptotal
-  %chunk = load i64, ptr %pchunk
-  %wgoff = mul i64 %idx, 32
+$JOB_LOADS  %prc = getelementptr i8, ptr %pool, i64 $POOL_RC
+  %pnext = getelementptr i8, ptr %pool, i64 $POOL_NEXT
+  %wgoff = mul i64 %idx, $WG_STATE_SIZE
   %wg = getelementptr i8, ptr %wgs, i64 %wgoff
   br label %grab
 grab:
@@ -240,7 +229,7 @@ out:
 ; Waits (spin, then futex) until the generation word differs from %seen.
 define internal void @pyree_wait_change(ptr %pool, i32 %seen) {
 entry:
-  %pspin = getelementptr i8, ptr %pool, i64 392
+  %pspin = getelementptr i8, ptr %pool, i64 $POOL_SPIN
   %spin = load i64, ptr %pspin
   br label %spinloop
 spinloop:
@@ -254,7 +243,7 @@ spinmore:
   %more = icmp ult i64 %i1, %spin
   br i1 %more, label %spinloop, label %sleep
 sleep:
-  %psleep = getelementptr i8, ptr %pool, i64 64
+  %psleep = getelementptr i8, ptr %pool, i64 $POOL_SLEEPERS
   %a = atomicrmw add ptr %psleep, i32 1 seq_cst
   br label %sleeploop
 sleeploop:
@@ -274,8 +263,8 @@ ret:
 ; A pool thread: wait for a new generation, try to join its job, run tiles, leave.
 define ptr @pyree_worker(ptr %pool) {
 entry:
-  %pticket = getelementptr i8, ptr %pool, i64 128
-  %pmaxp = getelementptr i8, ptr %pool, i64 256
+  %pticket = getelementptr i8, ptr %pool, i64 $POOL_TICKET
+  %pmaxp = getelementptr i8, ptr %pool, i64 $POOL_MAXP
   %t0 = load atomic i64, ptr %pticket acquire, align 8
   %g0 = lshr i64 %t0, 32
   %seen0 = trunc i64 %g0 to i32
@@ -299,7 +288,7 @@ cas:
 joined:
   ; A participant number no one else in this job has: workers may leave and others
   ; join while the job runs, so the count inside the ticket would repeat numbers.
-  %pjoins = getelementptr i8, ptr %pool, i64 272
+  %pjoins = getelementptr i8, ptr %pool, i64 $POOL_JOINS
   %before = atomicrmw add ptr %pjoins, i64 1 monotonic
   %idx = add i64 %before, 1
   %maxp = load i64, ptr %pmaxp
@@ -337,7 +326,7 @@ solo:
   %rc0 = call i32 @pyree_run_tiles(ptr %fn, ptr %env, ptr %ds, ptr %wgs, i64 %cx, i64 %cy, i64 0, i64 %total)
   ret i32 %rc0
 sized:
-  %pthreads = getelementptr i8, ptr %pool, i64 384
+  %pthreads = getelementptr i8, ptr %pool, i64 $POOL_THREADS
   %threads = load i64, ptr %pthreads
   %cap = add i64 %threads, 1
   %m0c = icmp ult i64 %workers, %cap
@@ -345,37 +334,25 @@ sized:
   %m1c = icmp ult i64 %m0, %total
   %maxp = select i1 %m1c, i64 %m0, i64 %total
   %alone = icmp ule i64 %maxp, 1
-  br i1 %alone, label %solo, label %publish
+  br i1 %alone, label %solo, label %claim
+claim:
+  ; One caller at a time owns the pool; another caller's grid runs inline meanwhile.
+  %pbusy = getelementptr i8, ptr %pool, i64 $POOL_BUSY
+  %claimed = cmpxchg ptr %pbusy, i32 0, i32 1 acquire monotonic
+  %owner = extractvalue { i32, i1 } %claimed, 1
+  br i1 %owner, label %publish, label %solo
 publish:
   %parts = mul i64 %maxp, 4
   %c0 = add i64 %total, %parts
   %c1 = sub i64 %c0, 1
   %chunk = udiv i64 %c1, %parts
-  %pfn = getelementptr i8, ptr %pool, i64 192
-  %penv = getelementptr i8, ptr %pool, i64 200
-  %pds = getelementptr i8, ptr %pool, i64 208
-  %pwgs = getelementptr i8, ptr %pool, i64 216
-  %pcx = getelementptr i8, ptr %pool, i64 224
-  %pcy = getelementptr i8, ptr %pool, i64 232
-  %ptotal = getelementptr i8, ptr %pool, i64 240
-  %pchunk = getelementptr i8, ptr %pool, i64 248
-  %pmaxp = getelementptr i8, ptr %pool, i64 256
-  %prc = getelementptr i8, ptr %pool, i64 264
-  %pnext = getelementptr i8, ptr %pool, i64 320
-  %pticket = getelementptr i8, ptr %pool, i64 128
-  %psleep = getelementptr i8, ptr %pool, i64 64
-  store ptr %fn, ptr %pfn
-  store ptr %env, ptr %penv
-  store ptr %ds, ptr %pds
-  store ptr %wgs, ptr %pwgs
-  store i64 %cx, ptr %pcx
-  store i64 %cy, ptr %pcy
-  store i64 %total, ptr %ptotal
-  store i64 %chunk, ptr %pchunk
-  store i64 %maxp, ptr %pmaxp
+$JOB_STORES  %prc = getelementptr i8, ptr %pool, i64 $POOL_RC
   store i32 0, ptr %prc
-  %pjoins = getelementptr i8, ptr %pool, i64 272
+  %pjoins = getelementptr i8, ptr %pool, i64 $POOL_JOINS
   store i64 0, ptr %pjoins
+  %pnext = getelementptr i8, ptr %pool, i64 $POOL_NEXT
+  %pticket = getelementptr i8, ptr %pool, i64 $POOL_TICKET
+  %psleep = getelementptr i8, ptr %pool, i64 $POOL_SLEEPERS
   store atomic i64 0, ptr %pnext monotonic, align 8
   %told = load atomic i64, ptr %pticket monotonic, align 8
   %gold = lshr i64 %told, 32
@@ -413,6 +390,7 @@ sleep:
   br label %drain
 finish:
   %rc = load i32, ptr %prc
+  store atomic i32 0, ptr %pbusy release, align 4
   ret i32 %rc
 }
 """
@@ -425,10 +403,16 @@ finish:
 # address 0 for a null entry (refs into it resolve to (0, 0)).
 OP_DISPATCH, OP_FILL, OP_COPY, OP_UPDATE = 1, 2, 3, 4
 # Dispatch: [1, n, fn, env, ds, ptrs, lens, cx, cy, cz, flags, local_size, iref x3, nb,
-#            estimated one-thread ns, refs x3...]
+#            estimated ns inline, estimated ns on the pool, runs, refs x3...]
 D_FN, D_ENV, D_DS, D_PTRS, D_LENS, D_CX, D_CY, D_CZ, D_FLAGS = 2, 3, 4, 5, 6, 7, 8, 9, 10
-D_LOCAL, D_IREF, D_NB, D_EST, D_REFS = 11, 12, 15, 16, 17
+D_LOCAL, D_IREF, D_NB, D_EST, D_EST_POOL, D_RUNS, D_REFS = 11, 12, 15, 16, 17, 18, 19
+ESTIMATE_EVERY = 16  # runs between two looks at the way not taken (a clock read is ~0.1 us)
 FLAG_SEQUENTIAL, FLAG_INDIRECT = 1, 2
+# Fill: [2, n, ref x3, pattern, pattern length]. Copy: [3, n, source ref x3, target ref x3].
+# Update: [4, n, data address, ref x3].
+F_REF, F_PATTERN, F_PATTERN_LENGTH = 2, 5, 6
+C_SRC, C_DST = 2, 5
+U_DATA, U_REF = 2, 3
 # Errors: (command index << 8) | code; out[0..2] carry details.
 ERR_KERNEL, ERR_COUNTS = 1, 2
 
@@ -510,26 +494,14 @@ next:
 
 ; -- dispatch ----------------------------------------------------------------------------
 dispatch:
-  %pfn = getelementptr i64, ptr %p, i64 2
-  %fn = load ptr, ptr %pfn
-  %penv = getelementptr i64, ptr %p, i64 3
-  %env = load ptr, ptr %penv
-  %pds = getelementptr i64, ptr %p, i64 4
-  %ds = load ptr, ptr %pds
-  %pptrs = getelementptr i64, ptr %p, i64 5
-  %ptrs = load ptr, ptr %pptrs
-  %plens = getelementptr i64, ptr %p, i64 6
-  %lens = load ptr, ptr %plens
-  %pnb = getelementptr i64, ptr %p, i64 15
-  %nb = load i64, ptr %pnb
-  br label %bhead
+$DISPATCH_LOADS  br label %bhead
 bhead:
   %b = phi i64 [ 0, %dispatch ], [ %b1, %bbody ]
   %bmore = icmp ult i64 %b, %nb
   br i1 %bmore, label %bbody, label %counts
 bbody:
   %b3 = mul i64 %b, 3
-  %roff = add i64 %b3, 17
+  %roff = add i64 %b3, $D_REFS
   %rref = getelementptr i64, ptr %p, i64 %roff
   %res = call { i64, i64 } @pyree_resolve(ptr %rref, ptr %table)
   %ra = extractvalue { i64, i64 } %res, 0
@@ -541,21 +513,13 @@ bbody:
   %b1 = add i64 %b, 1
   br label %bhead
 counts:
-  %pflags = getelementptr i64, ptr %p, i64 10
-  %flags = load i64, ptr %pflags
-  %indirect = and i64 %flags, 2
+$FLAGS_LOAD  %indirect = and i64 %flags, 2
   %isind = icmp ne i64 %indirect, 0
   br i1 %isind, label %ind, label %direct
 direct:
-  %pcx = getelementptr i64, ptr %p, i64 7
-  %dcx = load i64, ptr %pcx
-  %pcy = getelementptr i64, ptr %p, i64 8
-  %dcy = load i64, ptr %pcy
-  %pcz = getelementptr i64, ptr %p, i64 9
-  %dcz = load i64, ptr %pcz
-  br label %grid
+$COUNT_LOADS  br label %grid
 ind:
-  %iref = getelementptr i64, ptr %p, i64 12
+  %iref = getelementptr i64, ptr %p, i64 $D_IREF
   %ires = call { i64, i64 } @pyree_resolve(ptr %iref, ptr %table)
   %ia = extractvalue { i64, i64 } %ires, 0
   %iptr = inttoptr i64 %ia to ptr
@@ -610,23 +574,49 @@ launch:
   %w2 = select i1 %w2c, i64 %w1, i64 %nwgs
   %w3c = icmp ult i64 %w2, 255
   %w3 = select i1 %w3c, i64 %w2, i64 255
-  ; Small grids run inline: waking a worker costs more than it saves. The record keeps
-  ; an estimate of the grid's one-thread time (-1, i.e. huge, until measured; measured
-  ; whenever more than one participant could run it), and only grids estimated at
-  ; INLINE_NS or more go to the pool.
-  %pest = getelementptr i64, ptr %p, i64 16
-  %est = load i64, ptr %pest
-  %multi = icmp ugt i64 %w3, 1
-  %big = icmp uge i64 %est, INLINE_NS
-  %par = and i1 %multi, %big
+  ; Inline or on the pool, by measured times. The record keeps two estimates (moving
+  ; averages; -1 until measured) of the grid's time: run inline (%est) and run on the
+  ; pool (%estp). A grid runs inline twice first; it goes to the pool only when it takes at
+  ; least $$PYREE_INLINE_US inline (waking workers costs more than smaller grids gain),
+  ; and stays there while that is faster: on a loaded machine, or for memory-bound grids,
+  ; a second thread can make a grid slower. Every ESTIMATE_EVERY-th run takes the other
+  ; way, to refresh its estimate (small grids: to notice that they grew); every
+  ; 8 * ESTIMATE_EVERY-th while the other way is more than twice as slow.
+$EST_LOAD  %multi = icmp ugt i64 %w3, 1
+  %runs1 = add i64 %runs, 1
+  store i64 %runs1, ptr %pruns
+  %known = icmp ne i64 %est, -1
+  %big0 = icmp uge i64 %est, $INLINE_NS
+  %warm = icmp ugt i64 %runs, 1  ; the first run's time (cold caches, fresh pages) is replaced
+  %big1 = and i1 %known, %big0
+  %big = and i1 %big1, %warm
+  %est8 = lshr i64 %est, 3
+  %margin = sub i64 %est, %est8
+  %faster = icmp ult i64 %estp, %margin  ; by an eighth at least, against noise
+  %punknown = icmp eq i64 %estp, -1
+  %try = or i1 %faster, %punknown
+  %prefer = and i1 %big, %try
+  %taken = select i1 %prefer, i64 %estp, i64 %est
+  %other = select i1 %prefer, i64 %est, i64 %estp
+  %taken2 = shl i64 %taken, 1
+  %far0 = icmp ugt i64 %other, %taken2
+  %far = and i1 %big, %far0
+  %mask = select i1 %far, i64 $ESTIMATE_MASK_FAR, i64 $ESTIMATE_MASK
+  %phase = and i64 %runs, %mask
+  %due = icmp eq i64 %phase, 0
+  %explore = and i1 %big, %due
+  %choice = xor i1 %prefer, %explore
+  %par = and i1 %multi, %choice
   %wuse = select i1 %par, i64 %w3, i64 1
+  %cold = xor i1 %warm, true
+  %s0 = or i1 %cold, %big
+  %sample = or i1 %s0, %due
+  %msample = and i1 %multi, %sample
   %w8 = trunc i64 %wuse to i8
   %dsc = getelementptr i8, ptr %ds, i64 22
   store i8 %w8, ptr %dsc
-  %plocal = getelementptr i64, ptr %p, i64 11
-  %local = load i64, ptr %plocal
-  %local32 = trunc i64 %local to i32
-  %measure = or i1 %timed, %multi
+$LOCAL_LOAD  %local32 = trunc i64 %local to i32
+  %measure = or i1 %timed, %msample
   br label %lhead
 lhead:
   %k = phi i64 [ 0, %launch ], [ %k1, %lbody ]
@@ -652,8 +642,18 @@ call:
 t1:
   %stop = call i64 @pyree_now()
   %dt = sub i64 %stop, %tstart
-  %cost = mul i64 %dt, %wuse  ; a parallel run's time times its width bounds one thread's
-  store i64 %cost, ptr %pest
+  %pmode = select i1 %par, ptr %pestp, ptr %pest
+  %old = load i64, ptr %pmode
+  %unset = icmp eq i64 %old, -1
+  %second = icmp eq i64 %runs, 1
+  %first = or i1 %unset, %second
+  %twice = shl i64 %old, 1  ; a sample counts at most twice the estimate (a preempted run)
+  %spike = icmp ugt i64 %dt, %twice
+  %dtc = select i1 %spike, i64 %twice, i64 %dt
+  %sum = add i64 %old, %dtc
+  %avg = lshr i64 %sum, 1
+  %newest = select i1 %first, i64 %dt, i64 %avg
+  store i64 %newest, ptr %pmode
   br i1 %timed, label %tstat, label %after
 tstat:
   %i2 = mul i64 %i, 2
@@ -678,16 +678,12 @@ kernelerr:
 
 ; -- transfers ---------------------------------------------------------------------------
 fill:
-  %fref = getelementptr i64, ptr %p, i64 2
+  %fref = getelementptr i64, ptr %p, i64 $F_REF
   %fres = call { i64, i64 } @pyree_resolve(ptr %fref, ptr %table)
   %fa = extractvalue { i64, i64 } %fres, 0
   %fl = extractvalue { i64, i64 } %fres, 1
   %fptr = inttoptr i64 %fa to ptr
-  %ppat = getelementptr i64, ptr %p, i64 5
-  %pat = load i64, ptr %ppat
-  %pplen = getelementptr i64, ptr %p, i64 6
-  %plen = load i64, ptr %pplen
-  switch i64 %plen, label %fill1 [ i64 2, label %fill2
+$FILL_LOADS  switch i64 %plen, label %fill1 [ i64 2, label %fill2
                                    i64 4, label %fill4 ]
 fill1:
   %pat8 = trunc i64 %pat to i8
@@ -720,11 +716,11 @@ f4body:
   %j4n = add i64 %j4, 1
   br label %f4loop
 copy:
-  %sref = getelementptr i64, ptr %p, i64 2
+  %sref = getelementptr i64, ptr %p, i64 $C_SRC
   %sres = call { i64, i64 } @pyree_resolve(ptr %sref, ptr %table)
   %sa = extractvalue { i64, i64 } %sres, 0
   %sl = extractvalue { i64, i64 } %sres, 1
-  %dref = getelementptr i64, ptr %p, i64 5
+  %dref = getelementptr i64, ptr %p, i64 $C_DST
   %dres = call { i64, i64 } @pyree_resolve(ptr %dref, ptr %table)
   %da = extractvalue { i64, i64 } %dres, 0
   %sptr = inttoptr i64 %sa to ptr
@@ -732,9 +728,7 @@ copy:
   call void @llvm.memmove.p0.p0.i64(ptr %dptr, ptr %sptr, i64 %sl, i1 false)
   br label %next
 update:
-  %pdata = getelementptr i64, ptr %p, i64 2
-  %data = load ptr, ptr %pdata
-  %uref = getelementptr i64, ptr %p, i64 3
+$UPDATE_LOADS  %uref = getelementptr i64, ptr %p, i64 $U_REF
   %ures = call { i64, i64 } @pyree_resolve(ptr %uref, ptr %table)
   %ua = extractvalue { i64, i64 } %ures, 0
   %ul = extractvalue { i64, i64 } %ures, 1
@@ -745,60 +739,70 @@ update:
 """
 
 # ctypes converts every argument of a foreign call (about as costly as the call itself),
-# so the plan runner also takes its arguments as one block of i64 words, in order:
-# plan, commands, table, pool, workers, workgroup states, how many, out, stats.
-_PLAN_ARGS_IR = r"""
-define i64 @pyree_run_plan_args(ptr %a) {
-entry:
-  %p1 = getelementptr i64, ptr %a, i64 1
-  %p2 = getelementptr i64, ptr %a, i64 2
-  %p3 = getelementptr i64, ptr %a, i64 3
-  %p4 = getelementptr i64, ptr %a, i64 4
-  %p5 = getelementptr i64, ptr %a, i64 5
-  %p6 = getelementptr i64, ptr %a, i64 6
-  %p7 = getelementptr i64, ptr %a, i64 7
-  %p8 = getelementptr i64, ptr %a, i64 8
-  %plan = load ptr, ptr %a
-  %ncmd = load i64, ptr %p1
-  %table = load ptr, ptr %p2
-  %pool = load ptr, ptr %p3
-  %workers = load i64, ptr %p4
-  %wgs = load ptr, ptr %p5
-  %nwgs = load i64, ptr %p6
-  %out = load ptr, ptr %p7
-  %stats = load ptr, ptr %p8
-  %r = call i64 @pyree_run_plan(ptr %plan, i64 %ncmd, ptr %table, ptr %pool, i64 %workers,
-                                ptr %wgs, i64 %nwgs, ptr %out, ptr %stats)
-  ret i64 %r
-}
-"""
-_GRID_ARGS_IR = r"""
-define i32 @pyree_run_grid_args(ptr %a) {
-entry:
-  %p1 = getelementptr i64, ptr %a, i64 1
-  %p2 = getelementptr i64, ptr %a, i64 2
-  %p3 = getelementptr i64, ptr %a, i64 3
-  %p4 = getelementptr i64, ptr %a, i64 4
-  %p5 = getelementptr i64, ptr %a, i64 5
-  %p6 = getelementptr i64, ptr %a, i64 6
-  %p7 = getelementptr i64, ptr %a, i64 7
-  %p8 = getelementptr i64, ptr %a, i64 8
-  %pool = load ptr, ptr %a
-  %fn = load ptr, ptr %p1
-  %env = load ptr, ptr %p2
-  %ds = load ptr, ptr %p3
-  %wgs = load ptr, ptr %p4
-  %cx = load i64, ptr %p5
-  %cy = load i64, ptr %p6
-  %total = load i64, ptr %p7
-  %workers = load i64, ptr %p8
-  %r = call i32 @pyree_run_grid(ptr %pool, ptr %fn, ptr %env, ptr %ds, ptr %wgs,
-                                i64 %cx, i64 %cy, i64 %total, i64 %workers)
-  ret i32 %r
-}
-"""
-GRID_ARGS = ("pool", "fn", "env", "ds", "wgs", "cx", "cy", "total", "workers")
-PLAN_ARGS = ("plan", "commands", "table", "pool", "workers", "wgs", "nwgs", "out", "stats")
+# so the grid and plan runners also take their arguments as one block of i64 words, in
+# the order of these tables.
+GRID_PARAMS = (
+    ("pool", "ptr"), ("fn", "ptr"), ("env", "ptr"), ("ds", "ptr"), ("wgs", "ptr"),
+    ("cx", "i64"), ("cy", "i64"), ("total", "i64"), ("workers", "i64"),
+)
+PLAN_PARAMS = (
+    ("plan", "ptr"), ("commands", "i64"), ("table", "ptr"), ("pool", "ptr"), ("workers", "i64"),
+    ("wgs", "ptr"), ("nwgs", "i64"), ("out", "ptr"), ("stats", "ptr"),
+)
+GRID_ARGS = tuple(name for name, _ in GRID_PARAMS)
+PLAN_ARGS = tuple(name for name, _ in PLAN_PARAMS)
+
+
+def _fields(base: str, unit: str, fields, store: bool = False) -> str:
+    """IR that loads (or stores) named values at word offsets from `base`: one
+    getelementptr and one access per (name, type, offset in `unit`s)."""
+    lines = []
+    for name, kind, offset in fields:
+        lines.append(f"  %p{name} = getelementptr {unit}, ptr %{base}, i64 {offset}")
+        lines.append(
+            f"  store {kind} %{name}, ptr %p{name}"
+            if store
+            else f"  %{name} = load {kind}, ptr %p{name}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _args_wrapper(name: str, result: str, params) -> str:
+    """`{name}_args(ptr %a)`: calls `name` with its parameters read from the block %a."""
+    loads = _fields("a", "i64", [(p, kind, i) for i, (p, kind) in enumerate(params)])
+    call = ", ".join(f"{kind} %{p}" for p, kind in params)
+    return (
+        f"define {result} @{name}_args(ptr %a) {{\nentry:\n{loads}"
+        f"  %r = call {result} @{name}({call})\n  ret {result} %r\n}}\n"
+    )
+
+
+# The pool fields a job is published in (run_grid stores them, workers load them).
+_JOB_FIELDS = (
+    ("fn", "ptr", POOL_FN), ("env", "ptr", POOL_ENV), ("ds", "ptr", POOL_DS),
+    ("wgs", "ptr", POOL_WGS), ("cx", "i64", POOL_CX), ("cy", "i64", POOL_CY),
+    ("total", "i64", POOL_TOTAL), ("chunk", "i64", POOL_CHUNK),
+)
+
+
+def _plan_fields() -> dict[str, str]:
+    """The plan runner's record-field accesses (word offsets of the record layout)."""
+    record = lambda *fields: _fields("p", "i64", fields)  # noqa: E731
+    return dict(
+        DISPATCH_LOADS=record(
+            ("fn", "ptr", D_FN), ("env", "ptr", D_ENV), ("ds", "ptr", D_DS),
+            ("ptrs", "ptr", D_PTRS), ("lens", "ptr", D_LENS), ("nb", "i64", D_NB),
+        ),
+        FLAGS_LOAD=record(("flags", "i64", D_FLAGS)),
+        COUNT_LOADS=record(("dcx", "i64", D_CX), ("dcy", "i64", D_CY), ("dcz", "i64", D_CZ)),
+        EST_LOAD=record(("est", "i64", D_EST), ("estp", "i64", D_EST_POOL), ("runs", "i64", D_RUNS)),
+        LOCAL_LOAD=record(("local", "i64", D_LOCAL)),
+        FILL_LOADS=record(("pat", "i64", F_PATTERN), ("plen", "i64", F_PATTERN_LENGTH)),
+        UPDATE_LOADS=record(("data", "ptr", U_DATA)),
+        D_REFS=str(D_REFS), D_IREF=str(D_IREF), F_REF=str(F_REF), C_SRC=str(C_SRC),
+        C_DST=str(C_DST), U_REF=str(U_REF),
+    )
+
 
 _RUN_TILES = ctypes.CFUNCTYPE(
     ctypes.c_int32,
@@ -818,15 +822,29 @@ def _ir() -> str:
     futex = _SYS_FUTEX.get(machine)
     if futex is None or not hasattr(os, "sched_getaffinity"):
         raise OSError(f"no futex-based worker pool on {machine}")
-    pool = _POOL_IR.replace("SYS_FUTEX", str(futex))
-    plan = _PLAN_IR.replace("INLINE_NS", str(inline_ns()))
-    return (
-        _ARCH_IR.get(machine, _ARCH_IR_DEFAULT)
-        + _TILES_IR
-        + pool
-        + plan
-        + _PLAN_ARGS_IR
-        + _GRID_ARGS_IR
+    pool_offsets = {name: str(value) for name, value in globals().items() if name.startswith("POOL_")}
+    pool = string.Template(_POOL_IR).substitute(
+        pool_offsets,
+        SYS_FUTEX=str(futex),
+        WG_STATE_SIZE=str(WG_STATE_SIZE),
+        JOB_LOADS=_fields("pool", "i8", _JOB_FIELDS),
+        JOB_STORES=_fields("pool", "i8", _JOB_FIELDS + (("maxp", "i64", POOL_MAXP),), store=True),
+    )
+    plan = string.Template(_PLAN_IR).substitute(
+        _plan_fields(),
+        INLINE_NS=str(inline_ns()),
+        ESTIMATE_MASK=str(ESTIMATE_EVERY - 1),
+        ESTIMATE_MASK_FAR=str(8 * ESTIMATE_EVERY - 1),
+    )
+    return "".join(
+        (
+            _ARCH_IR.get(machine, _ARCH_IR_DEFAULT),
+            _TILES_IR,
+            pool,
+            plan,
+            _args_wrapper("pyree_run_plan", "i64", PLAN_PARAMS),
+            _args_wrapper("pyree_run_grid", "i32", GRID_PARAMS),
+        )
     )
 
 
@@ -889,15 +907,16 @@ INLINE_ENV = "PYREE_INLINE_US"
 _DEFAULT_INLINE_US = 20  # grids estimated below this run on the caller alone
 
 
+def _microseconds_env(name: str, default: float) -> int:
+    """$name (microseconds, a plain decimal) as nanoseconds, else `default` microseconds."""
+    value = os.environ.get(name, "").strip()
+    return int(float(value if value.replace(".", "", 1).isdigit() else default) * 1000)
+
+
 def inline_ns() -> int:
-    """$PYREE_INLINE_US (microseconds) as nanoseconds: plan grids estimated to take less
-    on one thread run inline. Read once, when the native code is compiled."""
-    value = os.environ.get(INLINE_ENV, "").strip()
-    return (
-        int(float(value) * 1000)
-        if value.replace(".", "", 1).isdigit()
-        else _DEFAULT_INLINE_US * 1000
-    )
+    """$PYREE_INLINE_US as nanoseconds: plan grids estimated to take less on one thread
+    run inline. Read once, when the native code is compiled."""
+    return _microseconds_env(INLINE_ENV, _DEFAULT_INLINE_US)
 
 
 _DEFAULT_SPIN = 2000  # pause iterations (a few microseconds) before a worker sleeps
@@ -919,10 +938,11 @@ def default_worker_count() -> int:
 class WorkerPool:
     """N-1 native threads serving one grid at a time (the caller is the N-th).
 
-    `acquire()` returns the pool block address for one caller at a time (None while
-    another thread uses it: that caller then runs its grid inline), `release()` ends the
-    use. Threads are added on demand by `ensure(workers)` and live until the process
-    exits; after fork() the child starts with no threads and grows its own.
+    Callers pass `address` to the native grid and plan runners, which take the pool for
+    one grid at a time (a caller that finds it taken runs its grid inline). Threads are
+    added on demand by `ensure(workers)` (a thread added while a grid runs joins only later
+    grids) and live until the process exits; after fork() the child's copy of the block
+    says no threads (grids run inline) and the child grows a pool of its own.
     """
 
     _MAX_THREADS = 254
@@ -936,8 +956,8 @@ class WorkerPool:
         ctypes.c_int64.from_address(self.address + POOL_SPIN).value = (
             max(0, int(spin)) if spin.isdigit() else _DEFAULT_SPIN
         )
+
         self._threads = ctypes.c_int64.from_address(self.address + POOL_THREADS)
-        self._use = threading.Lock()
         self._grow = threading.Lock()
         self._handles: list = []
 
@@ -970,12 +990,6 @@ class WorkerPool:
                 # Only the Python side changes the count (under _grow, outside any grid).
                 self._threads.value += 1
 
-    def acquire(self) -> int | None:
-        return self.address if self._use.acquire(blocking=False) else None
-
-    def release(self) -> None:
-        self._use.release()
-
 
 _pool: WorkerPool | None = None
 
@@ -999,18 +1013,19 @@ def worker_pool(workers: int) -> WorkerPool | None:
                 _pool = pool
     pool = _pool
     if pool.threads < min(workers - 1, WorkerPool._MAX_THREADS):
-        if not pool.acquire():
-            return pool  # in use: grown next time
-        try:
-            pool.ensure(workers)
-        finally:
-            pool.release()
+        pool.ensure(workers)
     return pool
 
 
 def _forget_pool_in_child() -> None:
     global _pool
-    _pool = None  # the threads did not survive fork(); a new pool starts its own
+    if _pool is not None:
+        # The threads did not survive fork(): the child's copy of the block says so, for
+        # runners that kept its address, and a new pool starts its own threads.
+        ctypes.c_int64.from_address(_pool.address + POOL_THREADS).value = 0
+        ctypes.c_int32.from_address(_pool.address + POOL_SLEEPERS).value = 0
+        ctypes.c_int32.from_address(_pool.address + POOL_BUSY).value = 0
+        _pool = None
 
 
 if hasattr(os, "register_at_fork"):
