@@ -26,9 +26,17 @@ DEVICES = ("local", "local-task", "local-sync", "cuda")
 
 # Devices pyree can create now, and those the contract names that this build lacks.
 _LOCAL_DEVICES = {"local": "local-task", "local-task": "local-task", "local-sync": "local-sync"}
-_UNAVAILABLE_DEVICES = {
-    "cuda": "the CUDA device is not implemented in this build of pyree yet",
-}
+_UNAVAILABLE_DEVICES: dict[str, str] = {}
+
+
+def _open_cuda(name: str):
+    """`cuda` / `cuda:N` (runtime_support/cuda, imported only here: pycuda is optional)."""
+    from runtime_support.cuda.device import open_cuda_device
+
+    try:
+        return open_cuda_device(name)
+    except VMError as e:
+        raise DeviceError(e.code, e.message) from None
 
 
 class DeviceError(VMError, ValueError):
@@ -50,6 +58,8 @@ def make_device(device, workers: int | None = None):
         return LocalDevice(kind, worker_count=workers)
     if kind is not None:
         return LocalDevice(kind)
+    if device.partition(":")[0] == "cuda":
+        return _open_cuda(device)
     usable = ", ".join(_LOCAL_DEVICES)
     if device in _UNAVAILABLE_DEVICES:
         raise DeviceError(

@@ -21,6 +21,7 @@ from typing import Sequence
 from runtime_support.cuda.driver import driver_error
 from runtime_support.cuda.executable_def import CudaExecutableDef, CudaExport, read_cuda_executable
 from runtime_support.errors import StatusCode, VMError
+from runtime_support.hal.executable import HalExecutable
 
 DEFAULT_DYNAMIC_SHARED_BYTES = 48 * 1024
 # cuLaunchKernel's grid limits (every architecture since sm_30).
@@ -110,4 +111,19 @@ class CudaExecutable:
             launch.run(stream)
 
 
-__all__ = ["CudaExecutable", "Launch"]
+
+class CudaHalExecutable(HalExecutable):
+    """A `!hal.executable` of the cuda device; `native` is its CudaExecutable."""
+
+    @classmethod
+    def load(cls, device, data, constants=None) -> "CudaHalExecutable":
+        return cls(CudaExecutable(device.driver, data), device=device, format=CudaExecutable.format)
+
+    def export_names(self) -> list[str]:
+        return [e.kernel_name for e in self.native.exports]
+
+    def dispatch(self, ordinal, workgroup_count, constants, bindings, workers=1):
+        raise VMError(StatusCode.INTERNAL, "cuda executables launch through cuda command buffers only")
+
+
+__all__ = ["CudaExecutable", "CudaHalExecutable", "Launch"]

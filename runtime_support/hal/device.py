@@ -125,3 +125,8 @@ class LocalDevice:
 
     def create_executable(self, format: str, data, constants=None) -> HalExecutable:
         return HalExecutable.load(self, format, data, constants)
+
+    def create_command_buffer(self, modes: int, categories: int, binding_capacity: int):
+        from .command_buffer import HalCommandBuffer
+
+        return HalCommandBuffer(self, modes, categories, binding_capacity)

@@ -97,6 +97,10 @@ class HalModule:
     ) -> None:
         self.devices = list(devices)
         self.trace_sink = trace_sink
+        # Other device kinds (the cuda device) are `!hal.device`s too.
+        extra = tuple(type(d) for d in self.devices if not isinstance(d, HalModule.DEVICE_TYPES))
+        if extra:
+            self.DEVICE_TYPES = HalModule.DEVICE_TYPES + tuple(dict.fromkeys(extra))
 
     @staticmethod
     def method_name(full_name: str) -> str:
@@ -334,7 +338,7 @@ class HalModule:
     ):
         if binding_capacity < 0:
             raise _invalid("command_buffer.create", f"negative binding capacity {binding_capacity}")
-        return HalCommandBuffer(device, modes, command_categories, binding_capacity)
+        return device.create_command_buffer(modes, command_categories, binding_capacity)
 
     @vm_import("hal.command_buffer.finalize", "0r_v", command_buffer=COMMAND_BUFFER)
     def command_buffer_finalize(self, command_buffer):
@@ -570,7 +574,8 @@ class HalModule:
             )
         if allocation_size < 0:
             raise _invalid(name, f"negative allocation size {allocation_size}")
-        buffer = device.allocator.allocate(memory_types, buffer_usage, allocation_size)
+        # (stream-ordered on the cuda device; an ordinary allocation on the CPU)
+        buffer = device.allocator.allocate_async(memory_types, buffer_usage, allocation_size)
         device.queue.submit(wait_fence, signal_fence, lambda: None, name)
         return buffer
 
@@ -580,8 +585,9 @@ class HalModule:
     def device_queue_dealloca(
         self, device, queue_affinity, wait_fence, signal_fence, buffer, flags
     ):
-        # Memory is freed with the object.
-        device.queue.submit(wait_fence, signal_fence, lambda: None, "device.queue.dealloca")
+        # Host memory is freed with the object; a stream-ordered allocation is returned
+        # in queue order (buffer.release).
+        device.queue.submit(wait_fence, signal_fence, buffer.release, "device.queue.dealloca")
 
     @vm_import(
         "hal.device.queue.fill", "0rIrrrIIIiI_v",
