@@ -79,7 +79,10 @@ class CudaDevice:
 
     @contextmanager
     def active(self):
-        """The device's context current for the block (pushed when this thread lacks it)."""
+        """The device's context current for the block: pushed on entry when this thread
+        does not have it already (nested blocks share one push), popped on exit. Nothing
+        stays current between operations: several devices may share a thread, and pycuda
+        aborts the process at exit if a context is still on a thread's stack."""
         depth = getattr(self._local, "depth", 0)
         if depth:
             self._local.depth = depth + 1
@@ -88,7 +91,10 @@ class CudaDevice:
             finally:
                 self._local.depth = depth
             return
-        self.context.push()
+        try:
+            self.context.push()
+        except Exception as e:
+            raise driver_error("cuCtxPushCurrent", e) from None
         self._local.depth = 1
         try:
             yield
