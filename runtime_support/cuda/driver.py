@@ -4,7 +4,8 @@ Importing pyree or a translated package never needs CUDA (IREE likewise loads li
 run time). `open_driver()` imports `pycuda.driver`, initialises it and returns it; each way
 it can fail is one line saying which piece is missing and how to fix it:
 
-- pycuda is not installed          -> `pip install 'pyree[cuda]'` (README: CUDA)
+- pycuda is not installed          -> `pip install 'pyree[cuda]'` or
+                                      `python -m runtime_support.cuda.install` (README: GPU)
 - no driver (libcuda) can be loaded -> install the NVIDIA driver
 - the driver sees no GPU            -> no device to run on
 
@@ -19,7 +20,10 @@ import re
 
 from runtime_support.errors import StatusCode, VMError
 
-INSTALL_HINT = "install it with: pip install 'pyree[cuda]' (see README, CUDA)"
+INSTALL_HINT = (
+    "install it with: pip install 'pyree[cuda]', or python -m runtime_support.cuda.install "
+    "where pycuda's build does not find CUDA (README, GPU)"
+)
 
 
 def open_driver(module_name: str = "pycuda.driver"):
