@@ -53,8 +53,20 @@ def describe(fmt: str) -> str:
     return "an unknown executable format"
 
 
+# Formats a pyree device other than the CPU runs: format -> how to ask for that device.
+DEVICE_FORMATS = {
+    "cuda-nvptx-fb": "the cuda device (load(device='cuda'), pyree-run --device=cuda; needs pycuda and a GPU)",
+}
+
+
 def unsupported_reason(fmt: str) -> str:
     """One sentence: what `fmt` is, that pyree cannot run it, what it runs, what to do."""
+    if fmt in DEVICE_FORMATS:
+        return (
+            f"executable format '{fmt}' ({describe(fmt)}) runs only on {DEVICE_FORMATS[fmt]}, "
+            f"not on the CPU, which runs {', '.join(supported_formats())}; for the CPU "
+            f"recompile with {RECOMPILE}"
+        )
     return (
         f"executable format '{fmt}' ({describe(fmt)}) cannot run in pyree, which runs "
         f"{', '.join(supported_formats())}; recompile with {RECOMPILE}"
