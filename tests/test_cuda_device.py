@@ -276,3 +276,30 @@ def test_host_buffers_are_refused_as_kernel_bindings(pycuda_double, compile_mlir
     host_view = HalBufferView.from_numpy(np.ones(4, np.float32))
     with pytest.raises(VMError, match="host memory, not memory of the cuda device"):
         ctx.simple_mul(host_view, np.ones(4, np.float32))
+
+
+PARAMS = """
+util.global private @w = #flow.parameter.named<"model"::"w"> : tensor<4xf32>
+func.func @scale(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %w = util.global.load @w : tensor<4xf32>
+  %0 = arith.mulf %x, %w : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"""
+
+
+def test_parameters_are_uploaded_to_the_device(pycuda_double, compile_mlir, tmp_path):
+    """io_parameters.load on the cuda device: the archive's bytes are copied into device
+    memory (no zero-copy host mapping: kernels cannot address it) and bound to the kernel."""
+    from runtime_support.params import write_irpa
+
+    weights = np.array([0.5, 1.5, -2.0, 4.0], np.float32)
+    write_irpa(tmp_path / "w.irpa", {"w": weights})
+    pkg, _ = _translate(compile_mlir, tmp_path, PARAMS, "params_cuda")
+    ctx = pkg.load(device="cuda", parameters={"model": tmp_path / "w.irpa"})
+    x = np.arange(4, dtype=np.float32)
+    ctx.scale(x)
+    (launch,) = _launches(pycuda_double)
+    pointers = [a for a in launch[6][: launch[7].count("P")]]
+    held = [_device_bytes(pycuda_double, p, 16) for p in pointers]
+    assert weights.tobytes() in held and x.tobytes() in held

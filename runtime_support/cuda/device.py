@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from runtime_support.cuda.driver import driver_error, open_driver
 from runtime_support.cuda.executable_def import FORMAT
 from runtime_support.errors import StatusCode, VMError
+from runtime_support.hal.device import HalDevice
 
 IDENTIFIER = "cuda"
 _MEMSET = {1: "memset_d8_async", 2: "memset_d16_async", 4: "memset_d32_async"}
@@ -41,7 +42,7 @@ def open_cuda_device(name: str = "cuda", driver_module: str = "pycuda.driver") -
     return CudaDevice(driver, ordinal)
 
 
-class CudaDevice:
+class CudaDevice(HalDevice):
     """A `!hal.device` on one GPU."""
 
     def __init__(self, driver, ordinal: int = 0, *, stream_ordered="auto") -> None:

@@ -77,7 +77,14 @@ def _loader_formats() -> tuple[str, ...]:
     return tuple(supported_formats())
 
 
-class LocalDevice:
+class HalDevice:
+    """What every pyree `!hal.device` is (LocalDevice here, CudaDevice in
+    runtime_support/cuda): the class import modules check device arguments against."""
+
+    __slots__ = ()
+
+
+class LocalDevice(HalDevice):
     """A `!hal.device` running kernels on the host CPU."""
 
     def __init__(

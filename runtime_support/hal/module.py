@@ -30,7 +30,7 @@ from .buffer_view import HalBufferView
 from .channel import HalChannel
 from .collectives import decode_op
 from .command_buffer import Binding, BufferRef, HalCommandBuffer
-from .device import LocalDevice
+from .device import HalDevice, LocalDevice
 from .executable import HalExecutable
 from .fence import Fence, wait_all
 from .file import ACCESS_READ, HalFile
@@ -87,7 +87,7 @@ class HalModule:
     """The `hal` module for a fixed list of devices."""
 
     # Device classes accepted as `!hal.device`.
-    DEVICE_TYPES: tuple[type, ...] = (LocalDevice,)
+    DEVICE_TYPES: tuple[type, ...] = (HalDevice,)
 
     def __init__(
         self,
@@ -97,10 +97,6 @@ class HalModule:
     ) -> None:
         self.devices = list(devices)
         self.trace_sink = trace_sink
-        # Other device kinds (the cuda device) are `!hal.device`s too.
-        extra = tuple(type(d) for d in self.devices if not isinstance(d, HalModule.DEVICE_TYPES))
-        if extra:
-            self.DEVICE_TYPES = HalModule.DEVICE_TYPES + tuple(dict.fromkeys(extra))
 
     @staticmethod
     def method_name(full_name: str) -> str:
