@@ -303,3 +303,22 @@ def test_parameters_are_uploaded_to_the_device(pycuda_double, compile_mlir, tmp_
     pointers = [a for a in launch[6][: launch[7].count("P")]]
     held = [_device_bytes(pycuda_double, p, 16) for p in pointers]
     assert weights.tobytes() in held and x.tobytes() in held
+
+
+def test_stream_ordered_memory_is_freed_by_dealloca_or_when_collected(pycuda_double):
+    import gc
+
+    device = CudaDevice(pycuda_double, 0, stream_ordered=pycuda_double.stream_ordered_memory())
+    kept = device.allocator.allocate_async(0, 0, 64)
+    dropped = device.allocator.allocate_async(0, 0, 64)
+    address = dropped.address
+    kept.release()  # queue.dealloca
+    assert ("cuMemFreeAsync", kept.address, "stream0") in pycuda_double.calls
+    del dropped
+    gc.collect()
+    assert ("cuMemFreeAsync", address, "stream0") in pycuda_double.calls
+    kept.release()  # twice: nothing more (the double would refuse a second free)
+    assert sum(c[0] == "cuMemFreeAsync" for c in pycuda_double.calls) == 2
+    plain = device.allocator.allocate(0, 0, 64)
+    plain.release()  # cuMemAlloc'd memory lives until its last reference, as in IREE
+    assert not any(c[0] == "mem_free" for c in pycuda_double.calls)

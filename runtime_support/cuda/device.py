@@ -150,16 +150,29 @@ class CudaDevice(HalDevice):
                     pools, stream = self.stream_ordered, self.stream
                     ptr = pools.alloc(size, stream)
                     self._pending = True
-                    return DeviceAllocation(self, None, ptr, size, "async", lambda: pools.free(ptr, stream))
+                    return DeviceAllocation(self, None, ptr, size, "async", self._stream_free(pools, ptr))
                 if host:
                     flags = self.driver.host_alloc_flags.DEVICEMAP
                     array = self.driver.pagelocked_empty(size, np.uint8, mem_flags=flags)
                     return DeviceAllocation(self, array, array.base.get_device_pointer(), size, "host")
                 handle = self.driver.mem_alloc(size)
-                return DeviceAllocation(self, handle, int(handle), size, "device", handle.free)
+                return DeviceAllocation(self, handle, int(handle), size, "device")  # pycuda frees it
             except Exception as e:
                 routine = "cuMemAllocAsync" if stream_ordered and self.stream_ordered else "cuMemHostAlloc" if host else "cuMemAlloc"
                 raise driver_error(f"{routine} of {size} bytes", e) from None
+
+    def _stream_free(self, pools, ptr: int):
+        """The cuMemFreeAsync of one stream-ordered allocation (no reference to it)."""
+
+        def free():
+            with self.active():
+                try:
+                    pools.free(ptr, self.stream)
+                except Exception as e:
+                    raise driver_error("cuMemFreeAsync", e) from None
+                self._pending = True
+
+        return free
 
     def memset(self, ptr: int, value: int, width: int, count: int) -> None:
         with self.active():

@@ -17,6 +17,7 @@ allocates 4 bytes so every buffer has a valid pointer.
 from __future__ import annotations
 
 import threading
+import weakref
 
 import numpy as np
 
@@ -45,14 +46,24 @@ _DEVICE_LOCAL_BIT = MEMORY_TYPE_DEVICE_LOCAL & ~MEMORY_TYPE_DEVICE_VISIBLE
 _MEMSET = {1: "memset_d8_async", 2: "memset_d16_async", 4: "memset_d32_async"}
 
 
+def _free_quietly(free) -> None:
+    try:
+        free()
+    except Exception:  # noqa: BLE001 - a collected buffer has nobody to report to
+        pass
+
+
 class DeviceAllocation:
     """One driver allocation: its device pointer, size and preserve count.
 
-    `handle` keeps the driver's object alive (pycuda frees on release); `free` is a
-    callable that releases it in stream order (stream-ordered allocations), or None.
+    `handle` keeps the driver's object alive (pycuda frees cuMemAlloc'd memory and
+    page-locked memory when it is released). A stream-ordered allocation has a `free`
+    callable instead (cuMemFreeAsync): queue.dealloca calls it in queue order, and if the
+    program never deallocates it (a result returned to the caller), it runs when the
+    allocation is collected.
     """
 
-    __slots__ = ("device", "handle", "address", "length", "kind", "preserve_count", "free", "__weakref__")
+    __slots__ = ("device", "handle", "address", "length", "kind", "preserve_count", "_finalizer", "__weakref__")
 
     readonly = False
     owner = None
@@ -65,7 +76,10 @@ class DeviceAllocation:
         self.length = length
         self.kind = kind  # "device", "host" (page-locked, mapped) or "async" (stream-ordered)
         self.preserve_count = 1
-        self.free = free
+        self._finalizer = None
+        if free is not None:
+            self._finalizer = weakref.finalize(self, _free_quietly, free)
+            self._finalizer.atexit = False  # the driver may be gone by then
 
     def preserve(self) -> None:
         with self._lock:
@@ -83,12 +97,13 @@ class DeviceAllocation:
             return self.preserve_count == 1
 
     def release(self) -> None:
-        """Returns the memory now (queue.dealloca); later use of it is the program's bug,
-        as in IREE."""
-        free, self.free = self.free, None
-        if free is not None:
+        """queue.dealloca: a stream-ordered allocation is freed now, in stream order (its
+        errors raised); others are freed with their last reference, as in IREE."""
+        finalizer, self._finalizer = self._finalizer, None
+        detached = finalizer.detach() if finalizer is not None else None
+        if detached is not None:
+            _, _, (free,), _ = detached
             free()
-        self.handle = None
 
 
 class CudaBuffer(HalBuffer):
