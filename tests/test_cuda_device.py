@@ -322,3 +322,39 @@ def test_stream_ordered_memory_is_freed_by_dealloca_or_when_collected(pycuda_dou
     plain = device.allocator.allocate(0, 0, 64)
     plain.release()  # cuMemAlloc'd memory lives until its last reference, as in IREE
     assert not any(c[0] == "mem_free" for c in pycuda_double.calls)
+
+
+def test_recorded_command_buffers_replay_their_launches(pycuda_double, compile_mlir, tmp_path):
+    """A command buffer with direct bindings becomes one prepared launch (checked once);
+    an indirect dispatch reads its grid from device memory per execution; a zero grid
+    launches nothing."""
+    from runtime_support.hal.command_buffer import BufferRef
+    from test_cuda_launch import _executable
+
+    device = open_cuda_device("cuda")
+    exe = device.create_executable("cuda-nvptx-fb", _executable(compile_mlir, REPO / "examples" / "simple_mul.mlir"))
+    a, b, c = (device.allocator.allocate(0, 0, n) for n in (16, 16, 32))
+    refs = [BufferRef(x, 0, 0, 16) for x in (a, b, c)]
+    cb = device.create_command_buffer(0, 3, 0)
+    cb.dispatch(exe, 0, (1, 1, 1), [], refs)
+    cb.dispatch(exe, 0, (0, 1, 1), [], refs)  # empty grid
+    cb.finalize()
+    for _ in range(2):
+        device.queue.submit(None, None, lambda: cb.execute(None))
+    launches = _launches(pycuda_double)
+    assert len(launches) == 2 and launches[0] == launches[1]
+    assert launches[0][6] == (a.address, b.address, c.address)
+
+    counts = device.allocator.allocate(0, 0, 12)
+    counts.write(0, np.array([3, 1, 1], np.uint32).tobytes())
+    cb2 = device.create_command_buffer(0, 3, 3)
+    table_refs = [BufferRef(None, i, 16 * (i == 2), 16) for i in range(3)]  # slot 2 at +16
+    cb2.dispatch(exe, 0, BufferRef(counts, 0, 0, 12), [], table_refs)
+    cb2.finalize()
+    device.queue.submit(None, None, lambda: cb2.execute([(a, 0, 16), (b, 0, 16), (c, 0, 32)]))
+    launch = _launches(pycuda_double)[-1]
+    assert launch[2] == (3, 1, 1) and launch[6] == (a.address, b.address, c.address + 16)
+    with pytest.raises(VMError, match="out of bounds"):
+        device.queue.submit(None, None, lambda: cb2.execute([(a, 0, 16), (b, 0, 16), (c, 0, 16)]))
+    with pytest.raises(VMError, match="16-byte aligned"):  # the driver double refuses it
+        device.queue.submit(None, None, lambda: cb2.execute([(c, 4, 28), (b, 0, 16), (c, 0, 32)]))

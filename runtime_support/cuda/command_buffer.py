@@ -4,8 +4,8 @@ Recording is HalCommandBuffer's (the same checks and commands). The first execut
 `finalize` turns the commands into a list of steps, each a closure over everything fixed
 at record time: a dispatch whose bindings are direct buffers becomes one `Launch` (kernel,
 grid, block, shared memory, packed parameters; executable.py) built once, so replaying it
-is one cuLaunchKernel call; a dispatch through a binding table keeps its parameter layout
-and fills in the table's device pointers (+ offsets) per execution. Fill, update and copy
+is one cuLaunchKernel call; a dispatch through a binding table keeps its checked launch
+and fills in only the table's device pointers (+ offsets) per execution. Fill, update and copy
 become cuMemsetD*Async / cuMemcpyHtoDAsync / cuMemcpyDtoDAsync on the stream. The one
 stream runs steps in order, so execution barriers need no work.
 (IREE's graph_command_buffer.c builds a CUDA graph instead; pycuda has no graph API.)
@@ -44,29 +44,33 @@ def _device_pointer(resolved, what: str) -> int:
 def _dispatch_step(device, command: _Dispatch):
     executable = command.executable
     native = getattr(executable, "native", None)
-    plan = getattr(native, "plan", None)
-    if plan is None:
+    if not hasattr(native, "plan"):
         raise VMError(StatusCode.INVALID_ARGUMENT, f"dispatch: executable {executable!r} is not a cuda-nvptx-fb executable")
     what = [f"dispatch binding {i}" for i in range(len(command.bindings))]
-    static = not isinstance(command.workgroups, BufferRef) and all(r.buffer is not None for r in command.bindings)
-    if static:  # everything is known now: one prepared launch, replayed as is
-        pointers = [_device_pointer(resolve_ref(r, None, w), w) for r, w in zip(command.bindings, what)]
-        launch = plan(command.ordinal, command.workgroups, command.constants, pointers)
+    direct = [r.buffer is not None for r in command.bindings]
+    indirect = isinstance(command.workgroups, BufferRef)
+    # Checked once: ordinal, binding and constant counts, the grid when it is static.
+    fixed = [_device_pointer(resolve_ref(r, None, w), w) if d else 0 for r, d, w in zip(command.bindings, direct, what)]
+    launch = native.plan(command.ordinal, (1, 1, 1) if indirect else command.workgroups, command.constants, fixed)
+    stream = device.stream
+    if all(direct) and not indirect:  # everything is known now: replayed as is
         if 0 in launch.grid:  # an empty grid launches nothing, as in IREE
             return None
-        return lambda table: device.launch(launch)
+        return lambda table: launch.run(stream)
+    slots = [(i, r, w) for i, (r, d, w) in enumerate(zip(command.bindings, direct, what)) if not d]
 
     def step(table):
-        if isinstance(command.workgroups, BufferRef):
+        pointers = list(fixed)
+        for i, ref, w in slots:
+            pointers[i] = _device_pointer(resolve_ref(ref, table, w), w)
+        grid = None
+        if indirect:
             w = "dispatch.indirect workgroups"
             buffer, offset, _ = _require(resolve_ref(command.workgroups, table, w), w)
             counts = tuple(int(v) for v in buffer.bytes_view(offset, 12).view(np.uint32))
-        else:
-            counts = command.workgroups
-        pointers = [_device_pointer(resolve_ref(r, table, w), w) for r, w in zip(command.bindings, what)]
-        launch = plan(command.ordinal, counts, command.constants, pointers)
-        if 0 not in launch.grid:
-            device.launch(launch)
+            grid = native.check_grid(command.ordinal, counts)
+        if 0 not in (grid or launch.grid):
+            launch.run_with(stream, pointers, grid)
 
     return step
 
@@ -107,9 +111,12 @@ class CudaCommandBuffer(HalCommandBuffer):
         if steps is None:
             steps = self._plan = build_steps(self.device, self.commands)
         table = [Binding(*entry) for entry in binding_table] if binding_table else None
-        with self.device.active():
+        device = self.device
+        with device.active():
             for step in steps:
                 step(table)
+            if steps:
+                device.mark_pending()
 
 
 __all__ = ["CudaCommandBuffer", "build_steps"]

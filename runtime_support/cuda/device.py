@@ -218,6 +218,10 @@ class CudaDevice(HalDevice):
             launch.run(self.stream)
             self._pending = True
 
+    def mark_pending(self) -> None:
+        """Work was enqueued on the stream (command buffers launch on it directly)."""
+        self._pending = True
+
     def synchronize(self, what: str = "stream") -> None:
         """Waits for the stream's enqueued work through the device's event (if any)."""
         if not self._pending:

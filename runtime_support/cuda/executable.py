@@ -45,6 +45,17 @@ class Launch:
         except Exception as e:
             raise driver_error("cuLaunchKernel", e, export=self.export) from None
 
+    def run_with(self, stream, pointers, grid=None) -> None:
+        """This launch with other binding pointers (a binding table's) and, for indirect
+        dispatches, another grid (already checked by `CudaExecutable.check_grid`)."""
+        args = (*pointers, *self.args[len(pointers) :])
+        try:
+            self.function.prepared_async_call(
+                grid or self.grid, self.block, stream, *args, shared_size=self.shared_bytes
+            )
+        except Exception as e:
+            raise driver_error("cuLaunchKernel", e, export=self.export) from None
+
 
 class CudaExecutable:
     format = "cuda-nvptx-fb"
@@ -79,6 +90,15 @@ class CudaExecutable:
                 return e.ordinal
         raise VMError(StatusCode.NOT_FOUND, f"executable has no export {name!r}")
 
+    def check_grid(self, ordinal: int, workgroup_count: Sequence[int]) -> tuple[int, int, int]:
+        grid = tuple(int(c) for c in workgroup_count)
+        if len(grid) != 3 or any(not 0 <= g <= m for g, m in zip(grid, MAX_GRID)):
+            raise VMError(
+                StatusCode.OUT_OF_RANGE,
+                f"workgroup count {grid} of kernel {self.exports[ordinal].kernel_name!r} exceeds CUDA's grid {MAX_GRID}",
+            )
+        return grid
+
     def plan(
         self,
         ordinal: int,
@@ -95,11 +115,7 @@ class CudaExecutable:
                 f"kernel {e.kernel_name!r} takes {e.binding_count} bindings and {e.constant_count} "
                 f"constants; the dispatch passes {len(binding_pointers)} and {len(constants)}",
             )
-        grid = tuple(int(c) for c in workgroup_count)
-        if len(grid) != 3 or any(not 0 <= g <= m for g, m in zip(grid, MAX_GRID)):
-            raise VMError(
-                StatusCode.OUT_OF_RANGE, f"workgroup count {grid} of kernel {e.kernel_name!r} exceeds CUDA's grid {MAX_GRID}"
-            )
+        grid = self.check_grid(ordinal, workgroup_count)
         args = tuple(int(p) & 0xFFFFFFFFFFFFFFFF for p in binding_pointers) + tuple(
             int(c) & 0xFFFFFFFF for c in constants
         )
