@@ -534,6 +534,11 @@ class ModuleContext:
         buffer = self.device.allocator.import_host(
             array.reshape(-1).view(np.uint8), False, 0, USAGE_DEFAULT, owner=array
         )
+        if buffer is None:  # device memory (cuda) cannot alias host memory
+            raise ValueError(
+                f"wrap_array(): device '{self.device.identifier}' cannot use host memory "
+                "without a copy; pass the array itself"
+            )
         return HalBufferView(buffer, array.shape, element_type)
 
     def create_fence(self):

@@ -358,3 +358,12 @@ def test_recorded_command_buffers_replay_their_launches(pycuda_double, compile_m
         device.queue.submit(None, None, lambda: cb2.execute([(a, 0, 16), (b, 0, 16), (c, 0, 16)]))
     with pytest.raises(VMError, match="16-byte aligned"):  # the driver double refuses it
         device.queue.submit(None, None, lambda: cb2.execute([(c, 4, 28), (b, 0, 16), (c, 0, 32)]))
+
+
+def test_wrap_array_is_refused_on_the_cuda_device(pycuda_double, compile_mlir, tmp_path):
+    from runtime_support.hal.buffer import aligned_empty
+
+    pkg, _ = _translate(compile_mlir, tmp_path, REPO / "examples" / "simple_mul.mlir", "simple_mul_wrap")
+    ctx = pkg.load(device="cuda")
+    with pytest.raises(ValueError, match="cannot use host memory without a copy"):
+        ctx.wrap_array(aligned_empty(4, np.float32))
