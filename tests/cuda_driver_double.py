@@ -54,6 +54,7 @@ class DriverDoubleError(Exception):
 function_attribute = types.SimpleNamespace(MAX_DYNAMIC_SHARED_SIZE_BYTES="MAX_DYNAMIC_SHARED_SIZE_BYTES")
 device_attribute = types.SimpleNamespace(MEMORY_POOLS_SUPPORTED="MEMORY_POOLS_SUPPORTED")
 host_alloc_flags = types.SimpleNamespace(PORTABLE=1, DEVICEMAP=2, WRITECOMBINED=4)
+event_flags = types.SimpleNamespace(DEFAULT=0, BLOCKING_SYNC=1, DISABLE_TIMING=2, INTERPROCESS=4)
 
 
 def _is_int(value) -> bool:
@@ -69,6 +70,7 @@ class PyCudaDriverDouble:
     function_attribute = function_attribute
     device_attribute = device_attribute
     host_alloc_flags = host_alloc_flags
+    event_flags = event_flags
 
     def __init__(self, devices: int = 1, memory_pools: bool = False) -> None:
         self.calls: list[tuple] = []
@@ -168,9 +170,11 @@ class PyCudaDriverDouble:
 
     def Event(self, flags=0):
         self._need_context("cuEventCreate")
+        if not _is_int(flags) or flags & ~0x7:
+            raise DriverDoubleError(f"cuEventCreate failed: invalid argument (flags {flags!r})")
         event = _Event(self, f"event{self._events}")
         self._events += 1
-        self.calls.append(("Event", event.name))
+        self.calls.append(("Event", event.name, f"flags={flags}"))
         return event
 
     def mem_alloc(self, size):

@@ -61,7 +61,8 @@ class CudaDevice(HalDevice):
             raise driver_error(f"creating a context on GPU {ordinal}", e) from None
         try:
             self.stream = driver.Stream()
-            self.event = driver.Event()  # recorded after each queue operation's work
+            # Recorded after each queue operation's work; no timing, as IREE's events.
+            self.event = driver.Event(driver.event_flags.DISABLE_TIMING)
             self.stream_ordered = open_stream_ordered(driver, self.cu_device) if stream_ordered == "auto" else stream_ordered
         except Exception as e:
             raise driver_error("creating the stream", e) from None
