@@ -4,7 +4,8 @@ This is NOT a CUDA implementation and runs no kernel. It stands in for pycuda so
 pyree's CUDA code runs on machines without a GPU, and it refuses what the real driver
 would refuse:
 
-- a module image must be PTX text whose `.entry` names the function asked for; a prepared
+- a module image must be NUL-terminated PTX text (the driver reads a C string) whose
+  `.entry` names the function asked for; a prepared
   format must match the `.entry` parameter list (`P` per `.u64` pointer, `I` per `.b32`);
 - a launch passes that many arguments, pointers 16-byte aligned (the PTX's `.align 16`)
   and inside a live allocation (or null), constants within 32 bits, block and grid within
@@ -251,6 +252,9 @@ class PyCudaDriverDouble:
         if not isinstance(image, (bytes, bytearray)):
             raise DriverDoubleError(f"module image must be bytes, got {type(image).__name__}")
         text = bytes(image).decode("ascii")  # PTX is ASCII; a decode error is a bad image
+        if not text.endswith("\0"):
+            raise DriverDoubleError("cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX: PTX is not NUL-terminated")
+        text = text[:-1]
         if "\0" in text or ".version" not in text or ".target" not in text:
             raise DriverDoubleError("cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX: not a PTX module")
         entries = ptx_entries(text)

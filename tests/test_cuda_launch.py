@@ -50,7 +50,7 @@ def test_simple_mul_loads_and_launches_as_iree_does(compile_mlir):
     exe.dispatch("stream0", ordinal, (1, 1, 1), [], pointers)
     # The whole driver conversation, in order.
     assert driver.calls == [
-        ("module_from_buffer", len(exe.definition.modules[0].image), ["simple_mul_dispatch_0_elementwise_4_f32"]),
+        ("module_from_buffer", len(exe.definition.modules[0].image) + 1, ["simple_mul_dispatch_0_elementwise_4_f32"]),
         ("get_function", "simple_mul_dispatch_0_elementwise_4_f32"),
         ("prepare", "simple_mul_dispatch_0_elementwise_4_f32", "PPP"),
         (
@@ -138,6 +138,8 @@ def test_double_rejects_what_the_driver_would():
     driver.Device(0).make_context()
     with pytest.raises(DriverDoubleError):
         driver.module_from_buffer(b"\x7fELF")
+    with pytest.raises(DriverDoubleError, match="NUL-terminated"):
+        driver.module_from_buffer(b".version 7.6\n.target sm_80\n")
     stream = driver.Stream()
     a = int(driver.mem_alloc(16))
     with pytest.raises(DriverDoubleError, match="not inside one allocation"):

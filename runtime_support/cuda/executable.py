@@ -66,7 +66,10 @@ class CudaExecutable:
         self._modules = []
         for i, module in enumerate(self.definition.modules):
             try:
-                self._modules.append(driver.module_from_buffer(module.image))
+                # PTX goes to the driver as a C string: NUL-terminated (as the FlatBuffer
+                # string IREE passes is); a cubin as is.
+                image = module.image + b"\0" if module.is_ptx else module.image
+                self._modules.append(driver.module_from_buffer(image))
             except Exception as e:
                 raise driver_error(f"cuModuleLoadDataEx of module {i}", e) from None
         self._functions = []
