@@ -163,15 +163,15 @@ class ContextModule:
         return imported
 
 
-def _explain_device_mismatch(e: VMError) -> VMError:
+def _explain_device_mismatch(e: VMError, device=None) -> VMError:
     """The VM's device-matching failure (`HAL device ... not found or unavailable` and a
     dump of every target) as one sentence naming the formats and what to do."""
     from runtime_support import executable_formats as ef
 
-    formats = [f for f in ef.formats_in_device_error(e.message) if not ef.is_supported(f)]
+    formats = [f for f in ef.formats_in_device_error(e.message) if not ef.runs_on(f, device)]
     if not formats:
         return e
-    reasons = "; ".join(ef.unsupported_reason(f) for f in formats)
+    reasons = "; ".join(ef.unsupported_reason(f, device) for f in formats)
     return VMError(
         e.code, f"module has no executables pyree can run: {reasons}", function=e.function
     )
@@ -282,7 +282,7 @@ class ModuleContext:
             try:
                 self._call_vm("__init", self._functions[init[0]], ())
             except VMError as e:
-                raise _explain_device_mismatch(e) from None
+                raise _explain_device_mismatch(e, self.device) from None
 
     # -- setup -----------------------------------------------------------------------
     @staticmethod

@@ -71,12 +71,12 @@ def no_pycuda(monkeypatch):
     monkeypatch.setitem(sys.modules, "pycuda.driver", None)
 
 
-def _translate(compile_mlir, tmp_path, source: Path | str, name: str):
+def _translate(compile_mlir, tmp_path, source: Path | str, name: str, flags=cuda_flags("sm_80")):
     if isinstance(source, str):
         path = tmp_path / f"{name}.mlir"
         path.write_text(source)
         source = path
-    vmfb = compile_mlir(source, cuda_flags("sm_80"))
+    vmfb = compile_mlir(source, flags)
     out = tmp_path / "pkgs"
     write_package(read_module_file(vmfb), out, name, format_code=False)
     return load_package(out / name), vmfb
@@ -367,3 +367,16 @@ def test_wrap_array_is_refused_on_the_cuda_device(pycuda_double, compile_mlir, t
     ctx = pkg.load(device="cuda")
     with pytest.raises(ValueError, match="cannot use host memory without a copy"):
         ctx.wrap_array(aligned_empty(4, np.float32))
+
+
+def test_a_cpu_module_on_the_cuda_device_says_what_to_do(pycuda_double, compile_mlir, tmp_path):
+    cpu = ("--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
+           "--iree-llvmcpu-target-cpu=generic")
+    pkg, _ = _translate(compile_mlir, tmp_path, REPO / "examples" / "simple_mul.mlir", "simple_mul_cpu", cpu)
+    with pytest.raises(VMError) as info:
+        pkg.load(device="cuda")
+    text = str(info.value)
+    assert info.value.code == StatusCode.INCOMPATIBLE and "\n" not in text
+    assert "'embedded-elf-x86_64'" in text and "does not run on the cuda device" in text
+    assert "device='local'" in text and "--iree-hal-target-device=cuda" in text
+    assert "#hal.device.target" not in text

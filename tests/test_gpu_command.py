@@ -82,14 +82,17 @@ def test_report_fails_on_any_difference_or_error():
     assert gpu.report([gpu.Row("build", "z", "error", "does not compile")], io.StringIO()) is False
 
 
-def test_build_only_compiles_translates_and_assembles(tmp_path):
+def test_bench_programs_and_a_conformance_case_per_folder_build_for_cuda():
+    """Every benchmark program and one conformance case per folder, built for CUDA,
+    translate and their PTX assembles (`python -m tests.gpu --build-only` does all cases;
+    builds are cached in .pyree-cache/gpu)."""
     import conformance
 
-    if not conformance.e2e_available():
-        pytest.skip("no ../shared/iree-e2e here")
-    case = min(conformance.load_cases(), key=lambda c: c.source.stat().st_size)
-    programs = gpu.bench_programs("mul4")
-    assert [p.name for p in programs] == ["mul4"]
-    rows = gpu.build_only([case], programs, "sm_80", tmp_path)
-    assert [r.verdict for r in rows] == ["identical", "identical"], rows
+    cases = conformance.fast_subset(conformance.load_cases()) if conformance.e2e_available() else []
+    programs = gpu.bench_programs()
+    assert {"mul4", "chain100", "matmul512"} <= {p.name for p in programs}
+    rows = gpu.build_only(cases, programs, "sm_80", gpu.CACHE)
+    assert len(rows) == len(cases) + len(programs)
+    bad = [(r.name, r.detail) for r in rows if r.verdict != "identical"]
+    assert not bad, bad
     assert all("translates" in r.detail for r in rows)

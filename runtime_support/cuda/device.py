@@ -77,6 +77,10 @@ class CudaDevice(HalDevice):
     def __repr__(self) -> str:
         return f"<CudaDevice {self.identifier}:{self.ordinal}>"
 
+    @property
+    def executable_formats(self) -> tuple[str, ...]:
+        return (FORMAT,)
+
     # -- context -----------------------------------------------------------------------
 
     @contextmanager
