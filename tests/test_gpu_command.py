@@ -82,6 +82,18 @@ def test_report_fails_on_any_difference_or_error():
     assert gpu.report([gpu.Row("build", "z", "error", "does not compile")], io.StringIO()) is False
 
 
+# Conformance cases iree-compile 3.13 fails on for CUDA (sm_80), as `--build-only` found:
+# every other case (72 of 78) and every bench program translates and its PTX assembles.
+IREE_CANNOT_BUILD = {
+    "linalg/fp4_f32_conversion",
+    "linalg/narrow_n_matmuls__check_llvm-cpu_dt_fusion_local-task",
+    "linalg/small_float_arith",
+    "linalg_ext_ops/attention_i1_mask",
+    "linalg_ext_ops/dynamic_attention",
+    "subbyte_types/subbyte_types",
+}
+
+
 def test_bench_programs_and_a_conformance_case_per_folder_build_for_cuda():
     """Every benchmark program and one conformance case per folder, built for CUDA,
     translate and their PTX assembles (`python -m tests.gpu --build-only` does all cases;
@@ -93,6 +105,7 @@ def test_bench_programs_and_a_conformance_case_per_folder_build_for_cuda():
     assert {"mul4", "chain100", "matmul512"} <= {p.name for p in programs}
     rows = gpu.build_only(cases, programs, "sm_80", gpu.CACHE)
     assert len(rows) == len(cases) + len(programs)
-    bad = [(r.name, r.detail) for r in rows if r.verdict != "identical"]
+    bad = [(r.name, r.detail) for r in rows if r.verdict != "identical" and r.name not in IREE_CANNOT_BUILD]
     assert not bad, bad
-    assert all("translates" in r.detail for r in rows)
+    assert all("translates" in r.detail for r in rows if r.verdict == "identical")
+    assert all(r.verdict == "not built" for r in rows if r.name in IREE_CANNOT_BUILD)
