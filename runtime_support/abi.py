@@ -350,6 +350,8 @@ def tensor_argument(name: str, ty: TensorType | None, device, general=None):
         def general(value):
             return to_buffer_view(value, name, ty, device)
 
+    if not getattr(allocator, "host_memory", True):
+        return general  # device memory (cuda): allocator.allocate_copy uploads each array
     if ty is None and allocator is not None:
         return _undeclared_argument(allocator, general)
     if not isinstance(ty, TensorType) or ty.element_type is None or None in ty.shape:
@@ -417,6 +419,8 @@ def view_to_numpy(view: HalBufferView, _probe: bool = False, _count=sys.getrefco
     """
     buffer = view.buffer
     allocation = buffer.allocation
+    if type(allocation) is not Allocation:  # device memory (cuda): downloaded into a copy
+        return from_vm(view, None)
     storage = allocation.array
     counts = (_count(view), _count(buffer), _count(allocation), _count(storage.base))
     if _probe:

@@ -25,9 +25,17 @@ DEVICES = ("local", "local-task", "local-sync", "cuda")
 
 # Devices pyree can create now, and those the contract names that this build lacks.
 _LOCAL_DEVICES = {"local": "local-task", "local-task": "local-task", "local-sync": "local-sync"}
-_UNAVAILABLE_DEVICES = {
-    "cuda": "the CUDA device is not implemented in this build of pyree yet",
-}
+_UNAVAILABLE_DEVICES: dict[str, str] = {}
+
+
+def _open_cuda(name: str):
+    """`cuda` / `cuda:N` (runtime_support/cuda, imported only here: pycuda is optional)."""
+    from runtime_support.cuda.device import open_cuda_device
+
+    try:
+        return open_cuda_device(name)
+    except VMError as e:
+        raise DeviceError(e.code, e.message) from None
 
 
 class DeviceError(VMError, ValueError):
@@ -49,6 +57,8 @@ def make_device(device, workers: int | None = None):
         return LocalDevice(kind, worker_count=workers)
     if kind is not None:
         return LocalDevice(kind)
+    if device.partition(":")[0] == "cuda":
+        return _open_cuda(device)
     usable = ", ".join(_LOCAL_DEVICES)
     if device in _UNAVAILABLE_DEVICES:
         raise DeviceError(
@@ -148,15 +158,15 @@ class ContextModule:
         return imported
 
 
-def _explain_device_mismatch(e: VMError) -> VMError:
+def _explain_device_mismatch(e: VMError, device=None) -> VMError:
     """The VM's device-matching failure (`HAL device ... not found or unavailable` and a
     dump of every target) as one sentence naming the formats and what to do."""
     from runtime_support import executable_formats as ef
 
-    formats = [f for f in ef.formats_in_device_error(e.message) if not ef.is_supported(f)]
+    formats = [f for f in ef.formats_in_device_error(e.message) if not ef.runs_on(f, device)]
     if not formats:
         return e
-    reasons = "; ".join(ef.unsupported_reason(f) for f in formats)
+    reasons = "; ".join(ef.unsupported_reason(f, device) for f in formats)
     return VMError(
         e.code, f"module has no executables pyree can run: {reasons}", function=e.function
     )
@@ -276,7 +286,7 @@ class ModuleContext:
             try:
                 self._call_vm("__init", self._functions[init[0]], ())
             except VMError as e:
-                raise _explain_device_mismatch(e) from None
+                raise _explain_device_mismatch(e, self.device) from None
 
     # -- setup -----------------------------------------------------------------------
     @staticmethod
@@ -594,6 +604,11 @@ class ModuleContext:
         buffer = self.device.allocator.import_host(
             array.reshape(-1).view(np.uint8), False, 0, USAGE_DEFAULT, owner=array
         )
+        if buffer is None:  # device memory (cuda) cannot alias host memory
+            raise ValueError(
+                f"wrap_array(): device '{self.device.identifier}' cannot use host memory "
+                "without a copy; pass the array itself"
+            )
         return HalBufferView(buffer, array.shape, element_type)
 
     def create_fence(self):

@@ -53,8 +53,37 @@ def describe(fmt: str) -> str:
     return "an unknown executable format"
 
 
-def unsupported_reason(fmt: str) -> str:
+# Formats a pyree device other than the CPU runs: format -> how to ask for that device.
+DEVICE_FORMATS = {
+    "cuda-nvptx-fb": "the cuda device (load(device='cuda'), pyree-run --device=cuda; needs pycuda and a GPU)",
+}
+
+
+# What a module for a device needs to be built with (for its error messages).
+DEVICE_RECOMPILE = {"cuda": "--iree-hal-target-device=cuda --iree-cuda-target=sm_XY (the GPU's)"}
+
+
+def runs_on(fmt: str, device=None) -> bool:
+    """Whether `device` (default: the CPU device) runs executables of format `fmt`."""
+    formats = getattr(device, "executable_formats", None)
+    return fmt in formats if formats is not None else is_supported(fmt)
+
+
+def unsupported_reason(fmt: str, device=None) -> str:
     """One sentence: what `fmt` is, that pyree cannot run it, what it runs, what to do."""
+    name = getattr(device, "identifier", "")
+    if name in DEVICE_RECOMPILE:
+        return (
+            f"executable format '{fmt}' ({describe(fmt)}) does not run on the {name} device, "
+            f"which runs {', '.join(device.executable_formats)}; load it with device='local' "
+            f"if it is CPU code, or recompile with {DEVICE_RECOMPILE[name]}"
+        )
+    if fmt in DEVICE_FORMATS:
+        return (
+            f"executable format '{fmt}' ({describe(fmt)}) runs only on {DEVICE_FORMATS[fmt]}, "
+            f"not on the CPU, which runs {', '.join(supported_formats())}; for the CPU "
+            f"recompile with {RECOMPILE}"
+        )
     return (
         f"executable format '{fmt}' ({describe(fmt)}) cannot run in pyree, which runs "
         f"{', '.join(supported_formats())}; recompile with {RECOMPILE}"

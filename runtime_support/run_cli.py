@@ -300,14 +300,14 @@ class OneLineArgumentParser(argparse.ArgumentParser):
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    from runtime_support.context import _LOCAL_DEVICES, _UNAVAILABLE_DEVICES
+    from runtime_support.context import _LOCAL_DEVICES
 
     p = OneLineArgumentParser(
         prog="pyree-run",
         description="Run an export of a pyree-translated package (or a .vmfb, translated "
         "into a cache on first use) like iree-run-module: same flags, same output.",
-        epilog=f"devices: {', '.join(_LOCAL_DEVICES)} (not available in this build: "
-        f"{', '.join(_UNAVAILABLE_DEVICES)}). --flagfile=FILE reads one flag per line "
+        epilog=f"devices: {', '.join(_LOCAL_DEVICES)}, cuda, cuda:N (a GPU through pycuda: "
+        "pip install 'pyree[cuda]'). --flagfile=FILE reads one flag per line "
         "(# starts a comment).",
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {pyree_version()}")
@@ -344,8 +344,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--device",
         default="local",
-        help="local (threaded workgroups; default), local-task (the same) or local-sync "
-        "(one thread)",
+        help="local (threaded workgroups; default), local-task (the same), local-sync "
+        "(one thread), cuda or cuda:N (GPU N; needs pycuda and a CUDA-built module)",
     )
     p.add_argument(
         "--parameters",

@@ -8,6 +8,7 @@ import sys
 import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cuda_driver_double import DriverDoubleError, PyCudaDriverDouble
@@ -33,19 +34,28 @@ def _executable(compile_mlir, source: Path) -> bytes:
     return next(bytes(s.data) for s in module.rodata if bytes(s.data[:4]) == MAGIC)
 
 
+def _double_with_context(**kw) -> PyCudaDriverDouble:
+    driver = PyCudaDriverDouble(**kw)
+    driver.Device(0).make_context()
+    driver.calls.clear()
+    return driver
+
+
 def test_simple_mul_loads_and_launches_as_iree_does(compile_mlir):
-    driver = PyCudaDriverDouble()
+    driver = _double_with_context()
+    pointers = [int(driver.mem_alloc(16)) for _ in range(3)]
+    driver.calls.clear()
     exe = CudaExecutable(driver, _executable(compile_mlir, REPO / "examples" / "simple_mul.mlir"))
     ordinal = exe.lookup(b"simple_mul_dispatch_0_elementwise_4_f32")
-    exe.dispatch("stream0", ordinal, (1, 1, 1), [], [0x7F0000000000, 0x7F0000000100, 0x7F0000000200])
-    # The whole driver conversation, in order (the golden log of this program).
+    exe.dispatch("stream0", ordinal, (1, 1, 1), [], pointers)
+    # The whole driver conversation, in order.
     assert driver.calls == [
-        ("module_from_buffer", len(exe.definition.modules[0].image), ["simple_mul_dispatch_0_elementwise_4_f32"]),
+        ("module_from_buffer", len(exe.definition.modules[0].image) + 1, ["simple_mul_dispatch_0_elementwise_4_f32"]),
         ("get_function", "simple_mul_dispatch_0_elementwise_4_f32"),
         ("prepare", "simple_mul_dispatch_0_elementwise_4_f32", "PPP"),
         (
             "launch", "simple_mul_dispatch_0_elementwise_4_f32", (1, 1, 1), (32, 1, 1), 0, "stream0",
-            (0x7F0000000000, 0x7F0000000100, 0x7F0000000200),
+            tuple(pointers), "PPP",
         ),
     ]
 
@@ -53,11 +63,11 @@ def test_simple_mul_loads_and_launches_as_iree_does(compile_mlir):
 def test_dynamic_shapes_pass_constants_after_bindings(compile_mlir, tmp_path):
     src = tmp_path / "dyn.mlir"
     src.write_text(DYNAMIC_SHAPES)
-    driver = PyCudaDriverDouble()
+    driver = _double_with_context()
     exe = CudaExecutable(driver, _executable(compile_mlir, src))
     (e,) = exe.exports
     assert e.constant_count > 0
-    pointers = [0x1000 * (i + 1) for i in range(e.binding_count)]
+    pointers = [int(driver.mem_alloc(64)) for i in range(e.binding_count)]
     constants = list(range(1, e.constant_count + 1))
     launch = exe.plan(0, (3, 2, 1), constants, pointers)
     assert launch.args == tuple(pointers) + tuple(constants)
@@ -73,14 +83,14 @@ def test_large_shared_memory_sets_the_opt_in_attribute():
         [b".version 7.6\n.target sm_80\n.entry big(.param .u64 .ptr .global .align 16 a)\n"
          b".entry small(.param .u64 .ptr .global .align 16 a)\n"],
     )
-    driver = PyCudaDriverDouble()
+    driver = _double_with_context()
     CudaExecutable(driver, data)
     attrs = [c for c in driver.calls if c[0] == "set_attribute"]
     assert attrs == [("set_attribute", "big", "MAX_DYNAMIC_SHARED_SIZE_BYTES", 64 * 1024)]
 
 
 def test_bad_launches_are_vm_errors(compile_mlir):
-    exe = CudaExecutable(PyCudaDriverDouble(), _executable(compile_mlir, REPO / "examples" / "simple_mul.mlir"))
+    exe = CudaExecutable(_double_with_context(), _executable(compile_mlir, REPO / "examples" / "simple_mul.mlir"))
     with pytest.raises(VMError, match="takes 3 bindings"):
         exe.plan(0, (1, 1, 1), [], [16])
     with pytest.raises(VMError, match="exceeds CUDA's grid"):
@@ -95,7 +105,7 @@ def test_bad_launches_are_vm_errors(compile_mlir):
 def test_kernel_missing_from_its_module_names_the_kernel():
     data = build_executable([dict(EXPORTS[0], name="absent", flags=[2], constants=0)], [b".version 7.6\n.target sm_80\n"])
     with pytest.raises(VMError, match="kernel 'absent'.*CUDA_ERROR_NOT_FOUND"):
-        CudaExecutable(PyCudaDriverDouble(), data)
+        CudaExecutable(_double_with_context(), data)
 
 
 def test_missing_pycuda_driver_or_gpu_is_one_line(monkeypatch):
@@ -123,5 +133,24 @@ def test_missing_pycuda_driver_or_gpu_is_one_line(monkeypatch):
 
 def test_double_rejects_what_the_driver_would():
     driver = PyCudaDriverDouble()
+    with pytest.raises(DriverDoubleError, match="invalid device context"):
+        driver.mem_alloc(16)  # no context current on this thread
+    driver.Device(0).make_context()
     with pytest.raises(DriverDoubleError):
         driver.module_from_buffer(b"\x7fELF")
+    with pytest.raises(DriverDoubleError, match="NUL-terminated"):
+        driver.module_from_buffer(b".version 7.6\n.target sm_80\n")
+    stream = driver.Stream()
+    a = int(driver.mem_alloc(16))
+    with pytest.raises(DriverDoubleError, match="not inside one allocation"):
+        driver.memcpy_htod_async(a + 8, bytes(16), stream)
+    with pytest.raises(DriverDoubleError, match="aligned"):
+        driver.memset_d32_async(a + 2, 0, 1, stream)
+    with pytest.raises(DriverDoubleError, match="not a stream"):
+        driver.memset_d8_async(a, 0, 1, object())
+    with pytest.raises(DriverDoubleError, match="invalid argument"):
+        driver.mem_alloc(0)
+    out = np.zeros(16, np.uint8)
+    driver.memcpy_htod(a, bytes(range(16)))
+    driver.memcpy_dtoh(out, a)
+    assert out.tolist() == list(range(16))  # copies move the simulated bytes

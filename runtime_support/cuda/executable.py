@@ -21,6 +21,7 @@ from typing import Sequence
 from runtime_support.cuda.driver import driver_error
 from runtime_support.cuda.executable_def import CudaExecutableDef, CudaExport, read_cuda_executable
 from runtime_support.errors import StatusCode, VMError
+from runtime_support.hal.executable import HalExecutable
 
 DEFAULT_DYNAMIC_SHARED_BYTES = 48 * 1024
 # cuLaunchKernel's grid limits (every architecture since sm_30).
@@ -44,6 +45,17 @@ class Launch:
         except Exception as e:
             raise driver_error("cuLaunchKernel", e, export=self.export) from None
 
+    def run_with(self, stream, pointers, grid=None) -> None:
+        """This launch with other binding pointers (a binding table's) and, for indirect
+        dispatches, another grid (already checked by `CudaExecutable.check_grid`)."""
+        args = (*pointers, *self.args[len(pointers) :])
+        try:
+            self.function.prepared_async_call(
+                grid or self.grid, self.block, stream, *args, shared_size=self.shared_bytes
+            )
+        except Exception as e:
+            raise driver_error("cuLaunchKernel", e, export=self.export) from None
+
 
 class CudaExecutable:
     format = "cuda-nvptx-fb"
@@ -54,7 +66,10 @@ class CudaExecutable:
         self._modules = []
         for i, module in enumerate(self.definition.modules):
             try:
-                self._modules.append(driver.module_from_buffer(module.image))
+                # PTX goes to the driver as a C string: NUL-terminated (as the FlatBuffer
+                # string IREE passes is); a cubin as is.
+                image = module.image + b"\0" if module.is_ptx else module.image
+                self._modules.append(driver.module_from_buffer(image))
             except Exception as e:
                 raise driver_error(f"cuModuleLoadDataEx of module {i}", e) from None
         self._functions = []
@@ -78,6 +93,15 @@ class CudaExecutable:
                 return e.ordinal
         raise VMError(StatusCode.NOT_FOUND, f"executable has no export {name!r}")
 
+    def check_grid(self, ordinal: int, workgroup_count: Sequence[int]) -> tuple[int, int, int]:
+        grid = tuple(int(c) for c in workgroup_count)
+        if len(grid) != 3 or any(not 0 <= g <= m for g, m in zip(grid, MAX_GRID)):
+            raise VMError(
+                StatusCode.OUT_OF_RANGE,
+                f"workgroup count {grid} of kernel {self.exports[ordinal].kernel_name!r} exceeds CUDA's grid {MAX_GRID}",
+            )
+        return grid
+
     def plan(
         self,
         ordinal: int,
@@ -94,11 +118,7 @@ class CudaExecutable:
                 f"kernel {e.kernel_name!r} takes {e.binding_count} bindings and {e.constant_count} "
                 f"constants; the dispatch passes {len(binding_pointers)} and {len(constants)}",
             )
-        grid = tuple(int(c) for c in workgroup_count)
-        if len(grid) != 3 or any(not 0 <= g <= m for g, m in zip(grid, MAX_GRID)):
-            raise VMError(
-                StatusCode.OUT_OF_RANGE, f"workgroup count {grid} of kernel {e.kernel_name!r} exceeds CUDA's grid {MAX_GRID}"
-            )
+        grid = self.check_grid(ordinal, workgroup_count)
         args = tuple(int(p) & 0xFFFFFFFFFFFFFFFF for p in binding_pointers) + tuple(
             int(c) & 0xFFFFFFFF for c in constants
         )
@@ -110,4 +130,19 @@ class CudaExecutable:
             launch.run(stream)
 
 
-__all__ = ["CudaExecutable", "Launch"]
+
+class CudaHalExecutable(HalExecutable):
+    """A `!hal.executable` of the cuda device; `native` is its CudaExecutable."""
+
+    @classmethod
+    def load(cls, device, data, constants=None) -> "CudaHalExecutable":
+        return cls(CudaExecutable(device.driver, data), device=device, format=CudaExecutable.format)
+
+    def export_names(self) -> list[str]:
+        return [e.kernel_name for e in self.native.exports]
+
+    def dispatch(self, ordinal, workgroup_count, constants, bindings, workers=1):
+        raise VMError(StatusCode.INTERNAL, "cuda executables launch through cuda command buffers only")
+
+
+__all__ = ["CudaExecutable", "CudaHalExecutable", "Launch"]

@@ -1,6 +1,7 @@
 """hal runtime support: the local CPU HAL and the `hal` import module.
 
-device.py          LocalDevice (`local-sync` / `local-task`): allocator, queue, queries
+device.py          HalDevice (every device's base); LocalDevice (`local-sync` /
+                   `local-task`): allocator, queue, queries
 allocator.py       HalAllocator: aligned host allocations, zero-copy host imports
 buffer.py          HalBuffer (+ Allocation): bytes with a stable address, subspans
 buffer_view.py     HalBufferView: buffer + shape + element type + encoding
@@ -17,7 +18,7 @@ from .allocator import HalAllocator
 from .buffer import HalBuffer
 from .buffer_view import HalBufferView
 from .command_buffer import HalCommandBuffer
-from .device import LocalDevice
+from .device import HalDevice, LocalDevice
 from .executable import HalExecutable
 from .fence import Fence
 from .file import HalFile
@@ -26,7 +27,7 @@ from .module import HalChannel, HalModule
 REF_TYPES = {
     "!hal.buffer": HalBuffer,
     "!hal.buffer_view": HalBufferView,
-    "!hal.device": LocalDevice,
+    "!hal.device": HalDevice,
     "!hal.allocator": HalAllocator,
     "!hal.command_buffer": HalCommandBuffer,
     "!hal.executable": HalExecutable,
@@ -54,6 +55,7 @@ __all__ = [
     "HalBufferView",
     "HalChannel",
     "HalCommandBuffer",
+    "HalDevice",
     "HalExecutable",
     "HalFile",
     "HalModule",

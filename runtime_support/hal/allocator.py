@@ -30,6 +30,9 @@ class HalAllocator:
         self.bytes_allocated += size
         return buffer
 
+    # queue.alloca: host memory has no stream order, so the same allocation.
+    allocate_async = allocate
+
     def allocate_copy(self, array, memory_types: int, usage: int) -> HalBuffer:
         """A new buffer holding a copy of a C-contiguous numpy array's bytes (what
         iree.runtime's `allocate_buffer_copy` does; see Allocation.copy_of for why numpy

@@ -433,6 +433,8 @@ class HalBuffer:
     def is_terminal(self) -> bool:
         return self.allocation.is_terminal()
 
+    def release(self) -> None:
+        """queue.dealloca: host memory is freed with the last reference instead."""
 
 # -- the per-call constructors -------------------------------------------------------------
 #

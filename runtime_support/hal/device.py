@@ -77,7 +77,14 @@ def _loader_formats() -> tuple[str, ...]:
     return tuple(supported_formats())
 
 
-class LocalDevice:
+class HalDevice:
+    """What every pyree `!hal.device` is (LocalDevice here, CudaDevice in
+    runtime_support/cuda): the class import modules check device arguments against."""
+
+    __slots__ = ()
+
+
+class LocalDevice(HalDevice):
     """A `!hal.device` running kernels on the host CPU."""
 
     def __init__(
@@ -125,3 +132,8 @@ class LocalDevice:
 
     def create_executable(self, format: str, data, constants=None) -> HalExecutable:
         return HalExecutable.load(self, format, data, constants)
+
+    def create_command_buffer(self, modes: int, categories: int, binding_capacity: int):
+        from .command_buffer import HalCommandBuffer
+
+        return HalCommandBuffer(self, modes, categories, binding_capacity)

@@ -29,8 +29,8 @@ from .buffer import HalBuffer, WHOLE_BUFFER, fresh_buffer
 from .buffer_view import HalBufferView
 from .channel import HalChannel
 from .collectives import decode_op
-from .command_buffer import BufferRef, HalCommandBuffer
-from .device import LocalDevice
+from .command_buffer import Binding, BufferRef, HalCommandBuffer
+from .device import HalDevice, LocalDevice
 from .executable import HalExecutable
 from .fence import Fence, wait_all
 from .file import ACCESS_READ, HalFile
@@ -101,7 +101,7 @@ class HalModule:
     """The `hal` module for a fixed list of devices."""
 
     # Device classes accepted as `!hal.device`.
-    DEVICE_TYPES: tuple[type, ...] = (LocalDevice,)
+    DEVICE_TYPES: tuple[type, ...] = (HalDevice,)
 
     def __init__(
         self,
@@ -349,7 +349,7 @@ class HalModule:
     ):
         if binding_capacity < 0:
             raise _invalid("command_buffer.create", f"negative binding capacity {binding_capacity}")
-        return HalCommandBuffer(device, modes, command_categories, binding_capacity)
+        return device.create_command_buffer(modes, command_categories, binding_capacity)
 
     @vm_import("hal.command_buffer.finalize", "0r_v", command_buffer=COMMAND_BUFFER)
     def command_buffer_finalize(self, command_buffer):
@@ -586,9 +586,14 @@ class HalModule:
         if allocation_size < 0:
             raise _invalid(name, f"negative allocation size {allocation_size}")
         allocator = device.allocator
-        buffer = fresh_buffer(allocation_size, memory_types, buffer_usage, allocator)
-        allocator.bytes_allocated += allocation_size
-        device.queue.signal(wait_fence, signal_fence, name)
+        if type(device) is LocalDevice:
+            buffer = fresh_buffer(allocation_size, memory_types, buffer_usage, allocator)
+            allocator.bytes_allocated += allocation_size
+            device.queue.signal(wait_fence, signal_fence, name)
+            return buffer
+        # stream-ordered on the cuda device
+        buffer = allocator.allocate_async(memory_types, buffer_usage, allocation_size)
+        device.queue.submit(wait_fence, signal_fence, lambda: None, name)
         return buffer
 
     @vm_import(
@@ -597,8 +602,12 @@ class HalModule:
     def device_queue_dealloca(
         self, device, queue_affinity, wait_fence, signal_fence, buffer, flags
     ):
-        # Memory is freed with the object.
-        device.queue.signal(wait_fence, signal_fence, "device.queue.dealloca")
+        if type(device) is LocalDevice:
+            # Host memory is freed with the object.
+            device.queue.signal(wait_fence, signal_fence, "device.queue.dealloca")
+            return
+        # A stream-ordered allocation is returned in queue order (buffer.release).
+        device.queue.submit(wait_fence, signal_fence, buffer.release, "device.queue.dealloca")
 
     @vm_import(
         "hal.device.queue.fill", "0rIrrrIIIiI_v",

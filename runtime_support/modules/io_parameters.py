@@ -45,7 +45,7 @@ from ..hal.buffer import (
     USAGE_TRANSFER_TARGET,
     HalBuffer,
 )
-from ..hal.device import LocalDevice
+from ..hal.device import HalDevice
 from ..hal.fence import Fence
 from ..hal.module import BUFFER, QUEUE_FENCES
 from ..params.index import ParameterEntry, ParameterProviders, build_providers, splat_bytes
@@ -105,7 +105,7 @@ class _Span:
 class IoParametersModule:
     """The `io_parameters` module over a set of parameter providers (scopes)."""
 
-    DEVICE_TYPES: tuple[type, ...] = (LocalDevice,)
+    DEVICE_TYPES: tuple[type, ...] = (HalDevice,)
 
     def __init__(self, providers=None) -> None:
         """`providers`: anything `runtime_support.params.build_providers` accepts (None,
@@ -285,7 +285,10 @@ class IoParametersModule:
 
     @staticmethod
     def _wrap(entry: ParameterEntry, span: _Span, memory_types, usage, device):
-        """A zero-copy read-only buffer over the mapped bytes, or None if unaligned."""
+        """A zero-copy read-only buffer over the mapped bytes, or None if unaligned or the
+        device cannot address host memory (cuda: the parameter is uploaded instead)."""
+        if not getattr(device.allocator, "host_memory", True):
+            return None
         view = entry.file.view
         start = entry.offset + span.parameter_offset
         if span.length:
