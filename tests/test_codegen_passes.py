@@ -233,3 +233,19 @@ def test_a_branch_remap_from_an_unwritten_register_copies_its_zero(compile_mlir,
     ours = ctx.call_vm("entry", 7, 5, 1.5, 2.0)
     assert ours[3] == int(iree_out[3]) == 0  # fib with a = b = 0
     assert [float(x) for x in ours] == [float(x) for x in iree_out]
+
+
+def test_provenance_comments_by_default_only_without_source_locations(compile_mlir, tmp_path):
+    """cf_scf_while.mlir's function keeps its source map: location comments, no VM
+    comments; `--provenance` adds them. vm_branches.mlir has no locations: VM comments
+    without asking."""
+    from test_generated_package import _translate, split_functions
+
+    def functions(program="cf_scf_while", **kw):
+        pkg = _translate(compile_mlir, program, tmp_path / f"{program}{len(kw)}", **kw)
+        return split_functions((pkg / "__init__.py").read_text())[1]
+
+    default, always = functions(), functions(provenance=True)
+    assert "# line " in default["collatz_steps"] and "# pc 0x" not in default["collatz_steps"]
+    assert "# line " in always["collatz_steps"] and "# pc 0x" in always["collatz_steps"]
+    assert "# pc 0x" in functions("vm_branches")["loop"]

@@ -81,7 +81,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--provenance",
         action="store_true",
-        help="comment each op's statements with its VM pc and opcode (`# pc 0x42 vm.call`)",
+        help="VM comments on every function: one per statement group, its pc range and the "
+        "calls it makes (`# pc 0x42-0x9a hal.fence.create, hal.fence.await`); without this "
+        "flag only functions that have no source locations get them",
     )
     return p
 
