@@ -26,12 +26,14 @@ def identifier(text: str, *, prefix: str = "_", reserved: Container[str] = (), l
 
     Each run of characters outside ASCII [A-Za-z0-9_] becomes one `_` (none at the end:
     `main$` and a NUL-terminated `local\0` lose theirs), and at most `limit` characters
-    are kept (all without a limit). A result that is empty, starts with a digit, is a
-    keyword or is `reserved` gets `prefix` in front. A valid identifier names itself
-    (unless reserved or cut). Deterministic; callers that need distinct names make them
-    unique themselves.
+    are kept (all without a limit). A keyword gets a trailing `_` (PEP 8: `class_`); a
+    result that is empty, starts with a digit or is `reserved` gets `prefix` in front. A
+    valid identifier names itself (unless reserved or cut). Deterministic; callers that
+    need distinct names make them unique themselves.
     """
     ident = _NON_WORD.sub("_", _TRAILING.sub("", text))[:limit]
-    if not ident or ident[0].isdigit() or keyword.iskeyword(ident) or ident in reserved:
+    if keyword.iskeyword(ident):
+        ident += "_"
+    if not ident or ident[0].isdigit() or ident in reserved:
         ident = prefix + ident
     return ident
