@@ -287,7 +287,9 @@ class OpRenderer:
             if load:
                 if not address.is_register and (op[address.name], op["type_def"]) in self.unchecked_ref_loads:
                     # analyses/ref_globals.py proved every store to it has this type
-                    return self._assign(op, prov, f"refs.get({where})")
+                    stmts = self._assign(op, prov, f"refs.get({where})")
+                    stmts[0].note = self.module.types[op["type_def"]]  # e.g. `# !hal.device`
+                    return stmts
                 return self._assign(op, prov, f"{self.use('globals', 'global_load_ref')}(refs, {where}, {t})")
             helper = self.use("globals", "global_store_ref")
             return [Call(prov, f"{helper}(refs, {where}, {t}, {self.reg(op['value'])})", self.reads(op))]

@@ -19,8 +19,8 @@
         i18 = 4
         i9 = 48
         i20 = 3075
-        r3 = refs.get(0)
-        r4 = refs.get(1)
+        r3 = refs.get(0)  # !hal.device
+        r4 = refs.get(1)  # !hal.executable
         i22 = hal_buffer_view_dim(r0, i7)
         i24 = hal_buffer_view_dim(r0, i6)
         r5 = rodata_input0

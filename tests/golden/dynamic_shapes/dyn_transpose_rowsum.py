@@ -22,8 +22,8 @@
         i24 = 4
         i13 = 48
         i26 = 3075
-        r2 = refs.get(0)
-        r3 = refs.get(1)
+        r2 = refs.get(0)  # !hal.device
+        r3 = refs.get(1)  # !hal.executable
         i28 = hal_buffer_view_dim(r0, i11)
         i30 = hal_buffer_view_dim(r0, i10)
         r4 = rodata_input0

@@ -17,8 +17,8 @@
         i20 = -1
         r2 = None
         i5 = -1
-        r3 = refs.get(0)
-        r4 = refs.get(2)
+        r3 = refs.get(0)  # !hal.device
+        r4 = refs.get(2)  # !hal.command_buffer
         r5 = rodata_input0
         hal_buffer_view_assert(r0, r5, i2, i1, [i6, i8])
         r5 = hal_buffer_view_buffer(r0)

@@ -13,8 +13,8 @@
         i8 = 40
         i10 = 0
         i12 = -1
-        r1 = refs.get(0)
-        r2 = refs.get(1)
+        r1 = refs.get(0)  # !hal.device
+        r2 = refs.get(1)  # !hal.executable
         r3 = hal_command_buffer_create(r1, i5, i4, i12, i4)
         r1 = rodata_elementwise_dispatch_0_elementwise_10_f3
         i12 = hal_executable_lookup_function(r2, r1)

@@ -14,8 +14,8 @@
         i10 = 60
         i12 = 0
         i14 = -1
-        r1 = refs.get(0)
-        r2 = refs.get(1)
+        r1 = refs.get(0)  # !hal.device
+        r2 = refs.get(1)  # !hal.executable
         r3 = hal_command_buffer_create(r1, i5, i4, i14, i4)
         r1 = rodata_matmul_dispatch_0_matmul_3x4x5_f32
         i14 = hal_executable_lookup_function(r2, r1)

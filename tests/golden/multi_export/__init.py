@@ -74,7 +74,7 @@
                 r6 = hal_executable_create(r4, i6, r5, r1, r0)
                 r4 = r5 = r0 = None
                 # line 25:8
-                r1 = refs.get(0)
+                r1 = refs.get(0)  # !hal.device
                 r7 = hal_device_allocator(r1)
                 r8 = hal_allocator_import(r7, i0, i6, i5, i8, r3, i14, i10)
                 i1 = int(r8 is not None)

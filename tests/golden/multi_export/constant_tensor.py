@@ -12,8 +12,8 @@
         i10 = 12
         i5 = 48  # DEVICE_LOCAL
         i12 = 3075  # TRANSFER | DISPATCH_STORAGE
-        r1 = refs.get(2)
-        r2 = refs.get(0)
+        r1 = refs.get(2)  # !hal.buffer
+        r2 = refs.get(0)  # !hal.device
         r3 = hal_fence_create(r2, i6)
         r4 = hal_device_queue_alloca(r2, i8, r0, r3, i6, i5, i12, i10, i6)
         r0 = hal_fence_create(r2, i6)

@@ -17,8 +17,8 @@
         i16 = 3
         i9 = 48  # DEVICE_LOCAL
         i18 = 3075
-        r2 = refs.get(0)
-        r3 = refs.get(1)
+        r2 = refs.get(0)  # !hal.device
+        r3 = refs.get(1)  # !hal.executable
         r4 = rodata_input0
         hal_buffer_view_assert(r0, r4, i7, i6, [i16])
         r4 = hal_buffer_view_buffer(r0)
