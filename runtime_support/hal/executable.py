@@ -7,6 +7,7 @@ with resolved binding addresses.
 from __future__ import annotations
 
 import inspect
+import time
 
 
 class HalExecutable:
@@ -15,6 +16,7 @@ class HalExecutable:
         self.device = device
         self.format = format if format is not None else getattr(native, "format", None)
         self._workers_param: bool | None = None
+        self._tile_ns: dict[int, float] = {}  # per export: last inline run's ns per workgroup
 
     def __repr__(self) -> str:
         return f"<HalExecutable {self.format} exports={self.export_names()}>"
@@ -42,11 +44,23 @@ class HalExecutable:
     ) -> None:
         """Launches export `ordinal` over `workgroup_count` (x, y, z) with u32
         `constants` and `bindings` = [(address, length), ...], on up to `workers`
-        threads when the loader supports that. The loader validates the counts."""
+        threads when the loader supports that. The loader validates the counts.
+
+        As recorded plans do (loaders/native.py), a grid runs on one thread when this
+        export's last one-thread run says it takes under $PYREE_INLINE_US (or no run
+        says yet): waking workers costs more than small grids gain."""
+        counts = tuple(workgroup_count)
         if workers > 1 and self._takes_workers():
-            self.native.dispatch(ordinal, tuple(workgroup_count), constants, bindings, workers)
+            total = counts[0] * counts[1] * counts[2] if len(counts) == 3 else 0
+            per_tile = self._tile_ns.get(ordinal, -1.0)
+            if total > 1 and (per_tile < 0 or per_tile * total < _inline_ns()):
+                start = time.perf_counter_ns()
+                self.native.dispatch(ordinal, counts, constants, bindings)
+                self._tile_ns[ordinal] = (time.perf_counter_ns() - start) / total
+            else:
+                self.native.dispatch(ordinal, counts, constants, bindings, workers)
         else:
-            self.native.dispatch(ordinal, tuple(workgroup_count), constants, bindings)
+            self.native.dispatch(ordinal, counts, constants, bindings)
 
     def _takes_workers(self) -> bool:
         if self._workers_param is None:
@@ -61,3 +75,14 @@ class HalExecutable:
         close = getattr(self.native, "close", None)
         if close is not None:
             close()
+
+
+_threshold: list[int] = []
+
+
+def _inline_ns() -> int:
+    if not _threshold:
+        from ..loaders.native import inline_ns
+
+        _threshold.append(inline_ns())
+    return _threshold[0]
