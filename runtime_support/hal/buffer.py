@@ -9,6 +9,7 @@ address of the buffer's first byte, what kernels receive as a binding pointer.
 from __future__ import annotations
 
 import ctypes
+import sys
 import threading
 
 import numpy as np
@@ -81,6 +82,8 @@ def _data_field_offset() -> int | None:
     first field after the object header), found by looking at two arrays; None when
     this interpreter or numpy does not lay arrays out that way (ids are not addresses,
     another layout), and the buffer protocol is used instead."""
+    if sys.implementation.name != "cpython":  # pragma: no cover - ids are addresses there
+        return None
     probes = [np.zeros(n, np.uint8) for n in (80, 4160)]
     for offset in range(8, 72, 8):
         try:
