@@ -231,7 +231,7 @@ class HalCommandBuffer:
         ref = BufferRef(buffer, slot, offset, length)
         if buffer is not None:
             buffer.check_range(offset, length, what)  # fail early on direct refs
-        elif self.binding_capacity and not 0 <= slot < self.binding_capacity:
+        elif not 0 <= slot < self.binding_capacity:  # capacity 0 included, as IREE's validation
             raise _out_of_range(
                 what,
                 f"binding slot {slot} out of range of the binding capacity {self.binding_capacity}",
