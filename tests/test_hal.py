@@ -709,6 +709,32 @@ def test_dispatch_resolves_binding_addresses_at_execute_time(hal, device):
     assert resolved == [(a.address, 16), (b.address, 16), (out.address + 16, 16)]
 
 
+def test_a_bad_table_reference_stops_the_submission_before_any_command_runs(hal, device):
+    """IREE validates every command's binding-table references when a command buffer is
+    submitted: a copy whose target lies past its table slot fails the submission with
+    OUT_OF_RANGE before the dispatch recorded ahead of it runs (fuzz input
+    8967b654...vmfb:18376: pyree ran that dispatch, on a misaligned binding, and crashed)."""
+    exe = fake_executable()
+    BINDINGS = [(0, 0, None, 0, 16), (0, 1, None, 0, 16), (0, 2, None, 0, 16)]
+    cb = hal.command_buffer_create(device, 0, 3, -1, 4)
+    hal.command_buffer_dispatch(cb, exe, 0, 1, 1, 1, 0, [], BINDINGS)
+    hal.command_buffer_copy_buffer(cb, 0, 3, None, 0, None, 0x3800000040, 16, 0)
+    hal.command_buffer_finalize(cb)
+    a = HalBufferView.from_numpy(np.arange(4, dtype=np.float32), device.allocator).buffer
+    out = device.allocator.allocate(0x30, 0xC03, 16)
+    big = device.allocator.allocate(0x30, 0xC03, 128)
+    table = [(a, 0, 16), (a, 0, 16), (out, 0, 16), (big, 0, 128)]
+    expect(StatusCode.OUT_OF_RANGE, _run, hal, device, cb, table)
+    assert exe.native.calls == []  # the dispatch did not run
+    # A good table runs both commands.
+    cb2 = hal.command_buffer_create(device, 0, 3, -1, 4)
+    hal.command_buffer_dispatch(cb2, exe, 0, 1, 1, 1, 0, [], BINDINGS)
+    hal.command_buffer_copy_buffer(cb2, 0, 3, None, 0, None, 64, 16, 0)
+    hal.command_buffer_finalize(cb2)
+    assert _run(hal, device, cb2, table) == 0
+    assert len(exe.native.calls) == 1
+
+
 def test_dispatch_constants_are_u32(hal, device):
     exe = fake_executable()
     buf = device.allocator.allocate(0x30, 0xC03, 8)
