@@ -47,8 +47,10 @@ the package, loads it and calls up to 4 exports with VM-level arguments. Outcome
                         runtime times out on the same file too; listed, not a bug
     crash:<signal>      child killed by a signal (a bug); every crash is also run under
                         IREE's runtime (`iree_outcome`)
-    iree_crash:<signal> killed by a signal, and IREE's runtime crashes on the same file
-                        (e.g. a dispatch's workgroup count changed: kernels trust it)
+    iree_crash:<signal> killed by a signal (or ended by native code: exitN), and IREE's
+                        runtime does the same on the same file (e.g. a dispatch's workgroup
+                        count changed: kernels trust it; ld.so exits 127 on a relocation
+                        type it asserts against in a system library)
     code_crash:<signal> killed by a signal after a mutation that changes the machine code
                         kernels run (an executable segment's mapping, a relocation): as
                         with corrupted code bytes, IREE crashes too; listed, not a bug
@@ -510,8 +512,8 @@ print("IREE-DONE")
 
 
 def iree_outcome(vmfb: Path) -> str:
-    """What IREE's runtime does with the same file (only asked after a crash): "crash:SIG"
-    when it crashes too, else "ok" / "unavailable"."""
+    """What IREE's runtime does with the same file (asked after a crash or a hang):
+    "crash:SIG" or "crash:exitN" when it crashes too, "hang", else "ok" / "unavailable"."""
     script = _IREE_RUN.format(tests=str(REPO / "tests"), max_exports=MAX_EXPORTS + 2)
     try:
         res = subprocess.run([sys.executable, "-c", script, str(vmfb)], capture_output=True,
@@ -521,7 +523,13 @@ def iree_outcome(vmfb: Path) -> str:
         return "hang"
     if res.returncode < 0:
         return f"crash:{signal.Signals(-res.returncode).name}"
-    return "ok" if "IREE-DONE" in res.stdout else "unavailable"
+    if "IREE-DONE" in res.stdout:
+        return "ok"
+    if res.returncode > 0 and "Traceback" not in res.stderr:
+        # Ended without a Python error: native code (e.g. ld.so failing an assertion on a
+        # mutated relocation of a system library: exit 127) ended the process.
+        return f"crash:exit{res.returncode}"
+    return "unavailable"
 
 
 class _Timeout(BaseException):
