@@ -360,6 +360,42 @@ def _vm_args(ctx, pkg, name: str):
     return out
 
 
+def harness_numpy_args(cconv: str, declaration, name: str):
+    """The arguments `_vm_args` gives an export, as numpy values for IREE's runtime (None
+    where one cannot be built: spans, refs that are not tensors)."""
+    import numpy as np
+
+    from runtime_support import abi
+    from runtime_support.abi import TensorType
+    from runtime_support.hal import element_types
+
+    args_part = (cconv or "0v_v")[1:].split("_", 1)[0]
+    if "C" in args_part:
+        return None
+    codes = [c for c in args_part if c != "v"]
+    decl = None
+    with contextlib.suppress(Exception):
+        decl = abi.parse_declaration(declaration, name)
+    types = [t for _, t in decl.arguments] if decl and len(decl.arguments) == len(codes) else [None] * len(codes)
+    scalars = {"i": np.int32(2), "I": np.int64(2), "f": np.float32(1.5), "F": np.float64(1.5)}
+    out = []
+    for code, ty in zip(codes, types):
+        if code in scalars:
+            out.append(scalars[code])
+        elif isinstance(ty, TensorType) and ty.element_type is not None:
+            shape = tuple(4 if d is None else min(d, 64) for d in ty.shape)
+            if any(d != s for d, s in zip(ty.shape, shape) if d is not None):
+                return None
+            try:
+                dtype = element_types.to_numpy_dtype(ty.element_type)
+            except Exception:  # noqa: BLE001 - odd element types
+                return None
+            out.append(np.ones(shape, dtype=dtype if ty.element != "i1" else np.bool_))
+        else:
+            return None
+    return out
+
+
 def _child_run(pkg_dir: Path, mem_limit: int) -> dict:
     """In the forked child: import, load, call; returns the outcome (never raises)."""
     resource.setrlimit(resource.RLIMIT_AS, (mem_limit, mem_limit))
@@ -500,6 +536,20 @@ from iree_oracle import IreeSession, export_signatures
 from abi_inputs import inputs_for_signature
 vmfb = sys.argv[1]
 session = IreeSession(vmfb)
+from fuzz import harness_numpy_args
+from translator.reader import read_module
+module = read_module(open(vmfb, "rb").read())
+# First the arguments pyree's run was given (_vm_args), so a mutated kernel constant
+# indexes the same buffers; then abi_inputs' values.
+for e in [e for e in module.exports if not e.local_name.startswith("__")][:{max_exports}]:
+    sig = module.signatures[e.internal_ordinal]
+    args = harness_numpy_args(sig.calling_convention, sig.attr("iree.abi.declaration"), e.local_name)
+    if args is None:
+        continue
+    try:
+        session.call(e.local_name, args, session.signature(e.local_name))
+    except Exception:
+        pass
 for name, sig in list(export_signatures(vmfb).items())[:{max_exports}]:
     if name.startswith("__"):
         continue
