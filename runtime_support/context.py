@@ -361,6 +361,10 @@ class ModuleContext:
             return fn(*args)
         except VMError as e:
             raise e.with_context(name, None)
+        except MemoryError:  # an allocation no limit check foresaw: still not a traceback
+            raise VMError(
+                StatusCode.RESOURCE_EXHAUSTED, f"out of memory while running {quote_name(name)}"
+            ) from None
         finally:
             self._lock.release()
 

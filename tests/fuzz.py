@@ -47,8 +47,10 @@ the package, loads it and calls up to 4 exports with VM-level arguments. Outcome
                         runtime times out on the same file too; listed, not a bug
     crash:<signal>      child killed by a signal (a bug); every crash is also run under
                         IREE's runtime (`iree_outcome`)
-    iree_crash:<signal> killed by a signal, and IREE's runtime crashes on the same file
-                        (e.g. a dispatch's workgroup count changed: kernels trust it)
+    iree_crash:<signal> killed by a signal (or ended by native code: exitN), and IREE's
+                        runtime does the same on the same file (e.g. a dispatch's workgroup
+                        count changed: kernels trust it; ld.so exits 127 on a relocation
+                        type it asserts against in a system library)
     code_crash:<signal> killed by a signal after a mutation that changes the machine code
                         kernels run (an executable segment's mapping, a relocation): as
                         with corrupted code bytes, IREE crashes too; listed, not a bug
@@ -358,6 +360,42 @@ def _vm_args(ctx, pkg, name: str):
     return out
 
 
+def harness_numpy_args(cconv: str, declaration, name: str):
+    """The arguments `_vm_args` gives an export, as numpy values for IREE's runtime (None
+    where one cannot be built: spans, refs that are not tensors)."""
+    import numpy as np
+
+    from runtime_support import abi
+    from runtime_support.abi import TensorType
+    from runtime_support.hal import element_types
+
+    args_part = (cconv or "0v_v")[1:].split("_", 1)[0]
+    if "C" in args_part:
+        return None
+    codes = [c for c in args_part if c != "v"]
+    decl = None
+    with contextlib.suppress(Exception):
+        decl = abi.parse_declaration(declaration, name)
+    types = [t for _, t in decl.arguments] if decl and len(decl.arguments) == len(codes) else [None] * len(codes)
+    scalars = {"i": np.int32(2), "I": np.int64(2), "f": np.float32(1.5), "F": np.float64(1.5)}
+    out = []
+    for code, ty in zip(codes, types):
+        if code in scalars:
+            out.append(scalars[code])
+        elif isinstance(ty, TensorType) and ty.element_type is not None:
+            shape = tuple(4 if d is None else min(d, 64) for d in ty.shape)
+            if any(d != s for d, s in zip(ty.shape, shape) if d is not None):
+                return None
+            try:
+                dtype = element_types.to_numpy_dtype(ty.element_type)
+            except Exception:  # noqa: BLE001 - odd element types
+                return None
+            out.append(np.ones(shape, dtype=dtype if ty.element != "i1" else np.bool_))
+        else:
+            return None
+    return out
+
+
 def _child_run(pkg_dir: Path, mem_limit: int) -> dict:
     """In the forked child: import, load, call; returns the outcome (never raises)."""
     resource.setrlimit(resource.RLIMIT_AS, (mem_limit, mem_limit))
@@ -498,6 +536,20 @@ from iree_oracle import IreeSession, export_signatures
 from abi_inputs import inputs_for_signature
 vmfb = sys.argv[1]
 session = IreeSession(vmfb)
+from fuzz import harness_numpy_args
+from translator.reader import read_module
+module = read_module(open(vmfb, "rb").read())
+# First the arguments pyree's run was given (_vm_args), so a mutated kernel constant
+# indexes the same buffers; then abi_inputs' values.
+for e in [e for e in module.exports if not e.local_name.startswith("__")][:{max_exports}]:
+    sig = module.signatures[e.internal_ordinal]
+    args = harness_numpy_args(sig.calling_convention, sig.attr("iree.abi.declaration"), e.local_name)
+    if args is None:
+        continue
+    try:
+        session.call(e.local_name, args, session.signature(e.local_name))
+    except Exception:
+        pass
 for name, sig in list(export_signatures(vmfb).items())[:{max_exports}]:
     if name.startswith("__"):
         continue
@@ -510,8 +562,8 @@ print("IREE-DONE")
 
 
 def iree_outcome(vmfb: Path) -> str:
-    """What IREE's runtime does with the same file (only asked after a crash): "crash:SIG"
-    when it crashes too, else "ok" / "unavailable"."""
+    """What IREE's runtime does with the same file (asked after a crash or a hang):
+    "crash:SIG" or "crash:exitN" when it crashes too, "hang", else "ok" / "unavailable"."""
     script = _IREE_RUN.format(tests=str(REPO / "tests"), max_exports=MAX_EXPORTS + 2)
     try:
         res = subprocess.run([sys.executable, "-c", script, str(vmfb)], capture_output=True,
@@ -521,7 +573,13 @@ def iree_outcome(vmfb: Path) -> str:
         return "hang"
     if res.returncode < 0:
         return f"crash:{signal.Signals(-res.returncode).name}"
-    return "ok" if "IREE-DONE" in res.stdout else "unavailable"
+    if "IREE-DONE" in res.stdout:
+        return "ok"
+    if res.returncode > 0 and "Traceback" not in res.stderr:
+        # Ended without a Python error: native code (e.g. ld.so failing an assertion on a
+        # mutated relocation of a system library: exit 127) ended the process.
+        return f"crash:exit{res.returncode}"
+    return "unavailable"
 
 
 class _Timeout(BaseException):

@@ -69,3 +69,20 @@ def test_call_vm_with_the_wrong_argument_count(vmfb, tmp_path):
         assert f"takes 1 arguments, got {len(args)}" in str(info.value)
         assert "\n" not in str(info.value)
     assert ctx.call_vm("bump", 1) == 13  # the context is unharmed
+
+
+def test_memory_error_in_a_call_is_resource_exhausted(vmfb, tmp_path):
+    """Running out of memory where no limit check foresaw it is RESOURCE_EXHAUSTED naming
+    the export, never a MemoryError traceback."""
+    res = translate(vmfb, tmp_path / "out", "m")
+    assert res.returncode == 0, res.stderr
+
+    def greedy(x):
+        raise MemoryError()
+
+    ctx = load_package(tmp_path / "out" / "m").load(device="local-sync")
+    ctx._vm_exports["bump"] = greedy
+    with pytest.raises(VMError) as info:
+        ctx.call_vm("bump", 1)
+    assert info.value.code == StatusCode.RESOURCE_EXHAUSTED
+    assert "'bump'" in str(info.value)

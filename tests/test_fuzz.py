@@ -101,3 +101,5 @@ def test_final_classes():
     assert final_class(dict(crash, iree="crash:SIGSEGV")) == "iree_crash:SIGSEGV"
     assert final_class(dict(crash, iree="ok")) == "crash:SIGSEGV"
     assert final_class(dict(crash, iree="ok", mutations=["elf_reloc@8(+100)=0x1"])) == "code_crash:SIGSEGV"
+    exit127 = {"class": "crash:exit127", "mutations": ["elf_reloc_type@8(+100)=0x5"], "system_dylib": True}
+    assert final_class(dict(exit127, iree="crash:exit127")) == "iree_crash:exit127"

@@ -675,6 +675,16 @@ def test_command_buffer_states(hal, device):
     # Slots beyond the binding capacity are rejected when recorded.
     cb = hal.command_buffer_create(device, 0, 3, -1, 1)
     expect(StatusCode.OUT_OF_RANGE, hal.command_buffer_fill_buffer, cb, None, 0, 4, 1, 0, 1, 0)
+    # Capacity 0 too: IREE's command buffer validation rejects any indirect slot then
+    # (fuzz input c2d8e3f3...vmfb:31488 recorded a dispatch with a null binding on a
+    # capacity-0 command buffer: IREE failed OUT_OF_RANGE, pyree ran the kernel).
+    cb = hal.command_buffer_create(device, 0, 3, -1, 0)
+    expect(StatusCode.OUT_OF_RANGE, hal.command_buffer_fill_buffer, cb, None, 0, 4, 0, 0, 1, 0)
+    exe = fake_executable()
+    expect(
+        StatusCode.OUT_OF_RANGE,
+        hal.command_buffer_dispatch, cb, exe, 0, 1, 1, 1, 0, [], [(0, 0, None, 0, 16)],
+    )
 
 
 # -- dispatch -------------------------------------------------------------------------------
@@ -699,18 +709,53 @@ def test_dispatch_resolves_binding_addresses_at_execute_time(hal, device):
     assert resolved == [(a.address, 16), (b.address, 16), (out.address + 16, 16)]
 
 
-def test_dispatch_constants_are_u32_and_null_bindings_are_zero(hal, device):
+def test_a_bad_table_reference_stops_the_submission_before_any_command_runs(hal, device):
+    """IREE validates every command's binding-table references when a command buffer is
+    submitted: a copy whose target lies past its table slot fails the submission with
+    OUT_OF_RANGE before the dispatch recorded ahead of it runs (fuzz input
+    8967b654...vmfb:18376: pyree ran that dispatch, on a misaligned binding, and crashed)."""
     exe = fake_executable()
+    BINDINGS = [(0, 0, None, 0, 16), (0, 1, None, 0, 16), (0, 2, None, 0, 16)]
+    cb = hal.command_buffer_create(device, 0, 3, -1, 4)
+    hal.command_buffer_dispatch(cb, exe, 0, 1, 1, 1, 0, [], BINDINGS)
+    hal.command_buffer_copy_buffer(cb, 0, 3, None, 0, None, 0x3800000040, 16, 0)
+    hal.command_buffer_finalize(cb)
+    a = HalBufferView.from_numpy(np.arange(4, dtype=np.float32), device.allocator).buffer
+    out = device.allocator.allocate(0x30, 0xC03, 16)
+    big = device.allocator.allocate(0x30, 0xC03, 128)
+    table = [(a, 0, 16), (a, 0, 16), (out, 0, 16), (big, 0, 128)]
+    expect(StatusCode.OUT_OF_RANGE, _run, hal, device, cb, table)
+    assert exe.native.calls == []  # the dispatch did not run
+    # A good table runs both commands.
+    cb2 = hal.command_buffer_create(device, 0, 3, -1, 4)
+    hal.command_buffer_dispatch(cb2, exe, 0, 1, 1, 1, 0, [], BINDINGS)
+    hal.command_buffer_copy_buffer(cb2, 0, 3, None, 0, None, 64, 16, 0)
+    hal.command_buffer_finalize(cb2)
+    assert _run(hal, device, cb2, table) == 0
+    assert len(exe.native.calls) == 1
+
+
+def test_dispatch_constants_are_u32(hal, device):
+    exe = fake_executable()
+    buf = device.allocator.allocate(0x30, 0xC03, 8)
     cb = hal.command_buffer_create(device, 0, 3, -1, 0)
     hal.command_buffer_dispatch(
-        cb, exe, 1, 2, 3, 4, 0, [-1, 7], [(0, 0, None, 0, 4), (0, 1, None, 0, 4)]
+        cb, exe, 1, 2, 3, 4, 0, [-1, 7], [(0, 0, buf, 0, 4), (0, 0, buf, 4, 4)]
     )
     hal.command_buffer_dispatch(
-        cb, exe, 1, 0, 3, 4, 0, [0, 0], [(0, 0, None, 0, 4)] * 2
+        cb, exe, 1, 0, 3, 4, 0, [0, 0], [(0, 0, buf, 0, 4)] * 2
     )  # empty grid
+    # A null binding is an indirect slot: out of range of a capacity-0 command buffer,
+    # as IREE's validation says (pyree used to pass the kernel a null pointer).
+    expect(
+        StatusCode.OUT_OF_RANGE,
+        hal.command_buffer_dispatch, cb, exe, 1, 2, 3, 4, 0, [0, 0], [(0, 0, None, 0, 4)] * 2,
+    )
     hal.command_buffer_finalize(cb)
     assert _run(hal, device, cb) == 0
-    assert exe.native.calls == [(1, (2, 3, 4), [0xFFFFFFFF, 7], [(0, 0), (0, 0)])]
+    assert exe.native.calls == [
+        (1, (2, 3, 4), [0xFFFFFFFF, 7], [(buf.address, 4), (buf.address + 4, 4)])
+    ]
 
 
 def test_dispatch_indirect_reads_workgroups_at_execution(hal, device):

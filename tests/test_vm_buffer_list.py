@@ -827,3 +827,26 @@ def test_ref_registry():
 
     assert R.ref_type_name(Decorated()) == "!test.decorated"
     assert R.canonical_type_name("!vm.list<?>") == "!vm.list"
+
+
+def test_large_fill_writes_in_place():
+    """vm.buffer.fill of a whole large buffer writes in place: building pattern * count
+    first doubled the memory and ended in a MemoryError traceback under an address-space
+    limit (fuzz input afddee4a...vmfb:63862). Small fills keep their fast path."""
+    import tracemalloc
+
+    import numpy as np
+
+    n = 16 << 20
+    b = VMBuffer.alloc(n)
+    tracemalloc.start()
+    try:
+        b.fill_i32(1, n // 4 - 2, -2)
+        b.fill_i16(0, 2, 0x1234)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < n // 8, peak  # no buffer-sized temporary
+    words = np.frombuffer(b.data, dtype=np.int32)
+    assert words[0] == 0x12341234 and words[-1] == 0
+    assert (words[1:-1] == -2).all()

@@ -92,6 +92,9 @@ class _Fill(NamedTuple):
     pattern: int
     pattern_length: int
 
+    def check(self, table):
+        resolve_ref(self.target, table, "fill_buffer")
+
     def execute(self, table, workers):
         buffer, offset, length = _require(
             resolve_ref(self.target, table, "fill_buffer"), "fill_buffer"
@@ -102,6 +105,9 @@ class _Fill(NamedTuple):
 class _Update(NamedTuple):
     data: bytes  # captured at record time
     target: BufferRef
+
+    def check(self, table):
+        resolve_ref(self.target, table, "update_buffer")
 
     def execute(self, table, workers):
         buffer, offset, length = _require(
@@ -117,6 +123,10 @@ class _Update(NamedTuple):
 class _Copy(NamedTuple):
     source: BufferRef
     target: BufferRef
+
+    def check(self, table):
+        resolve_ref(self.source, table, "copy_buffer source")
+        resolve_ref(self.target, table, "copy_buffer target")
 
     def execute(self, table, workers):
         src, src_off, length = _require(
@@ -135,6 +145,12 @@ class _Dispatch(NamedTuple):
     constants: tuple[int, ...]  # u32
     bindings: tuple[BufferRef, ...]
     flags: int
+
+    def check(self, table):
+        if isinstance(self.workgroups, BufferRef):
+            resolve_ref(self.workgroups, table, "dispatch.indirect workgroups")
+        for i, ref in enumerate(self.bindings):
+            resolve_ref(ref, table, f"dispatch binding {i}")
 
     def execute(self, table, workers):
         if isinstance(self.workgroups, BufferRef):
@@ -165,6 +181,11 @@ class _CollectiveBatch:
 
     def __init__(self) -> None:
         self.entries: list[tuple] = []  # (channel, op, param, send ref, recv ref, count)
+
+    def check(self, table):
+        for _, op, _, send_ref, recv_ref, _ in self.entries:
+            resolve_ref(send_ref, table, f"collective {op} send")
+            resolve_ref(recv_ref, table, f"collective {op} recv")
 
     def execute(self, table, workers):
         from .collectives import Collective, byte_counts, run_batch
@@ -231,7 +252,7 @@ class HalCommandBuffer:
         ref = BufferRef(buffer, slot, offset, length)
         if buffer is not None:
             buffer.check_range(offset, length, what)  # fail early on direct refs
-        elif self.binding_capacity and not 0 <= slot < self.binding_capacity:
+        elif not 0 <= slot < self.binding_capacity:  # capacity 0 included, as IREE's validation
             raise _out_of_range(
                 what,
                 f"binding slot {slot} out of range of the binding capacity {self.binding_capacity}",
@@ -349,5 +370,11 @@ class HalCommandBuffer:
         if plan and plan.run(binding_table, workers):
             return
         table = [Binding(*entry) for entry in binding_table] if binding_table else None
+        if table is not None:
+            # Every command's table references are checked before any command runs, as
+            # IREE validates a submission's binding table: a bad reference in a later
+            # command must not let an earlier dispatch run with the rest of the table.
+            for command in self.commands:
+                command.check(table)
         for command in self.commands:
             command.execute(table, workers)

@@ -54,6 +54,7 @@ _VIEW_FORMATS = {
     "_v_d": ("d", 8),
 }
 
+_FILL_COPY_BYTES = 1 << 16  # fills up to this size build their bytes (fast); larger ones write in place
 _P16 = struct.Struct("<H").pack
 _P32 = struct.Struct("<i").pack
 _P64 = struct.Struct("<q").pack
@@ -326,7 +327,15 @@ class VMBuffer:
         end = start + count * width
         if index < 0 or count < 0 or end > self.length:
             raise _oob(what, start, count * width, self.length)
-        self.data[start:end] = pattern * count
+        if end - start <= _FILL_COPY_BYTES:
+            self.data[start:end] = pattern * count
+            return
+        # A large fill is written in place: a pattern * count copy as big as the buffer
+        # could fail where the buffer itself was allocated (IREE fills in place too).
+        import numpy as np
+
+        region = np.frombuffer(self.data, dtype=np.uint8, count=end - start, offset=start)
+        region.reshape(count, width)[:] = np.frombuffer(pattern, dtype=np.uint8)
 
     def fill_i8(self, index: int, count: int, value: int) -> None:
         self._fill("buffer.fill.i8", index, count, 1, bytes((value & 0xFF,)))
