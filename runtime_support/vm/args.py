@@ -14,9 +14,11 @@ error messages (`hal.buffer_view.create: argument 'buffer' is null; expected
 !hal.buffer`).
 
 The checks cost nothing at declaration-free call sites and no Python layers per check:
-`vm_import` writes, once, when the class body runs, one small function per method whose
-checks are inlined `isinstance` tests and masks, which then calls the method as written.
-A method with nothing to check is left as it is. The declaration must fit the method: the
+`vm_import` recompiles, once, when the class body runs, each method from its own source
+with its checks (inlined `isinstance` tests and masks) as its first statements, so an
+import call is one Python frame; where that cannot be done (no source, free variables) it
+writes a small checking function that calls the method as written. A method with nothing
+to check is left as it is. The declaration must fit the method: the
 name is the full name minus the module prefix with `.` -> `_`, the parameters match the
 cconv's arguments one to one, refs are declared on `r` arguments and masks on integers
 (TypeError at class creation otherwise).
@@ -24,9 +26,12 @@ cconv's arguments one to one, refs are declared on `r` arguments and masks on in
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
 import linecache
+import textwrap
+import types
 
 from ..errors import StatusCode, VMError
 from . import numerics
@@ -310,6 +315,10 @@ def vm_import(full_name: str, cconv: str, /, **args: Arg):
         for i, name in enumerate(params):
             if name in args:
                 lines += args[name].emit(name, ns, str(i))
+        merged = _merged(fn, lines, ns)
+        if merged is not None:
+            merged.__vm_import__ = decl
+            return merged
         signature = ", ".join(["self", *params])
         source = "\n".join(
             [f"def {fn.__name__}({signature}):"]
@@ -325,6 +334,73 @@ def vm_import(full_name: str, cconv: str, /, **args: Arg):
         return wrapper
 
     return declare
+
+
+def _merged(fn, lines: list[str], ns: dict):
+    """`fn` recompiled from its own source with the check `lines` as its first statements
+    (after the docstring): one Python frame per import call instead of a checking wrapper
+    calling the method. In the checks, strings become constants and the other helpers
+    globals of the method's module named `_vmi_<method>_<helper>` (a cached global load;
+    keyword defaults would cost a dict lookup each per call). The body keeps its module
+    globals and its source lines. None (the caller writes a wrapper) where the source is
+    unavailable, the method has free variables (`super()`, closures), or a name the checks
+    use is taken."""
+    code = fn.__code__
+    helpers = {k: v for k, v in ns.items() if k != "_body"}
+    taken = set(code.co_names) | set(code.co_varnames)
+    if code.co_freevars or taken & ({"_e", "_v", "_x"} | set(helpers)):
+        return None
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+        filename = inspect.getsourcefile(fn) or code.co_filename
+    except (OSError, TypeError):
+        return None
+    tree = ast.parse(source)
+    func = tree.body[0]
+    if not isinstance(func, ast.FunctionDef) or func.name != fn.__name__:
+        return None
+    module_globals = fn.__globals__
+    names = {}
+    for key, value in helpers.items():
+        if isinstance(value, str):
+            continue
+        name = f"_vmi_{fn.__name__}{key}"
+        if module_globals.get(name, value) is not value:
+            return None
+        names[key] = name
+    func.decorator_list = []
+    checks = ast.parse("\n".join(lines)).body
+    for node in checks:
+        for sub in ast.walk(node):
+            if "lineno" in sub._attributes:  # tracebacks through a check: the `def` line
+                sub.lineno = sub.end_lineno = func.lineno
+        for sub in ast.walk(node):
+            for field, value in ast.iter_fields(sub):
+                if isinstance(value, list):
+                    value[:] = [_helper(v, helpers, names) for v in value]
+                else:
+                    setattr(sub, field, _helper(value, helpers, names))
+    body = func.body
+    docstring = 1 if ast.get_docstring(func, clean=False) is not None else 0
+    func.body = body[:docstring] + checks + body[docstring:]
+    ast.increment_lineno(tree, code.co_firstlineno - 1)
+    ast.fix_missing_locations(tree)
+    module = compile(tree, filename, "exec", dont_inherit=True)
+    new_code = next(c for c in module.co_consts if isinstance(c, types.CodeType))
+    for key, name in names.items():
+        module_globals[name] = helpers[key]
+    merged = types.FunctionType(new_code, module_globals, fn.__name__, fn.__defaults__)
+    merged.__kwdefaults__ = fn.__kwdefaults__
+    return functools.update_wrapper(merged, fn)
+
+
+def _helper(node, helpers: dict, names: dict):
+    """A check's reference to helper `_x`: a constant (strings) or the renamed global."""
+    if isinstance(node, ast.Name) and node.id in helpers:
+        if node.id in names:
+            return ast.copy_location(ast.Name(id=names[node.id], ctx=node.ctx), node)
+        return ast.copy_location(ast.Constant(helpers[node.id]), node)
+    return node
 
 
 def import_module(prefix: str):
