@@ -32,7 +32,7 @@ from .collectives import decode_op
 from .command_buffer import Binding, BufferRef, HalCommandBuffer
 from .device import HalDevice, LocalDevice
 from .executable import HalExecutable
-from .fence import Fence, wait_all
+from .fence import REACHED, Fence, wait_all
 from .file import ACCESS_READ, HalFile
 
 
@@ -759,7 +759,9 @@ class HalModule:
         # The span's (buffer, offset, length) tuples are the table as they are: the
         # command buffer reads entries by unpacking (Binding rows where it keeps them).
         # Work that waits runs later: it gets its own copy of the list.
-        if wait_fence is not None and not wait_fence.reached_now():
+        if wait_fence is not None and not (
+            wait_fence.state == REACHED or wait_fence.reached_now()
+        ):
             binding_table = list(binding_table)
         device.queue.call(
             wait_fence,
@@ -838,7 +840,7 @@ class HalModule:
         """Blocks until every fence is reached: 0, or 4 (DEADLINE_EXCEEDED) on timeout;
         raises a failed fence's error."""
         for fence in fences:
-            if fence is not None and not fence.reached_now():
+            if fence is not None and fence.state != REACHED and not fence.reached_now():
                 break
         else:
             return 0  # every fence reached already (what a synchronous queue leaves)
