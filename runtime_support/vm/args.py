@@ -392,6 +392,11 @@ def _merged(fn, lines: list[str], ns: dict):
     tree = ast.Module(body=[func], type_ignores=[])  # (every node has its location)
     module = compile(tree, code.co_filename, "exec", dont_inherit=True)
     new_code = next(c for c in module.co_consts if isinstance(c, types.CodeType))
+    if not (
+        set(code.co_names) <= set(new_code.co_names)
+        and set(code.co_varnames) <= set(new_code.co_varnames)
+    ):
+        return None  # (the source read is not all of the method)
     for key, name in names.items():
         module_globals[name] = helpers[key]
     merged = types.FunctionType(new_code, module_globals, fn.__name__, fn.__defaults__)
