@@ -351,24 +351,34 @@ class HalCommandBuffer:
         Dispatches use up to `workers` threads (default: the device's worker count)."""
         if workers is None:
             workers = getattr(self.device, "worker_count", 1)
-        if self.recording:
-            raise VMError(
-                StatusCode.FAILED_PRECONDITION, "execute: command buffer is not finalized"
-            )
-        if self.one_shot and self.executions:
-            raise VMError(
-                StatusCode.FAILED_PRECONDITION, "execute: one-shot command buffer already executed"
-            )
-        self.executions += 1
         plan = self._plan
-        if plan is None:
-            # Reusable command buffers (recorded once, replayed per call) become plans;
-            # a one-shot one runs once, and building a plan costs more than that run.
-            from .plan import build_plan
+        if plan:
+            # Plans exist only for finalized reusable command buffers (neither check below
+            # can fail for them): the per-call path.
+            self.executions += 1
+            if plan.run(binding_table, workers):
+                return
+        else:
+            if self.recording:
+                raise VMError(
+                    StatusCode.FAILED_PRECONDITION, "execute: command buffer is not finalized"
+                )
+            if self.one_shot and self.executions:
+                raise VMError(
+                    StatusCode.FAILED_PRECONDITION,
+                    "execute: one-shot command buffer already executed",
+                )
+            self.executions += 1
+            if plan is None:
+                # Reusable command buffers (recorded once, replayed per call) become plans;
+                # a one-shot one runs once, and building a plan costs more than that run.
+                from .plan import build_plan
 
-            plan = self._plan = (not self.one_shot and build_plan(self.commands, workers)) or False
-        if plan and plan.run(binding_table, workers):
-            return
+                plan = self._plan = (
+                    not self.one_shot and build_plan(self.commands, workers)
+                ) or False
+            if plan and plan.run(binding_table, workers):
+                return
         table = [Binding(*entry) for entry in binding_table] if binding_table else None
         if table is not None:
             # Every command's table references are checked before any command runs, as

@@ -31,6 +31,10 @@ _blocked = 0  # threads inside _cond.wait() (changed under _lock)
 _PENDING = 0
 _REACHED = 1
 _FAILED = 2
+# `fence.state == REACHED` is a sufficient (lock-free, frame-free) test that a fence is
+# reached: a fresh fence's state is its own, and a joined fence's own state stays pending
+# (its inputs' timepoints carry it), so only `reached_now()` can say yes for that one.
+REACHED = _REACHED
 
 # Result of `Fence.query` for a pending fence.
 DEFERRED = int(StatusCode.DEFERRED)

@@ -21,7 +21,17 @@ import numpy as np
 
 from ..errors import StatusCode, VMError
 from ..vm import args as vm_args
-from ..vm.args import DEVICE, HOST_BYTES, TEXT, U32, Each, Ref, import_module, vm_import
+from ..vm.args import (
+    DEVICE,
+    HOST_BYTES,
+    TEXT,
+    U32,
+    Each,
+    Ref,
+    import_module,
+    one_frame,
+    vm_import,
+)
 from ..vm.numerics import M32, wrap_i32, wrap_i64
 from . import element_types
 from .allocator import HalAllocator
@@ -32,7 +42,7 @@ from .collectives import decode_op
 from .command_buffer import Binding, BufferRef, HalCommandBuffer
 from .device import HalDevice, LocalDevice
 from .executable import HalExecutable
-from .fence import Fence, wait_all
+from .fence import REACHED, Fence, wait_all
 from .file import ACCESS_READ, HalFile
 
 
@@ -172,6 +182,7 @@ class HalModule:
 
     # -- hal.buffer -----------------------------------------------------------------------
 
+    @one_frame
     @vm_import(
         "hal.buffer.assert", "0rrrIii_v",
         buffer=BUFFER, message=HOST_BYTES, allocator=ALLOCATOR.or_null,  # allocator: not checked
@@ -222,6 +233,7 @@ class HalModule:
     def buffer_subspan(self, source_buffer, source_offset, length):
         return source_buffer.subspan(source_offset, length)
 
+    @one_frame
     @vm_import("hal.buffer.length", "0r_I", buffer=BUFFER)
     def buffer_length(self, buffer):
         return buffer.length
@@ -236,6 +248,7 @@ class HalModule:
 
     # -- hal.buffer_view ------------------------------------------------------------------
 
+    @one_frame
     @vm_import(
         "hal.buffer_view.create", "0rIIiiCID_r",
         buffer=BUFFER, element_type=U32, encoding_type=U32,
@@ -253,6 +266,7 @@ class HalModule:
         # (dims are VM integers and both codes arrive masked to u32: nothing to convert)
         return _trusted_view(buffer, tuple(shape), element_type, encoding_type)
 
+    @one_frame
     @vm_import(
         "hal.buffer_view.assert", "0rriiCID_v",
         buffer_view=BUFFER_VIEW, message=HOST_BYTES, element_type=U32, encoding_type=U32,
@@ -295,6 +309,7 @@ class HalModule:
                     f"{actual}",
                 )
 
+    @one_frame
     @vm_import("hal.buffer_view.buffer", "0r_r", buffer_view=BUFFER_VIEW)
     def buffer_view_buffer(self, buffer_view):
         return buffer_view.buffer
@@ -311,6 +326,7 @@ class HalModule:
     def buffer_view_rank(self, buffer_view):
         return buffer_view.rank
 
+    @one_frame
     @vm_import("hal.buffer_view.dim", "0ri_I", buffer_view=BUFFER_VIEW)
     def buffer_view_dim(self, buffer_view, index):
         return buffer_view.dim(index)
@@ -552,6 +568,7 @@ class HalModule:
 
     # -- hal.device -----------------------------------------------------------------------
 
+    @one_frame
     @vm_import("hal.device.allocator", "0r_r", device=DEVICE)
     def device_allocator(self, device):
         return device.allocator
@@ -561,6 +578,7 @@ class HalModule:
         ok, value = device.query_i64(category, key)
         return int(ok), wrap_i64(value)
 
+    @one_frame
     @vm_import(
         "hal.device.queue.alloca", "0rIrrIiiII_r",
         device=DEVICE, **QUEUE_FENCES, memory_types=U32, buffer_usage=U32,
@@ -596,6 +614,7 @@ class HalModule:
         device.queue.submit(wait_fence, signal_fence, lambda: None, name)
         return buffer
 
+    @one_frame
     @vm_import(
         "hal.device.queue.dealloca", "0rIrrrI_v", device=DEVICE, **QUEUE_FENCES, buffer=BUFFER
     )
@@ -733,10 +752,12 @@ class HalModule:
             "device.queue.write",
         )
 
+    @one_frame
     @vm_import("hal.device.queue.barrier", "0rIrrI_v", device=DEVICE, **QUEUE_FENCES)
     def device_queue_barrier(self, device, queue_affinity, wait_fence, signal_fence, flags):
         device.queue.signal(wait_fence, signal_fence, "device.queue.barrier")
 
+    @one_frame
     @vm_import(
         "hal.device.queue.execute", "0rIrrrI_v",
         device=DEVICE, **QUEUE_FENCES, command_buffer=COMMAND_BUFFER,
@@ -748,6 +769,7 @@ class HalModule:
             wait_fence, signal_fence, lambda: command_buffer.execute(None), "device.queue.execute"
         )
 
+    @one_frame
     @vm_import(
         "hal.device.queue.execute.indirect", "0rIrrrICrIID_v",
         device=DEVICE, **QUEUE_FENCES, command_buffer=COMMAND_BUFFER,
@@ -759,7 +781,9 @@ class HalModule:
         # The span's (buffer, offset, length) tuples are the table as they are: the
         # command buffer reads entries by unpacking (Binding rows where it keeps them).
         # Work that waits runs later: it gets its own copy of the list.
-        if wait_fence is not None and not wait_fence.reached_now():
+        if wait_fence is not None and not (
+            wait_fence.state == REACHED or wait_fence.reached_now()
+        ):
             binding_table = list(binding_table)
         device.queue.call(
             wait_fence,
@@ -813,10 +837,12 @@ class HalModule:
 
     # -- hal.fence ------------------------------------------------------------------------
 
+    @one_frame
     @vm_import("hal.fence.create", "0rI_r", device=DEVICE)
     def fence_create(self, device, flags):
         return Fence()
 
+    @one_frame
     @vm_import("hal.fence.join", "0ICrD_r", fences=Each(FENCE.or_null))
     def fence_join(self, flags, fences):
         return Fence.join_fresh(fences)
@@ -833,12 +859,13 @@ class HalModule:
     def fence_fail(self, fence, status):
         fence.fail(status)
 
+    @one_frame
     @vm_import("hal.fence.await", "0iICrD_i", timeout_millis=U32, fences=Each(FENCE.or_null))
     def fence_await(self, timeout_millis, flags, fences):
         """Blocks until every fence is reached: 0, or 4 (DEADLINE_EXCEEDED) on timeout;
         raises a failed fence's error."""
         for fence in fences:
-            if fence is not None and not fence.reached_now():
+            if fence is not None and fence.state != REACHED and not fence.reached_now():
                 break
         else:
             return 0  # every fence reached already (what a synchronous queue leaves)

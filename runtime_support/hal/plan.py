@@ -4,8 +4,9 @@
 command by command in Python, which stays the reference). A plan holds, per dispatch,
 the kernel pointer, a prebuilt dispatch state (workgroup size and counts, constants),
 binding refs (slot, offset, length) and flags; per fill, copy or update its refs and
-data; barriers vanish (execution is serial). `Plan.run(table, workers)` fills the
-binding-table array and calls `pyree_run_plan` (loaders/native.py) once.
+data; barriers vanish (execution is serial). `Plan.run(table, workers)` (written per
+plan by plan_runner.py) fills the binding-table array and calls `pyree_run_plan`
+(loaders/native.py) once.
 
 What the Python path would check per command is checked here once per execution in
 aggregate (per table slot: the furthest byte any ref needs, writability, alignment);
@@ -27,6 +28,7 @@ from ..loaders import native, statistics
 from ..loaders.executable import Executable as _NativeExecutable
 from .buffer import WHOLE_BUFFER
 from .command_buffer import BufferRef
+from .plan_runner import compile_run
 
 _WG = struct.Struct("<IIHHIQI4x")
 _DIRECT = -1  # slot word of a ref that holds an absolute address
@@ -143,61 +145,11 @@ class Plan:
         # between executions, so a one-thread run writes none of them.
         self.args = array("q", args.values())
         self.args_address = self.args.buffer_info()[0]
+        self.run = compile_run(self)
 
     # -- running ---------------------------------------------------------------------------
-
-    def _fill_table(self, table) -> bool:
-        """Binding addresses for this execution; False when a check fails (decline)."""
-        t = self.table
-        if not table:  # no table: every slot ref is a null binding
-            if self.needs_table:
-                return False
-            for _, i, *_ in self.checks:
-                t[i] = t[i + 1] = 0
-            return True
-        if self.max_slot >= len(table):
-            return False
-        for slot, i, end, nonnull, writable, align in self.checks:
-            buffer, offset, length = table[slot]
-            if buffer is None:
-                if nonnull:
-                    return False
-                t[i] = t[i + 1] = 0
-                continue
-            size = buffer.length
-            if length == WHOLE_BUFFER:
-                length = size - offset
-            if offset < 0 or length < end or offset + length > size:
-                return False  # (end >= 0, so a negative length fails too)
-            allocation = buffer.allocation
-            if writable and allocation.readonly or offset % align:
-                return False
-            t[i] = allocation.address + buffer.offset + offset
-            t[i + 1] = length
-        return True
-
-    def run(self, table, workers: int) -> bool:
-        """Runs the plan; False (nothing done) when the Python path must run instead."""
-        lock = self._lock
-        if not lock.acquire(blocking=False):
-            return False  # another thread is running this plan: use the Python path
-        try:
-            for executable in self.executables:
-                if executable.closed:
-                    return False
-            if not self._fill_table(table):
-                return False
-            if self.parallel and (workers != self._workers or native._pool is not self._pool):
-                self._use_workers(workers)
-            if statistics.enabled:
-                self._run_counted()
-            else:
-                result = self.run_plan(self.args_address)
-                if result:
-                    self._raise(result)
-            return True
-        finally:
-            lock.release()
+    # `run(table, workers) -> bool` is an instance attribute written by finish()
+    # (plan_runner.compile_run): the per-slot checks of `checks` unrolled.
 
     def _use_workers(self, workers: int) -> None:
         """Sets the runner's pool and width for runs with `workers` (kept until either

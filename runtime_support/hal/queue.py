@@ -19,7 +19,7 @@ import threading
 from typing import Callable
 
 from ..errors import StatusCode, VMError
-from .fence import Fence
+from .fence import REACHED, Fence
 
 
 def _nothing() -> None:
@@ -80,7 +80,7 @@ class LocalQueue:
     ) -> None:
         """`submit` of the work `fn(arg)`, without a closure per operation (the per-call
         path of queue.execute.indirect)."""
-        if wait_fence is None or wait_fence.reached_now():
+        if wait_fence is None or wait_fence.state == REACHED or wait_fence.reached_now():
             # The common case: nothing to wait for. When no other thread is draining the
             # queue, run here and now without queueing (same order, same error routing).
             lock = self._lock
@@ -130,7 +130,9 @@ class LocalQueue:
     ) -> None:
         """`submit` of an operation with no work (alloca, dealloca, barrier): when it is
         ready now and nothing runs ahead of it, its signal fence is signaled at once."""
-        if (wait_fence is None or wait_fence.reached_now()) and not self._draining:
+        if (
+            wait_fence is None or wait_fence.state == REACHED or wait_fence.reached_now()
+        ) and not self._draining:
             # (`_draining` False means nothing is queued either: an atomic read under the
             # GIL of state that only ever has ready operations while it is True.)
             if signal_fence is not None:
