@@ -22,13 +22,22 @@ def unchecked_ref_loads(module, functions) -> frozenset[tuple[int, int]]:
     loads: set[tuple[int, int]] = set()
     for fn in functions:
         for op in fn.ops():
-            m = op.mnemonic
-            if m == "global.store.ref":
-                stored.setdefault(op["global"], set()).add(_canon(module, op["type_def"]))
-            elif m == "global.store.indirect.ref":
+            if op.spec.emit != "global":
+                continue
+            # The ISA table's fields say which global op this is: the address (an
+            # immediate ordinal, or a register for the indirect forms) and the value
+            # (written by a load, read by a store; bank "ref" for ref globals).
+            value = next(f for f in op.spec.fields if f.name in ("value", "result"))
+            if value.bank != "ref":
+                continue
+            indirect = op.spec.fields[0].is_register
+            if value.write:
+                if not indirect:
+                    loads.add((op["global"], op["type_def"]))
+            elif indirect:
                 anywhere.add(_canon(module, op["type_def"]))
-            elif m == "global.load.ref":
-                loads.add((op["global"], op["type_def"]))
+            else:
+                stored.setdefault(op["global"], set()).add(_canon(module, op["type_def"]))
     out = set()
     for slot, type_def in loads:
         want = _canon(module, type_def)
