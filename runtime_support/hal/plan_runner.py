@@ -11,7 +11,9 @@ before touching memory) so the Python path runs and raises the exact error.
 
 from __future__ import annotations
 
+import functools
 import linecache
+import zlib
 
 from ..loaders import native, statistics
 from .buffer import WHOLE_BUFFER
@@ -87,7 +89,14 @@ def compile_run(plan):
         + [f"        {x}" for x in body]
         + ["    finally:", "        release()"]
     )
-    filename = f"<plan runner {id(plan):x}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    exec(compile(source, filename, "exec"), ns)
+    exec(_compiled(source), ns)
     return ns["run"]
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(source: str):
+    """The code of a runner's source: plans of one shape (a model's command buffers often
+    share it) compile once, which keeps the first call's plan building cheap."""
+    filename = f"<plan runner {zlib.crc32(source.encode()):08x}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    return compile(source, filename, "exec")
