@@ -24,6 +24,7 @@ import numpy as np
 from runtime_support.errors import StatusCode, VMError
 from runtime_support.hal.allocator import HalAllocator
 from runtime_support.hal.buffer import (
+    PreserveCount,
     MEMORY_TYPE_DEVICE_LOCAL,
     MEMORY_TYPE_DEVICE_VISIBLE,
     MEMORY_TYPE_HOST_COHERENT,
@@ -53,7 +54,7 @@ def _free_quietly(free) -> None:
         pass
 
 
-class DeviceAllocation:
+class DeviceAllocation(PreserveCount):
     """One driver allocation: its device pointer, size and preserve count.
 
     `handle` keeps the driver's object alive (pycuda frees cuMemAlloc'd memory and
@@ -80,21 +81,6 @@ class DeviceAllocation:
         if free is not None:
             self._finalizer = weakref.finalize(self, _free_quietly, free)
             self._finalizer.atexit = False  # the driver may be gone by then
-
-    def preserve(self) -> None:
-        with self._lock:
-            self.preserve_count += 1
-
-    def discard(self) -> bool:
-        with self._lock:
-            last = self.preserve_count == 1
-            if self.preserve_count > 0:
-                self.preserve_count -= 1
-            return last
-
-    def is_terminal(self) -> bool:
-        with self._lock:
-            return self.preserve_count == 1
 
     def release(self) -> None:
         """queue.dealloca: a stream-ordered allocation is freed now, in stream order (its

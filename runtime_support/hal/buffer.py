@@ -124,7 +124,30 @@ def aligned_empty(shape, dtype, alignment: int = ALIGNMENT) -> np.ndarray:
     return storage.view(dtype).reshape(shape)
 
 
-class Allocation:
+class PreserveCount:
+    """The preserve count of an allocation (host or device memory): `preserve_count` and
+    the class's `_lock` come from the class that mixes this in."""
+
+    __slots__ = ()
+
+    def preserve(self) -> None:
+        with self._lock:
+            self.preserve_count += 1
+
+    def discard(self) -> bool:
+        """Drops one owner; True if it was the last one."""
+        with self._lock:
+            last = self.preserve_count == 1
+            if self.preserve_count > 0:
+                self.preserve_count -= 1
+            return last
+
+    def is_terminal(self) -> bool:
+        with self._lock:
+            return self.preserve_count == 1
+
+
+class Allocation(PreserveCount):
     """The storage under one or more buffers, with its preserve count.
 
     `array` is a 1-D uint8 numpy array over the bytes (owned or borrowed); `owner` keeps
@@ -224,22 +247,6 @@ class Allocation:
     @property
     def length(self) -> int:
         return int(self.array.shape[0])
-
-    def preserve(self) -> None:
-        with self._lock:
-            self.preserve_count += 1
-
-    def discard(self) -> bool:
-        """Drops one owner; True if it was the last one."""
-        with self._lock:
-            last = self.preserve_count == 1
-            if self.preserve_count > 0:
-                self.preserve_count -= 1
-            return last
-
-    def is_terminal(self) -> bool:
-        with self._lock:
-            return self.preserve_count == 1
 
 
 _FILL_DTYPES = {1: np.dtype(np.uint8), 2: np.dtype("<u2"), 4: np.dtype("<u4")}
@@ -472,6 +479,7 @@ class HalBuffer:
     def release(self) -> None:
         """queue.dealloca: host memory is freed with the last reference instead."""
 
+
 # -- the per-call constructors -------------------------------------------------------------
 #
 # A call makes a few buffers (argument copies, queue.alloca results); these build the
@@ -494,6 +502,26 @@ def fresh_buffer(size: int, memory_types: int, usage: int, allocator) -> HalBuff
         raw = _zeros(size + ALIGNMENT, _U8)
     except MemoryError:
         raise exhausted("hal.allocator.allocate", size, f"{size}-byte buffer") from None
+    return _aligned_buffer(raw, size, memory_types, usage, allocator)
+
+
+def buffer_copy_of(array: np.ndarray, usage: int, allocator) -> HalBuffer:
+    """`HalBuffer.over(Allocation.copy_of(array), 0, usage, allocator)` for a
+    C-contiguous array (see Allocation.copy_of for why arguments are copied)."""
+    size = array.nbytes
+    if size > _BYTES_COPY_MAX:
+        return HalBuffer.over(Allocation.copy_of(array), 0, usage, allocator)
+    buffer = _aligned_buffer(_empty(size + ALIGNMENT, _U8), size, 0, usage, allocator)
+    if size:
+        memoryview(buffer.allocation.array)[:] = array.tobytes()
+    return buffer
+
+
+def _aligned_buffer(
+    raw: np.ndarray, size: int, memory_types: int, usage: int, allocator
+) -> HalBuffer:
+    """A whole-allocation buffer over the first ALIGNMENT-aligned `size` bytes of `raw`
+    (which has ALIGNMENT bytes to spare), built as `HalBuffer.over` would build it."""
     base = _writable_address(raw)
     skew = -base % ALIGNMENT
     allocation = _new(Allocation)
@@ -507,34 +535,6 @@ def fresh_buffer(size: int, memory_types: int, usage: int, allocator) -> HalBuff
     buffer.offset = 0
     buffer.length = size
     buffer.memory_types = (memory_types | MEMORY_TYPE_LOCAL_CPU) & 0xFFFFFFFF
-    buffer.allowed_usage = (usage | USAGE_LOCAL_CPU) & 0xFFFFFFFF
-    buffer.allocator = allocator
-    return buffer
-
-
-def buffer_copy_of(array: np.ndarray, usage: int, allocator) -> HalBuffer:
-    """`HalBuffer.over(Allocation.copy_of(array), 0, usage, allocator)` for a
-    C-contiguous array (see Allocation.copy_of for why arguments are copied)."""
-    size = array.nbytes
-    if size > _BYTES_COPY_MAX:
-        return HalBuffer.over(Allocation.copy_of(array), 0, usage, allocator)
-    raw = _empty(size + ALIGNMENT, _U8)
-    base = _writable_address(raw)
-    skew = -base % ALIGNMENT
-    storage = raw[skew : skew + size]
-    if size:
-        memoryview(storage)[:] = array.tobytes()
-    allocation = _new(Allocation)
-    allocation.array = storage
-    allocation.address = base + skew
-    allocation.owner = None
-    allocation.readonly = False
-    allocation.preserve_count = 1
-    buffer = _new(HalBuffer)
-    buffer.allocation = allocation
-    buffer.offset = 0
-    buffer.length = size
-    buffer.memory_types = MEMORY_TYPE_LOCAL_CPU
     buffer.allowed_usage = (usage | USAGE_LOCAL_CPU) & 0xFFFFFFFF
     buffer.allocator = allocator
     return buffer
