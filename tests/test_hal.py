@@ -529,7 +529,10 @@ def test_resolve_ref_binding_table_rules(device):
     assert resolve_ref(BufferRef(None, 0, 4, -1), table) == (buf, 20, 28)  # T.length - offset
     assert resolve_ref(BufferRef(None, 1, 0, -1), table) == (buf, 8, 56)  # buffer.length - T.offset
     assert resolve_ref(BufferRef(None, 1, 6, -1), table) == (buf, 14, 50)
-    assert resolve_ref(BufferRef(None, 2, 0, 4), table) is None
+    with pytest.raises(VMError) as info:  # a used slot without a buffer: as IREE's validation
+        resolve_ref(BufferRef(None, 2, 0, 4), table)
+    assert info.value.code == StatusCode.INVALID_ARGUMENT
+    assert "binding table slot requires a buffer but none was provided" in str(info.value)
     for ref in (
         BufferRef(None, 3, 0, 4),  # slot >= count
         BufferRef(None, 0, 0, 33),  # past the table range (32 bytes)

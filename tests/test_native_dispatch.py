@@ -170,6 +170,25 @@ def test_plan_declines_and_python_path_raises(mul_executable):
     assert errors[0][0] == StatusCode.OUT_OF_RANGE
 
 
+def test_null_table_entry_for_a_dispatch_binding_is_invalid_argument(mul_executable):
+    """A dispatch binding's table slot without a buffer: IREE's submission validation says
+    INVALID_ARGUMENT ("binding table slot requires a buffer but none was provided"). The
+    plan used to pass a null pointer to the kernel (fuzz input 7f6e6198...vmfb:14194 with
+    --base-seed 2, a mutated alloca result register: SIGSEGV where IREE fails cleanly).
+    Nothing of the command buffer runs: slot 3's fill would write 1.0s."""
+    device, exe = mul_executable
+    for use_plan in (True, False):
+        table = _table()
+        table[1] = (None, 0, 0)  # the first dispatch reads slot 1
+        target = table[3][0]
+        cb = _record(device, exe)
+        with pytest.raises(VMError) as info:
+            _run(cb, use_plan, table)
+        assert info.value.code == StatusCode.INVALID_ARGUMENT
+        assert "binding table slot 1" in str(info.value)
+        assert target.read() == bytes(16)
+
+
 def test_indirect_counts_out_of_range_same_error(mul_executable):
     device, exe = mul_executable
     errors = []

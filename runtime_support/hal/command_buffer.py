@@ -67,7 +67,12 @@ def resolve_ref(
         )
     entry = table[ref.slot]
     if entry.buffer is None:
-        return None
+        # As IREE's command buffer validation of a submission's binding table.
+        raise VMError(
+            StatusCode.INVALID_ARGUMENT,
+            f"{what}: binding table slot requires a buffer but none was provided; "
+            f"binding table slot {ref.slot}",
+        )
     base, base_length = entry.buffer.check_range(
         entry.offset, entry.length, f"{what} (table slot {ref.slot})"
     )

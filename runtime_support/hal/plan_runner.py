@@ -19,25 +19,27 @@ from ..loaders import native, statistics
 from .buffer import WHOLE_BUFFER
 
 
-def _slot_lines(slot: int, i: int, end: int, nonnull: bool, writable: bool, align: int):
+def _slot_lines(slot: int, i: int, end: int, writable: bool, align: int):
     """The checks and stores of one table slot (`table` is a non-empty sequence)."""
-    lines = [f"b, o, n = table[{slot}]", "if b is None:"]
-    lines.append("    return False" if nonnull else f"    t[{i}] = t[{i + 1}] = 0")
-    lines += [
-        "else:",
-        "    size = b.length",
-        f"    if n == {WHOLE_BUFFER}:",
-        "        n = size - o",
+    # A null entry always declines: IREE's submission validation rejects a slot a
+    # command uses without a buffer (INVALID_ARGUMENT), which the Python path raises.
+    lines = [
+        f"b, o, n = table[{slot}]",
+        "if b is None:",
+        "    return False",
+        "size = b.length",
+        f"if n == {WHOLE_BUFFER}:",
+        "    n = size - o",
         # (end >= 0, so a negative length fails too)
-        f"    if o < 0 or n < {end} or o + n > size:",
-        "        return False",
-        "    a = b.allocation",
+        f"if o < 0 or n < {end} or o + n > size:",
+        "    return False",
+        "a = b.allocation",
     ]
     if writable:
-        lines += ["    if a.readonly:", "        return False"]
+        lines += ["if a.readonly:", "    return False"]
     if align > 1:
-        lines += [f"    if o % {align}:", "        return False"]
-    lines += [f"    t[{i}] = a.address + b.offset + o", f"    t[{i + 1}] = n"]
+        lines += [f"if o % {align}:", "    return False"]
+    lines += [f"t[{i}] = a.address + b.offset + o", f"t[{i + 1}] = n"]
     return lines
 
 
@@ -60,8 +62,8 @@ def compile_run(plan):
         ns[f"e{k}"] = exe
         body += [f"if e{k}._closed:", "    return False"]
     fill = []
-    for slot, i, end, nonnull, writable, align in plan.checks:
-        fill += _slot_lines(slot, i, end, nonnull, writable, align)
+    for slot, i, end, _nonnull, writable, align in plan.checks:
+        fill += _slot_lines(slot, i, end, writable, align)
     if plan.checks:
         empty = ["return False"] if plan.needs_table else [
             f"t[{i}] = t[{i + 1}] = 0" for _, i, *_ in plan.checks
