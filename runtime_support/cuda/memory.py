@@ -104,17 +104,6 @@ class CudaBuffer(HalBuffer):
     def device(self):
         return self.allocation.device
 
-    def subspan(self, offset: int, length: int) -> "CudaBuffer":
-        offset, length = self.check_range(offset, length, "subspan")
-        return CudaBuffer(
-            self.allocation,
-            self.offset + offset,
-            length,
-            memory_types=self.memory_types,
-            allowed_usage=self.allowed_usage,
-            allocator=self.allocator,
-        )
-
     # -- stream-ordered operations (queue work, command buffers) -------------------------
 
     def fill(self, offset: int, length: int, pattern: int, pattern_length: int) -> None:

@@ -357,7 +357,7 @@ class HalBuffer:
         """A buffer over `[offset, offset + length)` of this one, sharing storage.
         `length` -1 means to the end. Range errors are OUT_OF_RANGE."""
         offset, length = self.check_range(offset, length, "subspan")
-        return HalBuffer(
+        return type(self)(  # (a CudaBuffer's subspan is a CudaBuffer)
             self.allocation,
             self.offset + offset,
             length,
