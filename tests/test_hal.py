@@ -1045,3 +1045,43 @@ def test_end_to_end_elementwise_multiply(mul_vmfb, device_id):
         assert hal.fence_await(-1, 0, [f1]) == 0
         result = hal.buffer_view_create(out, 0, 16, 0x21000020, 1, [4])
         np.testing.assert_array_equal(result.to_numpy(), a_np * b_np)
+
+
+def test_command_buffer_categories_are_checked_as_iree_validates_them(device):
+    """A command needs its category in the command buffer's categories: dispatch and
+    collective need DISPATCH, fill/update/copy/advise need TRANSFER. IREE answers
+    FAILED_PRECONDITION "operation requires categories DISPATCH but command buffer only
+    supports 40000000h" (iree.runtime 3.13 on fuzz input 8311a8db...vmfb:10128,
+    --base-seed 3, whose mutated categories register was also a workgroup count: pyree
+    recorded the dispatch and the kernel ran 2^30 workgroups into a 12-byte buffer)."""
+    from runtime_support.hal.command_buffer import format_categories
+
+    assert [format_categories(v) for v in (0, 1, 2, 3, 0x40000000, 0x40000002, 0x40000003)] == [
+        "", "TRANSFER", "DISPATCH", "ANY", "40000000h", "DISPATCH|40000000h", "ANY|40000000h",
+    ]
+    target = HalBuffer.allocate(16)
+    ref = BufferRef(target, 0, 0, 16)
+    transfer_only = HalCommandBuffer(device, 0, 0x1, 0)
+    with pytest.raises(VMError) as info:
+        transfer_only.dispatch(None, 0, (1, 1, 1), (), [ref])
+    assert info.value.code == StatusCode.FAILED_PRECONDITION
+    assert (
+        "dispatch: operation requires categories DISPATCH but command buffer only supports "
+        "TRANSFER" in str(info.value)
+    )
+    dispatch_only = HalCommandBuffer(device, 0, 0x40000002, 0)
+    for record in (
+        lambda cb: cb.fill(ref, 0, 4),
+        lambda cb: cb.update(b"1234", BufferRef(target, 0, 0, 4)),
+        lambda cb: cb.copy(ref, ref),
+    ):
+        with pytest.raises(VMError) as info:
+            record(dispatch_only)
+        assert info.value.code == StatusCode.FAILED_PRECONDITION
+        assert "requires categories TRANSFER but command buffer only supports " \
+            "DISPATCH|40000000h" in str(info.value)
+    assert dispatch_only.commands == [] and transfer_only.commands == []
+    # Both categories: everything records.
+    both = HalCommandBuffer(device, 0, 0x3, 0)
+    both.fill(ref, 0, 4)
+    assert len(both.commands) == 1

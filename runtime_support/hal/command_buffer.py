@@ -22,9 +22,11 @@ from .buffer import HalBuffer, WHOLE_BUFFER
 MODE_ONE_SHOT = 0x1
 MODE_ALLOW_INLINE_EXECUTION = 0x10
 MODE_UNVALIDATED = 0x20
-# Categories.
+# Categories, and their names as IREE formats a category bitfield (combined names first;
+# runtime/src/iree/hal/command_buffer.c iree_hal_command_category_format).
 CATEGORY_TRANSFER = 0x1
 CATEGORY_DISPATCH = 0x2
+_CATEGORY_NAMES = ((0x3, "ANY"), (CATEGORY_TRANSFER, "TRANSFER"), (CATEGORY_DISPATCH, "DISPATCH"))
 # Dispatch flags.
 DISPATCH_FLAG_DYNAMIC_INDIRECT_PARAMETERS = 0x1
 DISPATCH_FLAG_STATIC_INDIRECT_PARAMETERS = 0x2
@@ -45,6 +47,19 @@ class Binding(NamedTuple):
     buffer: HalBuffer | None
     offset: int
     length: int
+
+
+def format_categories(value: int) -> str:
+    """A category bitfield as IREE's iree_bitfield_format writes it: the names whose bits
+    are all set, in table order, each taking its bits; what remains as hex with an `h`."""
+    parts, rest = [], value & 0xFFFFFFFF
+    for bits, name in _CATEGORY_NAMES:
+        if rest & bits == bits:
+            parts.append(name)
+            rest &= ~bits
+    if rest:
+        parts.append(f"{rest:X}h")
+    return "|".join(parts)
 
 
 def _out_of_range(what: str, message: str) -> VMError:
@@ -247,10 +262,19 @@ class HalCommandBuffer:
 
     # -- recording ------------------------------------------------------------------------
 
-    def _check_recording(self, what: str) -> None:
+    def _check_recording(self, what: str, categories: int = 0) -> None:
+        """Recording must be open, and the command buffer must have been created with
+        every category the operation needs (IREE's command buffer validation: a dispatch
+        needs DISPATCH, a transfer TRANSFER), whatever its mode says."""
         if not self.recording:
             raise VMError(
                 StatusCode.FAILED_PRECONDITION, f"{what}: command buffer is not recording"
+            )
+        if self.categories & categories != categories:
+            raise VMError(
+                StatusCode.FAILED_PRECONDITION,
+                f"{what}: operation requires categories {format_categories(categories)} "
+                f"but command buffer only supports {format_categories(self.categories)}",
             )
 
     def _ref(self, buffer, slot: int, offset: int, length: int, what: str) -> BufferRef:
@@ -265,7 +289,7 @@ class HalCommandBuffer:
         return ref
 
     def fill(self, target: BufferRef, pattern: int, pattern_length: int) -> None:
-        self._check_recording("fill_buffer")
+        self._check_recording("fill_buffer", CATEGORY_TRANSFER)
         if pattern_length not in (1, 2, 4):
             raise VMError(
                 StatusCode.INVALID_ARGUMENT,
@@ -285,13 +309,13 @@ class HalCommandBuffer:
 
     def update(self, data, target: BufferRef) -> None:
         """Records a copy of host bytes; `data` is captured (copied) now."""
-        self._check_recording("update_buffer")
+        self._check_recording("update_buffer", CATEGORY_TRANSFER)
         target = self._ref(*target, "update_buffer")
         self.commands.append(_Update(bytes(data), target))
         self._open_batch = None
 
     def copy(self, source: BufferRef, target: BufferRef) -> None:
-        self._check_recording("copy_buffer")
+        self._check_recording("copy_buffer", CATEGORY_TRANSFER)
         source = self._ref(*source, "copy_buffer source")
         target = self._ref(*target, "copy_buffer target")
         self.commands.append(_Copy(source, target))
@@ -302,7 +326,7 @@ class HalCommandBuffer:
     ) -> None:
         """Records a launch. `workgroups` is (x, y, z) or a BufferRef to 3 x u32;
         `bindings` are BufferRefs."""
-        self._check_recording("dispatch")
+        self._check_recording("dispatch", CATEGORY_DISPATCH)
         if isinstance(workgroups, BufferRef):
             workgroups = self._ref(*workgroups, "dispatch.indirect workgroups")
         else:
@@ -315,7 +339,7 @@ class HalCommandBuffer:
     def collective(self, channel, op, param: int, send: BufferRef, recv: BufferRef, count: int) -> None:
         """Records a collective (`op`: collectives.CollectiveOp) over `channel`; consecutive
         collectives join one batch, as IREE groups them."""
-        self._check_recording("collective")
+        self._check_recording("collective", CATEGORY_DISPATCH)
         if count < 0:
             raise VMError(StatusCode.INVALID_ARGUMENT, f"collective {op}: element count {count}")
         if self._open_batch is None:

@@ -39,7 +39,7 @@ from .buffer import HalBuffer, WHOLE_BUFFER, fresh_buffer
 from .buffer_view import HalBufferView
 from .channel import HalChannel
 from .collectives import decode_op
-from .command_buffer import Binding, BufferRef, HalCommandBuffer
+from .command_buffer import CATEGORY_TRANSFER, Binding, BufferRef, HalCommandBuffer
 from .device import HalDevice, LocalDevice
 from .executable import HalExecutable
 from .fence import REACHED, Fence, wait_all
@@ -396,7 +396,7 @@ class HalModule:
     )
     def command_buffer_advise_buffer(self, command_buffer, buffer, flags, arg0, arg1, buffer_slot):
         # Advice is a no-op on host memory.
-        command_buffer._check_recording("command_buffer.advise_buffer")
+        command_buffer._check_recording("command_buffer.advise_buffer", CATEGORY_TRANSFER)
 
     @vm_import(
         "hal.command_buffer.flush_buffer", "0rirII_v",
@@ -406,7 +406,7 @@ class HalModule:
         self, command_buffer, target_buffer_slot, target_buffer, target_offset, length
     ):
         # Host memory is coherent.
-        command_buffer._check_recording("command_buffer.flush_buffer")
+        command_buffer._check_recording("command_buffer.flush_buffer", CATEGORY_TRANSFER)
 
     @vm_import(
         "hal.command_buffer.invalidate_buffer", "0rirII_v",
@@ -416,7 +416,7 @@ class HalModule:
         self, command_buffer, target_buffer_slot, target_buffer, target_offset, length
     ):
         # Host memory is coherent.
-        command_buffer._check_recording("command_buffer.invalidate_buffer")
+        command_buffer._check_recording("command_buffer.invalidate_buffer", CATEGORY_TRANSFER)
 
     @vm_import(
         "hal.command_buffer.fill_buffer", "0rrIIiIiI_v",
