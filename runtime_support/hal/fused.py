@@ -175,7 +175,15 @@ def alloca_execute_indirect(create, alloca, execute, await_):
         error = None
         try:
             try:
-                command_buffer.execute(table)
+                # command_buffer.execute(table), its plan run here (one frame less)
+                plan = command_buffer._plan
+                if plan:
+                    command_buffer.executions += 1
+                    if not plan.run(table, getattr(command_buffer.device, "worker_count", 1)):
+                        command_buffer.executions -= 1  # (execute counts it again)
+                        command_buffer.execute(table)
+                else:
+                    command_buffer.execute(table)
             except VMError as exc:
                 error = exc
             except Exception as exc:  # noqa: BLE001  (as LocalQueue.call routes it)
@@ -235,7 +243,16 @@ def execute_indirect(create, execute, await_):
                     error = None
                     try:
                         try:
-                            command_buffer.execute(table)
+                            plan = command_buffer._plan  # as in alloca_execute_indirect
+                            if plan:
+                                command_buffer.executions += 1
+                                if not plan.run(
+                                    table, getattr(command_buffer.device, "worker_count", 1)
+                                ):
+                                    command_buffer.executions -= 1
+                                    command_buffer.execute(table)
+                            else:
+                                command_buffer.execute(table)
                         except VMError as exc:
                             error = exc
                         except Exception as exc:  # noqa: BLE001  (as LocalQueue.call)
