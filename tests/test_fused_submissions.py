@@ -49,7 +49,14 @@ func.func @sort(%a: tensor<6xf32>) -> tensor<6xf32> {
   return %0 : tensor<6xf32>
 }
 """
-SOURCES = {"mul4": MUL4, "chain5": chain_source(5), "sort": SORT}
+# Dynamic shapes: a one-shot command buffer recorded per call, run by queue.execute.
+DYN_ADD = """
+func.func @dyn_add(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {
+  %0 = arith.addf %a, %b : tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+"""
+SOURCES = {"mul4": MUL4, "chain5": chain_source(5), "sort": SORT, "dyn_add": DYN_ADD}
 REF_BIT = 0x8000
 
 
@@ -127,6 +134,12 @@ def test_group_without_alloca_found(vmfbs):
     pipeline = Pipeline.from_file(vmfbs["sort"])
     (group,) = _groups(pipeline, _function(pipeline, "sort")).values()
     assert group.kind == "execute_indirect" and group.alloca is None and group.slots == ()
+
+
+def test_group_with_direct_execute_found(vmfbs):
+    pipeline = Pipeline.from_file(vmfbs["dyn_add"])
+    (group,) = _groups(pipeline, _function(pipeline, "dyn_add")).values()
+    assert group.kind == "execute" and group.alloca is None
 
 
 def test_chain_has_one_group_per_dispatch(vmfbs):
@@ -364,6 +377,38 @@ def test_execute_only_helper_equals_general(packages):
     assert outs[0][2][0] == StatusCode.INVALID_ARGUMENT
 
 
+def test_direct_execute_helper_equals_general():
+    """A one-shot command buffer: run before it is finalized, once (a fill), then again:
+    the errors (the queue's, raised by the await) and the fill are the same on both
+    paths."""
+    from runtime_support.hal import HalModule
+    from runtime_support.hal.command_buffer import BufferRef
+
+    outs = []
+    for general in (False, True):
+        device = LocalDevice("local-sync")
+        hal = HalModule([device])
+        helper = fused.execute(hal.fence_create, hal.device_queue_execute, hal.fence_await)
+        assert helper is not helper.general
+        run = helper.general if general else helper
+        buf = fresh_buffer(16, 0x30, 0xC03, device.allocator)
+        cmd = device.create_command_buffer(1, 3, 0)  # one-shot
+        cmd.fill(BufferRef(buf, 0, 4, 8), 0x01020304, 4)
+        got = []
+        for k in range(3):
+            if k == 1:
+                cmd.finalize()
+            try:
+                got.append(run(device, 0, -1, None, cmd, 0, -1, 0))
+            except VMError as e:
+                got.append((e.code, e.message))
+        outs.append((got, buf.read()))
+    assert outs[0] == outs[1]
+    (unfinalized, first, again), _ = outs[0]
+    assert unfinalized[0] == again[0] == StatusCode.FAILED_PRECONDITION and first == 0
+    assert outs[0][1] == bytes(4) + bytes([4, 3, 2, 1]) * 2 + bytes(4)
+
+
 def test_statistics_count_each_fused_dispatch(packages):
     ctx = packages["chain5"][True].load(device="local-sync")
     a = np.arange(4, dtype=np.float32)
@@ -386,8 +431,9 @@ INPUTS = {
     "mul4": lambda r: (r.standard_normal(4).astype(np.float32), r.standard_normal(4).astype(np.float32)),
     "chain5": lambda r: (r.standard_normal(4).astype(np.float32), r.standard_normal(4).astype(np.float32)),
     "sort": lambda r: (r.standard_normal(6).astype(np.float32),),
+    "dyn_add": lambda r: (r.standard_normal(7).astype(np.float32), r.standard_normal(7).astype(np.float32)),
 }
-EXPORT = {"mul4": "main", "chain5": "main", "sort": "sort"}
+EXPORT = {"mul4": "main", "chain5": "main", "sort": "sort", "dyn_add": "dyn_add"}
 
 
 @pytest.mark.parametrize("name", sorted(SOURCES))

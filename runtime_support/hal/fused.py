@@ -41,6 +41,7 @@ from .queue import _internal
 
 _M32 = 0xFFFFFFFF
 _EXECUTE_INDIRECT = "device.queue.execute.indirect"
+_EXECUTE = "device.queue.execute"
 
 
 class _Allocated:
@@ -59,7 +60,7 @@ ALLOCATED = _Allocated()
 _TABLE_TYPES = frozenset({HalBuffer, type(None)})
 
 
-def _fast_ok(create, alloca, execute, await_) -> bool:
+def _fast_ok(create, alloca, execute, await_, execute_name="device_queue_execute_indirect") -> bool:
     """Whether the bound imports are one `HalModule`'s own methods (not a subclass's
     overrides) accepting a LocalDevice: then the fast path knows what each one does."""
     from .module import HalModule
@@ -70,7 +71,7 @@ def _fast_ok(create, alloca, execute, await_) -> bool:
     for bound, name in (
         (create, "fence_create"),
         (alloca, "device_queue_alloca"),
-        (execute, "device_queue_execute_indirect"),
+        (execute, execute_name),
         (await_, "fence_await"),
     ):
         if bound is None and name == "device_queue_alloca":
@@ -278,4 +279,63 @@ def execute_indirect(create, execute, await_):
     return submit
 
 
-__all__ = ["ALLOCATED", "alloca_execute_indirect", "execute_indirect"]
+def execute(create, execute, await_):
+    """The helper for fence.create, queue.execute (a command buffer with no binding
+    table, typically one-shot), fence.await:
+
+        status = submit(device, create_flags, affinity, wait, command_buffer, exec_flags,
+                        timeout, await_flags)
+    """
+
+    def general(
+        device, create_flags, affinity, wait, command_buffer, exec_flags, timeout, await_flags
+    ):
+        f1 = create(device, create_flags)
+        execute(device, affinity, wait, f1, command_buffer, exec_flags)
+        return await_(timeout, await_flags, [f1])
+
+    if not _fast_ok(create, None, execute, await_, "device_queue_execute"):
+        return general
+
+    def submit(
+        device, create_flags, affinity, wait, command_buffer, exec_flags, timeout, await_flags
+    ):
+        if type(device) is LocalDevice and type(command_buffer) is HalCommandBuffer and (
+            wait is None
+            or (type(wait) is Fence and (wait.state == REACHED or wait.reached_now()))
+        ):
+            queue = device.queue
+            lock = queue._lock
+            lock.acquire()
+            if not queue._draining:  # LocalQueue.submit of `command_buffer.execute(None)`
+                queue._draining = True
+                lock.release()
+                error = None
+                try:
+                    try:
+                        command_buffer.execute(None)
+                    except VMError as exc:
+                        error = exc
+                    except Exception as exc:  # noqa: BLE001  (as LocalQueue.call)
+                        error = _internal(_EXECUTE, exc)
+                finally:
+                    lock.acquire()
+                    if queue._ready:
+                        lock.release()
+                        queue._drain()
+                    else:
+                        queue._draining = False
+                        lock.release()
+                if error is None:
+                    return 0
+                return _failed(error, await_, timeout, await_flags)
+            lock.release()
+        return general(
+            device, create_flags, affinity, wait, command_buffer, exec_flags, timeout, await_flags
+        )
+
+    submit.general = general
+    return submit
+
+
+__all__ = ["ALLOCATED", "alloca_execute_indirect", "execute", "execute_indirect"]

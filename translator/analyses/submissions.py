@@ -31,6 +31,7 @@ from translator.isa import CALL_KINDS
 FENCE_CREATE = ("hal.fence.create", "0rI_r")
 QUEUE_ALLOCA = ("hal.device.queue.alloca", "0rIrrIiiII_r")
 EXECUTE_INDIRECT = ("hal.device.queue.execute.indirect", "0rIrrrICrIID_v")
+QUEUE_EXECUTE = ("hal.device.queue.execute", "0rIrrrI_v")
 FENCE_AWAIT = ("hal.fence.await", "0iICrD_i")
 
 # Fixed operands of execute.indirect before its (buffer, offset, length) table entries.
@@ -41,7 +42,7 @@ _EXECUTE_FIXED = 6
 class Submission:
     """One group: the ops it replaces (the block's last ones, `await_op` its terminator)."""
 
-    kind: str  # the fused helper: "alloca_execute_indirect" or "execute_indirect"
+    kind: str  # the fused helper: "alloca_execute_indirect", "execute_indirect", "execute"
     ops: tuple[Op, ...]  # non-terminator ops, in order
     await_op: Op
     slots: tuple[int, ...]  # table entries whose buffer is the alloca's result
@@ -79,13 +80,17 @@ def _one_ref(regs: list[Reg]) -> int | None:
 
 def _match(module, ops: list[Op], term: Op, live: RefLiveness, out_live) -> Submission | None:
     with_alloca = len(ops) == 4
-    want = ([FENCE_CREATE, QUEUE_ALLOCA] if with_alloca else []) + [FENCE_CREATE, EXECUTE_INDIRECT]
-    if [_callee(module, op) for op in ops] != want or _callee(module, term) != FENCE_AWAIT:
+    callees = [_callee(module, op) for op in ops]
+    direct = callees[-1] == QUEUE_EXECUTE and not with_alloca  # no table, no alloca form
+    want = ([FENCE_CREATE, QUEUE_ALLOCA] if with_alloca else []) + [
+        FENCE_CREATE, QUEUE_EXECUTE if direct else EXECUTE_INDIRECT
+    ]
+    if callees != want or _callee(module, term) != FENCE_AWAIT:
         return None
     execute = ops[-1]
     create1 = ops[-2]
     ex = execute["operands"]
-    if len(ex) < _EXECUTE_FIXED or (len(ex) - _EXECUTE_FIXED) % 3:
+    if len(ex) < _EXECUTE_FIXED or (len(ex) - _EXECUTE_FIXED) % 3 or (direct and len(ex) != _EXECUTE_FIXED):
         return None
     dev, _aff, wait, signal, cmd, _flags = ex[:_EXECUTE_FIXED]
     entries = [ex[i : i + 3] for i in range(_EXECUTE_FIXED, len(ex), 3)]
@@ -144,7 +149,7 @@ def _match(module, ops: list[Op], term: Op, live: RefLiveness, out_live) -> Subm
             return None
         if buf is not None and b.ordinal == buf:
             slots.append(k)
-    kind = "alloca_execute_indirect" if with_alloca else "execute_indirect"
+    kind = "alloca_execute_indirect" if with_alloca else "execute" if direct else "execute_indirect"
     return Submission(kind, tuple(ops), term, tuple(slots))
 
 

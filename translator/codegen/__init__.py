@@ -308,6 +308,7 @@ _FUSED_IMPORTS = {
         submissions.EXECUTE_INDIRECT,
         submissions.FENCE_AWAIT,
     ),
+    "execute": (submissions.FENCE_CREATE, submissions.QUEUE_EXECUTE, submissions.FENCE_AWAIT),
 }
 
 

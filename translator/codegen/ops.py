@@ -384,6 +384,18 @@ class OpRenderer:
                 (await_flags, "flags"),
             ]
             targets = (self.reg(group.alloca["results"][0]), self.reg(term["results"][0]))
+        elif kind == "execute":
+            args = [
+                (device, "device"),
+                (create_flags, "flags (fence.create)"),
+                (affinity, "affinity (queue.execute)"),
+                (wait, "wait fence"),
+                (cmd, "command buffer"),
+                (flags, "flags"),
+                (timeout, "timeout (fence.await)"),
+                (await_flags, "flags"),
+            ]
+            targets = (self.reg(term["results"][0]),)
         else:
             args = [
                 (device, "device"),
