@@ -8,7 +8,8 @@ For a dispatch whose result is transient, IREE's compiler emits, back to back:
     hal.device.queue.execute.indirect(device, affinity, f0, f1, command_buffer, flags, table)
     status = hal.fence.await(timeout, flags, [f1])
 
-(or the same without the alloca, the execute then waiting on any fence). When the
+(or its last three ops, the execute then waiting on any fence; or fence.create,
+hal.device.queue.execute, fence.await for a command buffer with no binding table). When the
 translator proves both fences private to the group (translator/analyses/submissions.py),
 it emits one call of a helper built here, per context, from the context's bound imports.
 

@@ -8,7 +8,8 @@ For each dispatch with a transient result, IREE's compiler ends a block with
     vm.call.variadic @hal.device.queue.execute.indirect(%dev, %aff2, %f0, %f1, %cmd, %flags, table...)
     vm.call.variadic.yieldable @hal.fence.await(%timeout, %flags2, %f1) -> ^next(%status)
 
-(or its last three ops alone, the execute then waiting on any fence). A group is found
+(or its last three ops alone, the execute then waiting on any fence; or the same three
+with `hal.device.queue.execute`, no table, for a one-shot command buffer). A group is found
 when the ops are consecutive at the end of the block, the await is its terminator, every
 call goes to a required import with the cconv runtime_support/hal/fused.py serves, one
 device register feeds them all, and the fences are private: each fence register appears
