@@ -222,6 +222,28 @@ def test_generated_code_calls_the_helper(vmfbs, tmp_path):
     assert "submit_" not in off and "hal_device_queue_execute_indirect(" in off
 
 
+def test_fused_call_reads_its_wait_fence_even_where_the_group_rewrites_it(vmfbs):
+    """In mul4 the alloca waits on r2 and the second fence goes to r2: the call still
+    reads r2 (passes that trim releases rely on `reads`)."""
+    from translator.codegen import _Locations, _numeric_ops
+    from translator.codegen.function import FunctionEmitter
+    from translator.codegen.names import NameTable
+    from translator.codegen.ops import OpRenderer
+    from translator.codegen.stmt import Assign
+
+    pipeline = Pipeline.from_file(vmfbs["mul4"])
+    module = pipeline.module
+    k = next(k for k, fn in enumerate(pipeline.functions) if fn.name == "main")
+    renderer = OpRenderer(module, NameTable(module), pipeline.cconvs, _numeric_ops(), _Locations(module))
+    fn = pipeline.functions[k]
+    emitter = FunctionEmitter(renderer, fn, pipeline.cconvs[k], module.descriptors[k].ref_register_count)
+    (index, group), = emitter.groups.items()
+    wait = f"r{group.alloca['operands'][2].ordinal}"
+    assert wait == f"r{group.ops[2]['results'][0].ordinal}"  # the case this test is about
+    (call,) = [s for s in emitter.terminator(index).pre if isinstance(s, Assign)]
+    assert wait in call.reads and call.targets[0] not in call.reads
+
+
 # -- the helper: fast path == general path -----------------------------------------------
 
 

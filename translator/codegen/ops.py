@@ -12,6 +12,7 @@ written inline, in the form `runtime_support.vm.numerics.INLINE` gives beside th
 from __future__ import annotations
 
 import math
+import re
 
 from dataclasses import dataclass
 
@@ -42,6 +43,9 @@ HELPER_MODULES = {
     "globals": "runtime_support.vm.globals",
     "fused": "runtime_support.hal.fused",
 }
+
+
+_REGISTER = re.compile(r"\b[ri]\d+\b")  # a register local in an argument text
 
 
 def helper_name(mnemonic: str) -> str:
@@ -415,11 +419,13 @@ class OpRenderer:
         # The `if status: raise` that follows is the next block's; the comment names
         # what the call does, the call carries the execute's provenance (the dispatch).
         names = ", ".join(p.callee.removeprefix("hal.") for p in provs)
-        reads = frozenset(self.reg(r) for op in ops for r in op.reads()) | self.reads(term)
-        written = {self.reg(r) for op in ops for r in op.writes()}
+        # What the call reads: the registers among its arguments (a register the group
+        # also writes, e.g. a wait fence in the register the second fence goes to, is
+        # read before: the arguments are evaluated first).
+        reads = frozenset(n for a, _ in args for n in _REGISTER.findall(a))
         stmts: list[Stmt] = [
             Comment(provs[0], f"fused: {names}"),
-            Assign(provs[-2], targets, call, reads - written),
+            Assign(provs[-2], targets, call, reads),
         ]
         # What the ops release (moved or last read; the new buffer only if the execute
         # was its last reader), and the fences, which nothing reads afterwards.
