@@ -11,6 +11,7 @@ Generated code; regenerate with the command below rather than editing.
 from runtime_support.context import Export, Import, ModuleContext, describe_exports, vm_fail
 from runtime_support.vm.numerics import add_i64, trunc_i64_i32
 from runtime_support.vm.globals import global_store_ref
+from runtime_support.hal.fused import ALLOCATED, alloca_execute_indirect
 
 #: The VM module's own name (from the vmfb) and the package name it was written as.
 VM_MODULE_NAME = "module"
@@ -107,6 +108,12 @@ def _bind(ctx):
         hal_fence_create,
         hal_fence_await,
     ) = ctx.imports
+    submit_alloca_execute_indirect = alloca_execute_indirect(
+        hal_fence_create,
+        hal_device_queue_alloca,
+        hal_device_queue_execute_indirect,
+        hal_fence_await,
+    )
     (
         rodata_hal_device_id,
         rodata_local,

@@ -2,6 +2,7 @@
 
     live = RefLiveness(fn, info)      # info: cfg.analyze(fn)
     live.after(op)                    # ref ordinals live after a non-terminator op
+    live.live_out(b)                  # ref ordinals live on leaving block b (its edges)
 
 Backward dataflow over the CFG. A block's terminator reads its own operands and, per
 successor edge, the remap sources; a remap is a sequence of copies, so a destination is
@@ -54,8 +55,16 @@ class RefLiveness:
                 if new != live_in[b]:
                     live_in[b], changed = new, True
         self._after: dict[int, frozenset[int]] = {}
+        self._out: dict[int, frozenset[int]] = {}
         for b in info.rpo:
             self._block(fn.blocks[b], live_in, index_of, self._after)
+            block = fn.blocks[b]
+            live: set[int] = set()
+            for pc, pairs in block.ops[-1].edges():
+                target = index_of.get(pc)
+                if target in live_in:
+                    live |= _edge_live(live_in[target], pairs)
+            self._out[b] = frozenset(live)
 
     @staticmethod
     def _block(block, live_in, index_of, record) -> set[int]:
@@ -74,6 +83,11 @@ class RefLiveness:
 
     def after(self, op: Op) -> frozenset[int]:
         return self._after.get(op.pc, frozenset())
+
+    def live_out(self, block: int) -> frozenset[int]:
+        """Ref registers some successor of `block` may read (after its terminator; an
+        unreachable block: none)."""
+        return self._out.get(block, frozenset())
 
     def dies_at(self, op: Op) -> frozenset[int]:
         """Ref registers `op` reads for the last time (not live after it, not rewritten)."""

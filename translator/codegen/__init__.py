@@ -25,7 +25,15 @@ from translator.codegen.names import NameTable
 from translator.codegen.ops import HELPER_MODULES, OpRenderer
 from translator.codegen.passes import MessageTable, tidy_ifs, tidy_releases, trim_ref_init
 from translator.codegen.printer import Printer
-from translator.codegen.view import ExportRow, FunctionView, ImportRow, ModuleView, RodataRow
+from translator.analyses import submissions
+from translator.codegen.view import (
+    ExportRow,
+    FunctionView,
+    FusedRow,
+    ImportRow,
+    ModuleView,
+    RodataRow,
+)
 from translator.pipeline import Pipeline
 from translator.module import (
     CallSiteLoc,
@@ -175,10 +183,13 @@ def generate(
     *,
     provenance: bool = False,
     pipeline: Pipeline | None = None,
+    fuse_submissions: bool = True,
 ) -> GeneratedPackage:
     """`pipeline`: the module's front end (decoded, verified functions and their analyses);
     made here when not given. `provenance`: VM comments (`# pc 0x42 hal.fence.await`) on
-    every function; without it, only on functions that show no source location."""
+    every function; without it, only on functions that show no source location.
+    `fuse_submissions`: each per-dispatch submission group with private fences becomes
+    one call of a fused helper (analyses/submissions.py); False keeps one call per op."""
     if pipeline is None:
         pipeline = Pipeline(module)
     # Translate-time checks of the module's imports and exports run before any code is generated.
@@ -190,6 +201,7 @@ def generate(
     locations = _Locations(module)
     renderer = OpRenderer(module, names, cconvs, _numeric_ops(), locations)
     renderer.unchecked_ref_loads = unchecked_ref_loads(module, functions)
+    renderer.fuse_submissions = fuse_submissions
     messages = MessageTable()
     views = []
     structured = fallback = 0
@@ -274,9 +286,39 @@ def generate(
         global_bytes=module.global_bytes_capacity,
         global_refs=module.global_ref_count,
         functions=views,
+        fused=[
+            FusedRow(local, kind, [names.import_name(_import_ordinal(module, i)) for i in _FUSED_IMPORTS[kind]])
+            for kind, local in sorted(renderer.fused.items())
+        ],
     )
     text = _environment().get_template("module.py.j2").render(m=view)
     return GeneratedPackage(text, bytes(blob), table, structured, fallback)
+
+
+# The imports each fused helper is built from (runtime_support/hal/fused.py), in order.
+_FUSED_IMPORTS = {
+    "alloca_execute_indirect": (
+        submissions.FENCE_CREATE,
+        submissions.QUEUE_ALLOCA,
+        submissions.EXECUTE_INDIRECT,
+        submissions.FENCE_AWAIT,
+    ),
+    "execute_indirect": (
+        submissions.FENCE_CREATE,
+        submissions.EXECUTE_INDIRECT,
+        submissions.FENCE_AWAIT,
+    ),
+    "execute": (submissions.FENCE_CREATE, submissions.QUEUE_EXECUTE, submissions.FENCE_AWAIT),
+}
+
+
+def _import_ordinal(module: Module, want: tuple[str, str]) -> int:
+    """The ordinal of the required import (full name, cconv) a submission group calls."""
+    return next(
+        i.ordinal
+        for i in module.imports
+        if not i.optional and (i.full_name, i.signature.calling_convention) == want
+    )
 
 
 def format_source(source: str) -> str:
@@ -294,6 +336,7 @@ def write_package(
     source_name: str = "",
     provenance: bool = False,
     pipeline: Pipeline | None = None,
+    fuse_submissions: bool = True,
 ) -> Path:
     """Writes OUT_DIR/NAME/{__init__.py, rodata.bin}; returns the package directory.
 
@@ -301,7 +344,10 @@ def write_package(
     so importers never see a half-written package and no stale file survives. Files and
     the directory get the modes the umask allows, like any file the user writes.
     """
-    pkg = generate(module, name, source_name, provenance=provenance, pipeline=pipeline)
+    pkg = generate(
+        module, name, source_name, provenance=provenance, pipeline=pipeline,
+        fuse_submissions=fuse_submissions,
+    )
     source = format_source(pkg.source) if format_code else pkg.source
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

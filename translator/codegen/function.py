@@ -18,6 +18,7 @@ from translator.cconv import CConv
 from translator.analyses import cfg
 from translator.analyses.layout import parameter_names
 from translator.analyses.liveness import RefLiveness
+from translator.analyses import submissions
 from translator.codegen.hal_enums import const_notes
 from translator.codegen.ops import OpRenderer, Terminator
 from translator.analyses.regkinds import HIGH, RegisterKinds
@@ -70,13 +71,22 @@ class FunctionEmitter:
         self._terms: dict[int, Terminator] = {}
         self.notes = const_notes(renderer.module, fn)
         self.live = RefLiveness(fn, self.info)
+        # Blocks that end in a submission group, lowered as one fused call.
+        self.groups = (
+            submissions.find(renderer.module, fn, self.live) if renderer.fuse_submissions else {}
+        )
 
     # -- pieces shared by both strategies --------------------------------------------
     def block_ops(self, index: int) -> list[Stmt]:
         block = self.fn.blocks[index]
+        ops = block.ops
+        group = self.groups.get(index)
+        if group is not None:  # its ops are the terminator's (`terminator`)
+            ops = ops[: len(ops) - 1 - len(group.ops)] + [group.ops[0]]
         out: list[Stmt] = []
-        for op, nxt in zip(block.ops[:-1], block.ops[1:]):
-            stmts = self.r.lower_op(self.fn, op, _overwritten_by(nxt), self.live.dies_at(op))
+        for op, nxt in zip(ops[:-1], ops[1:]):
+            overwritten = _overwritten_by(nxt) if nxt is not (group and group.ops[0]) else frozenset()
+            stmts = self.r.lower_op(self.fn, op, overwritten, self.live.dies_at(op))
             note = self.notes.get(op.pc)
             if note and stmts and isinstance(stmts[0], Assign):
                 stmts[0].note = note
@@ -87,7 +97,12 @@ class FunctionEmitter:
         term = self._terms.get(index)
         if term is None:
             op = self.fn.blocks[index].ops[-1]
-            term = self._terms[index] = self.r.lower_terminator(self.fn, op, self.index_of)
+            group = self.groups.get(index)
+            if group is not None:
+                term = self.r.lower_submission(self.fn, group, self.live.dies_at, self.index_of)
+            else:
+                term = self.r.lower_terminator(self.fn, op, self.index_of)
+            self._terms[index] = term
         return term
 
     def remap(self, block: int, pairs) -> list[Stmt]:

@@ -96,6 +96,11 @@ class NameTable:
     def function(self, k: int) -> str:
         return self.functions[k]
 
+    def fused_local(self, kind: str) -> str:
+        """The `_bind` local holding a context's fused submission helper of `kind`
+        (`alloca_execute_indirect` -> `submit_alloca_execute_indirect`)."""
+        return self._unique(f"submit_{kind}")
+
     def import_name(self, i: int) -> str:
         return self.imports[i]
 

@@ -12,6 +12,7 @@ written inline, in the form `runtime_support.vm.numerics.INLINE` gives beside th
 from __future__ import annotations
 
 import math
+import re
 
 from dataclasses import dataclass
 
@@ -40,7 +41,11 @@ HELPER_MODULES = {
     "buffer": "runtime_support.vm.buffer",
     "list": "runtime_support.vm.list",
     "globals": "runtime_support.vm.globals",
+    "fused": "runtime_support.hal.fused",
 }
+
+
+_REGISTER = re.compile(r"\b[ri]\d+\b")  # a register local in an argument text
 
 
 def helper_name(mnemonic: str) -> str:
@@ -87,6 +92,10 @@ class OpRenderer:
         # (slot, type ordinal) of ref-global loads that are plain reads
         # (translator/analyses/ref_globals.py); set by the caller for the whole module.
         self.unchecked_ref_loads: frozenset = frozenset()
+        # Whether submission groups (analyses/submissions.py) become one fused call.
+        self.fuse_submissions = True
+        # Fused helper kind -> the local `_bind` builds it into (module-wide).
+        self.fused: dict[str, str] = {}
 
     def use(self, module: str, name: str) -> str:
         self.helpers[module].add(name)
@@ -331,6 +340,106 @@ class OpRenderer:
         if not outs:
             return [Call(prov, expr, self.reads(op))]
         return [Assign(prov, outs, expr, self.reads(op))]
+
+    # -- fused submissions ----------------------------------------------------------------
+    def lower_submission(self, fn: Function, group, dead, index_of: dict[int, int]) -> Terminator:
+        """A submission group (analyses/submissions.py) as one call of the context's fused
+        helper (runtime_support/hal/fused.py), its arguments in the ops' order with the
+        private fences left out; a table entry holding the new buffer reads `ALLOCATED`.
+        Afterwards every register the ops left null is released (the fences included)."""
+        term = group.await_op
+        kind = group.kind
+        local = self.fused.get(kind)
+        if local is None:
+            local = self.fused[kind] = self.names.fused_local(kind)
+            self.use("fused", kind)
+        ops = group.ops
+        execute = group.execute
+        ex = [self.reg(r) for r in execute["operands"]]
+        table = [ex[i : i + 3] for i in range(6, len(ex), 3)]
+        if group.slots:
+            allocated = self.use("fused", "ALLOCATED")
+            for k in group.slots:
+                table[k] = [allocated] + table[k][1:]
+        table_text = "[" + ", ".join("(" + ", ".join(e) + ")" for e in table) + "]"
+        create_flags = self.reg(ops[-2]["operands"][1])
+        device, affinity, wait, _signal, cmd, flags = ex[:6]
+        timeout, await_flags = (self.reg(r) for r in term["operands"][:2])
+        if kind == "alloca_execute_indirect":
+            al = [self.reg(r) for r in group.alloca["operands"]]
+            slots = f"({', '.join(map(str, group.slots))},)" if group.slots else "()"
+            args = [
+                (device, "device"),
+                (self.reg(ops[0]["operands"][1]), "flags (fence.create)"),
+                (al[1], "affinity (queue.alloca)"),
+                (al[2], "wait fence"),
+                (al[4], "pool"),
+                (al[5], "memory types"),
+                (al[6], "buffer usage"),
+                (al[7], "allocation size"),
+                (al[8], "flags"),
+                (create_flags, "flags (fence.create)"),
+                (affinity, "affinity (queue.execute.indirect)"),
+                (cmd, "command buffer"),
+                (flags, "flags"),
+                (table_text, "binding table"),
+                (slots, "table entries of the new buffer (ALLOCATED)"),
+                (timeout, "timeout (fence.await)"),
+                (await_flags, "flags"),
+            ]
+            targets = (self.reg(group.alloca["results"][0]), self.reg(term["results"][0]))
+        elif kind == "execute":
+            args = [
+                (device, "device"),
+                (create_flags, "flags (fence.create)"),
+                (affinity, "affinity (queue.execute)"),
+                (wait, "wait fence"),
+                (cmd, "command buffer"),
+                (flags, "flags"),
+                (timeout, "timeout (fence.await)"),
+                (await_flags, "flags"),
+            ]
+            targets = (self.reg(term["results"][0]),)
+        else:
+            args = [
+                (device, "device"),
+                (create_flags, "flags (fence.create)"),
+                (affinity, "affinity (queue.execute.indirect)"),
+                (wait, "wait fence"),
+                (cmd, "command buffer"),
+                (flags, "flags"),
+                (table_text, "binding table"),
+                (timeout, "timeout (fence.await)"),
+                (await_flags, "flags"),
+            ]
+            targets = (self.reg(term["results"][0]),)
+        # One argument a line, each with what it is: the call stays readable.
+        call = f"{local}(\n" + "".join(f"{a},  # {label}\n" for a, label in args) + ")"
+        provs = [self.provenance(fn, op) for op in (*ops, term)]
+        # The `if status: raise` that follows is the next block's; the comment names
+        # what the call does, the call carries the execute's provenance (the dispatch).
+        names = ", ".join(p.callee.removeprefix("hal.") for p in provs)
+        # What the call reads: the registers among its arguments (a register the group
+        # also writes, e.g. a wait fence in the register the second fence goes to, is
+        # read before: the arguments are evaluated first).
+        reads = frozenset(n for a, _ in args for n in _REGISTER.findall(a))
+        stmts: list[Stmt] = [
+            Comment(provs[0], f"fused: {names}"),
+            Assign(provs[-2], targets, call, reads),
+        ]
+        # What the ops release (moved or last read; the new buffer only if the execute
+        # was its last reader), and the fences, which nothing reads afterwards.
+        released: list[str] = []
+        for op, prov in zip(ops, provs):
+            for r in self.moves_after(op, prov, frozenset(), dead(op)):
+                released += r.names
+        for r in self.moves_after(term, provs[-1]):
+            released += r.names
+        released += [self.reg(r) for op in ops if op is not group.alloca for r in op.writes()]
+        released = list(dict.fromkeys(released))
+        if released:
+            stmts.append(Release(provs[-1], released))
+        return Terminator(provs[-1], stmts, None, self._edges(term, index_of, [None]))
 
     # -- control flow -----------------------------------------------------------------
     def lower_remap(self, pairs, kinds, prov: Provenance | None) -> list[Stmt]:

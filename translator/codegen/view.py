@@ -32,6 +32,13 @@ class ImportRow:
 
 
 @dataclass(frozen=True)
+class FusedRow:
+    local: str  # the identifier `_bind` binds the helper to
+    builder: str  # runtime_support.hal.fused's function that builds it
+    imports: list[str]  # the import locals it is built from, in the builder's order
+
+
+@dataclass(frozen=True)
 class RodataRow:
     local: str
     offset: int
@@ -61,3 +68,4 @@ class ModuleView:
     global_bytes: int
     global_refs: int
     functions: list[FunctionView]
+    fused: list[FusedRow]

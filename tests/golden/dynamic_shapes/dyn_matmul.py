@@ -96,11 +96,18 @@
         r4 = r5 = r7 = None
         hal_command_buffer_execution_barrier(r2, i1, i0, i14)
         hal_command_buffer_finalize(r2)
-        r4 = hal_fence_create(r3, i14)
-        hal_device_queue_execute(r3, i16, r0, r4, r2, i14)
+        # fused: fence.create, device.queue.execute, fence.await
+        i0 = submit_execute(
+            r3,  # device
+            i14,  # flags (fence.create)
+            i16,  # affinity (queue.execute)
+            r0,  # wait fence
+            r2,  # command buffer
+            i14,  # flags
+            i8,  # timeout (fence.await)
+            i14,  # flags
+        )
         r3 = r0 = r2 = None
-        i0 = hal_fence_await(i8, i14, [r4])
-        r4 = None
         if i0:
             raise vm_fail(i0, "failed to wait on timepoint", "dyn_matmul", None)
         # pc 0x39d-0x3c4 hal.buffer_view.create

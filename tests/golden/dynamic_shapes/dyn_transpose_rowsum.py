@@ -111,11 +111,18 @@
         r3 = r4 = None
         hal_command_buffer_execution_barrier(r1, i1, i0, i18)
         hal_command_buffer_finalize(r1)
-        r3 = hal_fence_create(r2, i18)
-        hal_device_queue_execute(r2, i20, r0, r3, r1, i18)
+        # fused: fence.create, device.queue.execute, fence.await
+        i0 = submit_execute(
+            r2,  # device
+            i18,  # flags (fence.create)
+            i20,  # affinity (queue.execute)
+            r0,  # wait fence
+            r1,  # command buffer
+            i18,  # flags
+            i12,  # timeout (fence.await)
+            i18,  # flags
+        )
         r2 = r0 = r1 = None
-        i0 = hal_fence_await(i12, i18, [r3])
-        r3 = None
         if i0:
             raise vm_fail(i0, "failed to wait on timepoint", "dyn_transpose_rowsum", None)
         # pc 0x3cd-0x41a hal.buffer_view.create

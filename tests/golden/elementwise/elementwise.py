@@ -1,7 +1,7 @@
 # Golden 'elementwise': tensor_elementwise.mlir, one function. Covers: dispatches behind a fence wait; its failure arm as an early exit; HAL calls with enum arguments; command-buffer init function.
     def elementwise(r0, r1):
         "sync func @elementwise(%input0: tensor<2x5xf32>, %input1: tensor<2x5xf32>) -> (%output0: tensor<2x5xf32>, %output1: tensor<2x5xf32>, %output2: tensor<2x5xf32>)"
-        # pc 0x1-0x1d5 hal.buffer_view.assert, hal.buffer_view.buffer (+6 more)
+        # pc 0x1-0x1d5 hal.buffer_view.assert, hal.buffer_view.buffer (+5 more)
         i0 = 16
         i1 = 1  # DENSE_ROW_MAJOR
         i2 = 553648160  # FLOAT_32
@@ -30,16 +30,28 @@
         r7 = hal_buffer_view_buffer(r1)
         r1 = None
         hal_buffer_assert(r7, r6, r0, i10, i0, i3)
-        r6 = None
-        r0 = hal_fence_create(r3, i18)
-        r1 = hal_device_queue_alloca(r3, i20, r2, r0, i18, i4, i3, i16, i18)
-        r2 = hal_fence_create(r3, i18)
-        hal_device_queue_execute_indirect(
-            r3, i20, r0, r2, r4, i18, [(r5, i18, i10), (r7, i18, i10), (r1, i18, i16)]
+        r6 = r0 = None
+        # fused: fence.create, device.queue.alloca, fence.create, device.queue.execute.indirect, fence.await
+        r1, i0 = submit_alloca_execute_indirect(
+            r3,  # device
+            i18,  # flags (fence.create)
+            i20,  # affinity (queue.alloca)
+            r2,  # wait fence
+            i18,  # pool
+            i4,  # memory types
+            i3,  # buffer usage
+            i16,  # allocation size
+            i18,  # flags
+            i18,  # flags (fence.create)
+            i20,  # affinity (queue.execute.indirect)
+            r4,  # command buffer
+            i18,  # flags
+            [(r5, i18, i10), (r7, i18, i10), (ALLOCATED, i18, i16)],  # binding table
+            (2,),  # table entries of the new buffer (ALLOCATED)
+            i5,  # timeout (fence.await)
+            i18,  # flags
         )
-        r3 = r0 = r4 = r5 = r7 = None
-        i0 = hal_fence_await(i5, i18, [r2])
-        r2 = None
+        r3 = r4 = r5 = r7 = None
         if i0:
             raise vm_fail(i0, "failed to wait on timepoint", "elementwise", None)
         # pc 0x1e5-0x25c hal.buffer_view.create

@@ -39,11 +39,18 @@
         r3 = r4 = None
         hal_command_buffer_execution_barrier(r1, i2, i1, i10)
         hal_command_buffer_finalize(r1)
-        r3 = hal_fence_create(r2, i10)
-        hal_device_queue_execute(r2, i12, r0, r3, r1, i10)
+        # fused: fence.create, device.queue.execute, fence.await
+        i0 = submit_execute(
+            r2,  # device
+            i10,  # flags (fence.create)
+            i12,  # affinity (queue.execute)
+            r0,  # wait fence
+            r1,  # command buffer
+            i10,  # flags
+            i8,  # timeout (fence.await)
+            i10,  # flags
+        )
         r2 = r0 = r1 = None
-        i0 = hal_fence_await(i8, i10, [r3])
-        r3 = None
         if i0:
             raise vm_fail(i0, "failed to wait on timepoint", "scale_tensor", None)
         # pc 0x1f3-0x218 hal.buffer_view.create

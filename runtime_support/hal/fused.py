@@ -1,0 +1,342 @@
+"""One call for the submission group a compiled program issues per dispatch.
+
+For a dispatch whose result is transient, IREE's compiler emits, back to back:
+
+    f0 = hal.fence.create(device, flags)
+    buffer = hal.device.queue.alloca(device, affinity, wait, f0, pool, types, usage, size, flags)
+    f1 = hal.fence.create(device, flags)
+    hal.device.queue.execute.indirect(device, affinity, f0, f1, command_buffer, flags, table)
+    status = hal.fence.await(timeout, flags, [f1])
+
+(or its last three ops, the execute then waiting on any fence; or fence.create,
+hal.device.queue.execute, fence.await for a command buffer with no binding table). When the
+translator proves both fences private to the group (translator/analyses/submissions.py),
+it emits one call of a helper built here, per context, from the context's bound imports.
+
+The helper's GENERAL path is the sequence above, literally, through the bound imports: the
+behaviour of every device, argument and error is the imports' own. Its FAST path runs
+only where it is provably the same: the imports are the `hal` module's own methods, the
+device is a `LocalDevice`, the wait fence is null or already reached, the command buffer
+is a `HalCommandBuffer`, every table entry's buffer is a `HalBuffer` or null, pool 0 and
+a size >= 0 (else the general path raises the import's own error), and no other thread
+is running the device's queue. It then does what the imports would do on that path and
+skips only what nothing can observe: the two private fences and their signalling. It
+allocates as `device_queue_alloca` does, runs `command_buffer.execute(table)` as
+`LocalQueue.call` does (holding the queue's draining role, errors captured the same way),
+and returns. A failure of the command buffer fails a real fence that the bound
+`hal.fence.await` then reports, so the error raised is the unfused one.
+
+In generated code a table entry whose buffer is the one being allocated holds
+`ALLOCATED`; `slots` names those entries (a constant tuple), and the helper puts the new
+buffer there before the table is used.
+"""
+
+from __future__ import annotations
+
+from ..errors import VMError
+from .buffer import HalBuffer, fresh_buffer
+from .command_buffer import HalCommandBuffer
+from .device import LocalDevice
+from .fence import REACHED, Fence
+from .queue import _internal
+
+_M32 = 0xFFFFFFFF
+_EXECUTE_INDIRECT = "device.queue.execute.indirect"
+_EXECUTE = "device.queue.execute"
+
+
+class _Allocated:
+    """The table entry placeholder for the buffer the group allocates."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "ALLOCATED"
+
+
+ALLOCATED = _Allocated()
+
+# Table entry buffers the fast path takes as they are (any other type: general path,
+# where the import's check raises its own error).
+_TABLE_TYPES = frozenset({HalBuffer, type(None)})
+
+
+def _fast_ok(create, alloca, execute, await_, execute_name="device_queue_execute_indirect") -> bool:
+    """Whether the bound imports are one `HalModule`'s own methods (not a subclass's
+    overrides) accepting a LocalDevice: then the fast path knows what each one does."""
+    from .module import HalModule
+
+    owner = getattr(await_, "__self__", None)
+    if not isinstance(owner, HalModule):
+        return False
+    for bound, name in (
+        (create, "fence_create"),
+        (alloca, "device_queue_alloca"),
+        (execute, execute_name),
+        (await_, "fence_await"),
+    ):
+        if bound is None and name == "device_queue_alloca":
+            continue
+        if getattr(bound, "__self__", None) is not owner or getattr(
+            bound, "__func__", None
+        ) is not getattr(HalModule, name):
+            return False
+    return issubclass(LocalDevice, owner.DEVICE_TYPES)
+
+
+def _failed(error, await_, timeout, await_flags):
+    """The await of a fence the execution failed: the bound import raises what the
+    unfused sequence raises."""
+    f1 = Fence()
+    f1.fail(error)
+    return await_(timeout, await_flags, [f1])
+
+
+def alloca_execute_indirect(create, alloca, execute, await_):
+    """The helper for fence.create, queue.alloca, fence.create, queue.execute.indirect,
+    fence.await (arguments in the ops' order, fences left out):
+
+        buffer, status = submit(device, create_flags, affinity, wait, pool, memory_types,
+                                usage, size, alloca_flags, create_flags2, exec_affinity,
+                                command_buffer, exec_flags, table, slots, timeout,
+                                await_flags)
+    """
+
+    def general(
+        device, create_flags, affinity, wait, pool, memory_types, usage, size, alloca_flags,
+        create_flags2, exec_affinity, command_buffer, exec_flags, table, slots, timeout,
+        await_flags,
+    ):
+        f0 = create(device, create_flags)
+        buffer = alloca(
+            device, affinity, wait, f0, pool, memory_types, usage, size, alloca_flags
+        )
+        f1 = create(device, create_flags2)
+        for k in slots:
+            _, offset, length = table[k]
+            table[k] = (buffer, offset, length)
+        execute(device, exec_affinity, f0, f1, command_buffer, exec_flags, table)
+        return buffer, await_(timeout, await_flags, [f1])
+
+    if not _fast_ok(create, alloca, execute, await_):
+        return general
+
+    def resume(device, create_flags, create_flags2, exec_affinity, command_buffer, exec_flags,
+               table, timeout, await_flags, buffer):
+        """The sequence after the alloca, through the imports (f0 as the alloca left
+        it: reached)."""
+        f0 = create(device, create_flags)
+        f0.signal()
+        f1 = create(device, create_flags2)
+        execute(device, exec_affinity, f0, f1, command_buffer, exec_flags, table)
+        return buffer, await_(timeout, await_flags, [f1])
+
+    def submit(
+        device, create_flags, affinity, wait, pool, memory_types, usage, size, alloca_flags,
+        create_flags2, exec_affinity, command_buffer, exec_flags, table, slots, timeout,
+        await_flags,
+    ):
+        # (the tests are inline: a helper function per test costs a frame per dispatch)
+        if not (
+            type(device) is LocalDevice
+            and type(command_buffer) is HalCommandBuffer
+            and pool == 0
+            and size >= 0
+            and (
+                wait is None
+                or (type(wait) is Fence and (wait.state == REACHED or wait.reached_now()))
+            )
+            and not device.queue._draining
+        ):
+            return general(
+                device, create_flags, affinity, wait, pool, memory_types, usage, size,
+                alloca_flags, create_flags2, exec_affinity, command_buffer, exec_flags, table,
+                slots, timeout, await_flags,
+            )
+        # hal.device.queue.alloca on a LocalDevice; its signal fence f0 is reached at once
+        allocator = device.allocator
+        buffer = fresh_buffer(size, memory_types & _M32, usage & _M32, allocator)
+        allocator.bytes_allocated += size
+        for k in slots:
+            _, offset, length = table[k]
+            table[k] = (buffer, offset, length)
+        queue = device.queue
+        for entry in table:
+            if type(entry[0]) not in _TABLE_TYPES:  # the import's check raises
+                return resume(device, create_flags, create_flags2, exec_affinity,
+                              command_buffer, exec_flags, table, timeout, await_flags, buffer)
+        # hal.device.queue.execute.indirect: LocalQueue.call with its wait fence reached
+        lock = queue._lock
+        lock.acquire()
+        if queue._draining:  # another thread runs the queue: queue up behind it
+            lock.release()
+            return resume(device, create_flags, create_flags2, exec_affinity,
+                          command_buffer, exec_flags, table, timeout, await_flags, buffer)
+        queue._draining = True
+        lock.release()
+        error = None
+        try:
+            try:
+                # command_buffer.execute(table), its plan run here (one frame less)
+                plan = command_buffer._plan
+                if plan:
+                    command_buffer.executions += 1
+                    if not plan.run(table, getattr(command_buffer.device, "worker_count", 1)):
+                        command_buffer.executions -= 1  # (execute counts it again)
+                        command_buffer.execute(table)
+                else:
+                    command_buffer.execute(table)
+            except VMError as exc:
+                error = exc
+            except Exception as exc:  # noqa: BLE001  (as LocalQueue.call routes it)
+                error = _internal(_EXECUTE_INDIRECT, exc)
+        finally:
+            lock.acquire()
+            if queue._ready:
+                lock.release()
+                queue._drain()
+            else:
+                queue._draining = False
+                lock.release()
+        if error is None:
+            return buffer, 0  # hal.fence.await of a reached fence
+        return buffer, _failed(error, await_, timeout, await_flags)
+
+    submit.general = general
+    return submit
+
+
+def execute_indirect(create, execute, await_):
+    """The helper for fence.create, queue.execute.indirect, fence.await:
+
+        status = submit(device, create_flags, affinity, wait, command_buffer, exec_flags,
+                        table, timeout, await_flags)
+    """
+
+    def general(
+        device, create_flags, affinity, wait, command_buffer, exec_flags, table, timeout,
+        await_flags,
+    ):
+        f1 = create(device, create_flags)
+        execute(device, affinity, wait, f1, command_buffer, exec_flags, table)
+        return await_(timeout, await_flags, [f1])
+
+    if not _fast_ok(create, None, execute, await_):
+        return general
+
+    def submit(
+        device, create_flags, affinity, wait, command_buffer, exec_flags, table, timeout,
+        await_flags,
+    ):
+        if type(device) is LocalDevice and type(command_buffer) is HalCommandBuffer and (
+            wait is None
+            or (type(wait) is Fence and (wait.state == REACHED or wait.reached_now()))
+        ):
+            for entry in table:
+                if type(entry[0]) not in _TABLE_TYPES:
+                    break
+            else:
+                queue = device.queue
+                lock = queue._lock
+                lock.acquire()
+                if not queue._draining:
+                    queue._draining = True
+                    lock.release()
+                    error = None
+                    try:
+                        try:
+                            plan = command_buffer._plan  # as in alloca_execute_indirect
+                            if plan:
+                                command_buffer.executions += 1
+                                if not plan.run(
+                                    table, getattr(command_buffer.device, "worker_count", 1)
+                                ):
+                                    command_buffer.executions -= 1
+                                    command_buffer.execute(table)
+                            else:
+                                command_buffer.execute(table)
+                        except VMError as exc:
+                            error = exc
+                        except Exception as exc:  # noqa: BLE001  (as LocalQueue.call)
+                            error = _internal(_EXECUTE_INDIRECT, exc)
+                    finally:
+                        lock.acquire()
+                        if queue._ready:
+                            lock.release()
+                            queue._drain()
+                        else:
+                            queue._draining = False
+                            lock.release()
+                    if error is None:
+                        return 0
+                    return _failed(error, await_, timeout, await_flags)
+                lock.release()
+        return general(
+            device, create_flags, affinity, wait, command_buffer, exec_flags, table, timeout,
+            await_flags,
+        )
+
+    submit.general = general
+    return submit
+
+
+def execute(create, execute, await_):
+    """The helper for fence.create, queue.execute (a command buffer with no binding
+    table, typically one-shot), fence.await:
+
+        status = submit(device, create_flags, affinity, wait, command_buffer, exec_flags,
+                        timeout, await_flags)
+    """
+
+    def general(
+        device, create_flags, affinity, wait, command_buffer, exec_flags, timeout, await_flags
+    ):
+        f1 = create(device, create_flags)
+        execute(device, affinity, wait, f1, command_buffer, exec_flags)
+        return await_(timeout, await_flags, [f1])
+
+    if not _fast_ok(create, None, execute, await_, "device_queue_execute"):
+        return general
+
+    def submit(
+        device, create_flags, affinity, wait, command_buffer, exec_flags, timeout, await_flags
+    ):
+        if type(device) is LocalDevice and type(command_buffer) is HalCommandBuffer and (
+            wait is None
+            or (type(wait) is Fence and (wait.state == REACHED or wait.reached_now()))
+        ):
+            queue = device.queue
+            lock = queue._lock
+            lock.acquire()
+            if not queue._draining:  # LocalQueue.submit of `command_buffer.execute(None)`
+                queue._draining = True
+                lock.release()
+                error = None
+                try:
+                    try:
+                        command_buffer.execute(None)
+                    except VMError as exc:
+                        error = exc
+                    except Exception as exc:  # noqa: BLE001  (as LocalQueue.call)
+                        error = _internal(_EXECUTE, exc)
+                finally:
+                    lock.acquire()
+                    if queue._ready:
+                        lock.release()
+                        queue._drain()
+                    else:
+                        queue._draining = False
+                        lock.release()
+                if error is None:
+                    return 0
+                return _failed(error, await_, timeout, await_flags)
+            lock.release()
+        return general(
+            device, create_flags, affinity, wait, command_buffer, exec_flags, timeout, await_flags
+        )
+
+    submit.general = general
+    return submit
+
+
+__all__ = ["ALLOCATED", "alloca_execute_indirect", "execute", "execute_indirect"]
