@@ -270,6 +270,9 @@ class HalBuffer:
         "memory_types",
         "allowed_usage",
         "allocator",
+        # absolute address of the first byte: allocation.address + offset, both fixed for
+        # the buffer's lifetime (a slot, not a property: native plans read it per binding)
+        "address",
         "__weakref__",
     )
 
@@ -290,6 +293,7 @@ class HalBuffer:
         self.allocation = allocation
         self.offset = offset
         self.length = length
+        self.address = allocation.address + offset
         self.memory_types = memory_types & 0xFFFFFFFF
         self.allowed_usage = allowed_usage & 0xFFFFFFFF
         self.allocator = allocator
@@ -348,6 +352,7 @@ class HalBuffer:
         buffer.allocation = allocation
         buffer.offset = 0
         buffer.length = allocation.array.shape[0]
+        buffer.address = allocation.address
         buffer.memory_types = (memory_types | MEMORY_TYPE_LOCAL_CPU) & 0xFFFFFFFF
         buffer.allowed_usage = (usage | USAGE_LOCAL_CPU) & 0xFFFFFFFF
         buffer.allocator = allocator
@@ -367,11 +372,6 @@ class HalBuffer:
         )
 
     # -- properties -----------------------------------------------------------------------
-
-    @property
-    def address(self) -> int:
-        """Absolute address of the first byte (stable for the buffer's lifetime)."""
-        return self.allocation.address + self.offset
 
     @property
     def byte_length(self) -> int:
@@ -534,6 +534,7 @@ def _aligned_buffer(
     buffer.allocation = allocation
     buffer.offset = 0
     buffer.length = size
+    buffer.address = allocation.address
     buffer.memory_types = (memory_types | MEMORY_TYPE_LOCAL_CPU) & 0xFFFFFFFF
     buffer.allowed_usage = (usage | USAGE_LOCAL_CPU) & 0xFFFFFFFF
     buffer.allocator = allocator
