@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import sys
 import threading
+from collections import deque
 
 import numpy as np
 
@@ -495,7 +496,52 @@ _BYTES_COPY_MAX = 4096
 
 def fresh_buffer(size: int, memory_types: int, usage: int, allocator) -> HalBuffer:
     """`HalBuffer.over(Allocation.allocate(size), memory_types, usage, allocator)`:
-    a new zero-filled buffer; the caller has checked that `size` >= 0."""
+    a new zero-filled buffer; the caller has checked that `size` >= 0.
+
+    Small storage is recycled (see `_recycled`): a program's transient buffers (one
+    queue.alloca per dispatch, dead two dispatches later) cost a memset instead of a
+    numpy allocation, an address look-up and a slice."""
+    if 0 < size <= _RECYCLE_MAX:
+        pool = _recycled.get(size)
+        if pool is not None:
+            try:
+                entry = pool.popleft()  # (atomic: no other thread sees it from here on)
+            except IndexError:  # another thread holds the only entry
+                entry = None
+            if entry is not None:
+                storage = entry[0]
+                if _count(storage) == _FREE_STORAGE and _count(storage.base) == _FREE_BASE:
+                    entry[2][:] = entry[3]  # zero-filled again
+                    pool.append(entry)
+                    allocation = _new(Allocation)
+                    allocation.array = storage
+                    allocation.address = address = entry[1]
+                    allocation.owner = None
+                    allocation.readonly = False
+                    allocation.preserve_count = 1
+                    buffer = _new(HalBuffer)
+                    buffer.allocation = allocation
+                    buffer.offset = 0
+                    buffer.length = size
+                    buffer.address = address
+                    buffer.memory_types = (memory_types | MEMORY_TYPE_LOCAL_CPU) & 0xFFFFFFFF
+                    buffer.allowed_usage = (usage | USAGE_LOCAL_CPU) & 0xFFFFFFFF
+                    buffer.allocator = allocator
+                    return buffer
+                if len(pool) < _RECYCLE_DEPTH - 1:  # still in use, may be free next round
+                    pool.append(entry)
+                # (else dropped: it outlived a whole round, held by the caller or a global)
+        elif len(_recycled) < _RECYCLE_SIZES:
+            pool = _recycled.setdefault(size, deque(maxlen=_RECYCLE_DEPTH))
+        try:
+            raw = _zeros(size + ALIGNMENT, _U8)
+        except MemoryError:
+            raise exhausted("hal.allocator.allocate", size, f"{size}-byte buffer") from None
+        buffer = _aligned_buffer(raw, size, memory_types, usage, allocator)
+        if pool is not None:
+            storage = buffer.allocation.array
+            pool.append((storage, buffer.address, memoryview(storage), bytes(size)))
+        return buffer
     if size >= _UNCHECKED:
         return HalBuffer.over(Allocation.allocate(size), memory_types, usage, allocator)
     try:
@@ -503,6 +549,40 @@ def fresh_buffer(size: int, memory_types: int, usage: int, allocator) -> HalBuff
     except MemoryError:
         raise exhausted("hal.allocator.allocate", size, f"{size}-byte buffer") from None
     return _aligned_buffer(raw, size, memory_types, usage, allocator)
+
+
+# -- recycled storage ------------------------------------------------------------------------
+#
+# Per small size, the storage arrays of the last few fresh buffers, each entry
+# (storage, address, memoryview of storage, size zero bytes). An entry is handed out
+# again only when its reference counts show that nothing but the entry holds the
+# storage: no Allocation (so no buffer, subspan, plan or binding table), no memoryview
+# or ctypes object over it, and no numpy view of it (numpy views reference the base
+# array, counted second), which includes results handed to the caller zero-copy
+# (abi.view_to_numpy). The entry holds neither the buffer, its allocation nor the base
+# array, so it changes none of the counts view_to_numpy decides zero-copy by.
+# IREE's heap allocator mallocs (contents undefined); pyree keeps handing out zeros.
+
+_RECYCLE_MAX = 4096  # bytes: a memset costs less than numpy's allocation up to here
+_RECYCLE_DEPTH = 8  # entries per size
+_RECYCLE_SIZES = 64  # sizes tracked (a bound on the memory kept: 64 * 8 * 4 KiB)
+_recycled: dict[int, deque] = {}
+_count = sys.getrefcount
+
+
+def _free_counts() -> tuple[int, int]:
+    """The reference counts fresh_buffer reads for an entry that nothing else holds,
+    measured through the same steps (interpreters differ in what their stack holds)."""
+    raw = _zeros(2 * ALIGNMENT, _U8)
+    storage = raw[ALIGNMENT : ALIGNMENT + 4]
+    pool = deque([(storage, 0, memoryview(storage), bytes(4))])
+    del raw, storage
+    entry = pool.popleft()
+    storage = entry[0]
+    return _count(storage), _count(storage.base)
+
+
+_FREE_STORAGE, _FREE_BASE = _free_counts()
 
 
 def buffer_copy_of(array: np.ndarray, usage: int, allocator) -> HalBuffer:
