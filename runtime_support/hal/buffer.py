@@ -561,7 +561,8 @@ def fresh_buffer(size: int, memory_types: int, usage: int, allocator) -> HalBuff
 # array, counted second), which includes results handed to the caller zero-copy
 # (abi.view_to_numpy). The entry holds neither the buffer, its allocation nor the base
 # array, so it changes none of the counts view_to_numpy decides zero-copy by.
-# IREE's heap allocator mallocs (contents undefined); pyree keeps handing out zeros.
+# Recycled storage is zero-filled again, as IREE's heap buffers are (its aligned host
+# allocation goes through iree_allocator_malloc, a calloc with the system allocator).
 
 _RECYCLE_MAX = 4096  # bytes: a memset costs less than numpy's allocation up to here
 _RECYCLE_DEPTH = 8  # entries per size
