@@ -32,21 +32,26 @@ def _slot_lines(slot: int, k: int, end: int, writable: bool, align: int):
     n = f"n{k}"
     lines = [
         f"b, o, {n} = table[{slot}]",
-        "size = b.length",
         f"if {n} < {end}:",
         f"    if {n} != {WHOLE_BUFFER}:",
         "        return False",
-        f"    {n} = size - o",
+        f"    {n} = b.length - o",
         f"    if {n} < {end}:",
         "        return False",
-        f"if o < 0 or o + {n} > size:",
+        # (the usual offset is 0: one test, then the length alone against the buffer's)
+        "if o:",
+        f"    if o < 0 or o + {n} > b.length:",
+        "        return False",
+        f"    a{k} = b.address + o",
+        f"elif {n} > b.length:",
         "    return False",
+        "else:",
+        f"    a{k} = b.address",
     ]
     if writable:
         lines += ["if b.allocation.readonly:", "    return False"]
     if align > 1:
         lines += [f"if o % {align}:", "    return False"]
-    lines.append(f"a{k} = b.address + o")
     return lines
 
 
