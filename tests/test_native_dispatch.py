@@ -189,6 +189,107 @@ def test_null_table_entry_for_a_dispatch_binding_is_invalid_argument(mul_executa
         assert target.read() == bytes(16)
 
 
+def _readonly16() -> HalBuffer:
+    return HalBuffer.wrap_host(bytes(16), readonly=True)
+
+
+# Table entries a plan's per-slot checks must refuse (slot, entry), each with the Python
+# path's error; slot 3 is filled (pattern 4) and copied into, slot 0 is copied from.
+BAD_ENTRIES = {
+    "negative offset": (0, lambda: (HalBuffer.allocate(32), -4, 16)),
+    "short length": (0, lambda: (HalBuffer.allocate(16), 0, 12)),
+    "past the end": (4, lambda: (HalBuffer.allocate(32), 20, 16)),
+    "whole buffer past the end": (3, lambda: (HalBuffer.allocate(16), 20, -1)),
+    "whole buffer too short": (3, lambda: (HalBuffer.allocate(16), 8, -1)),
+    "negative length": (2, lambda: (HalBuffer.allocate(16), 0, -2)),
+    "read-only target": (3, lambda: (_readonly16(), 0, 16)),
+    "misaligned fill": (3, lambda: (HalBuffer.allocate(32), 2, 16)),
+    "null": (4, lambda: (None, 0, 0)),
+    "short table": (None, None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_ENTRIES))
+def test_plan_runner_refuses_each_bad_entry(mul_executable, case):
+    """plan.run declines (False, nothing written) on every entry a check refuses, and
+    the command buffer then raises what the Python path raises."""
+    device, exe = mul_executable
+    slot, entry = BAD_ENTRIES[case]
+
+    def bad_table():
+        table = _table()
+        if slot is None:
+            return table[:4]
+        table[slot] = entry()
+        return table
+
+    cb = _record(device, exe)
+    cb.execute(_table(), 1)  # builds the plan
+    plan = cb._plan
+    assert plan and plan.run(_table(), 1) is True
+    table = bad_table()
+    before = [e[0].read() if e[0] is not None else None for e in table]
+    assert plan.run(table, 1) is False
+    assert [e[0].read() if e[0] is not None else None for e in table] == before
+    errors = []
+    for use_plan in (True, False):
+        cb = _record(device, exe)
+        with pytest.raises(VMError) as info:
+            _run(cb, use_plan, bad_table())
+        errors.append((info.value.code, str(info.value)))
+    assert errors[0] == errors[1]
+
+
+def test_plan_runner_takes_whole_buffer_entries(mul_executable):
+    """WHOLE_BUFFER (-1) lengths resolve to the rest of the buffer in the plan as in the
+    Python path (slot 3 of _table is one)."""
+    device, exe = mul_executable
+    results = []
+    for use_plan in (True, False):
+        table = _table()
+        table[2] = (HalBuffer.allocate(48), 16, -1)  # (kernels need aligned bindings)
+        cb = _record(device, exe)
+        cb.execute(_table(), 1)
+        if use_plan:
+            assert cb._plan.run(table, 1) is True
+        else:
+            _run(cb, False, table)
+        results.append([e[0].read() for e in table])
+    assert results[0] == results[1]
+
+
+def test_a_plan_runs_on_one_thread_at_a_time(mul_executable):
+    """While a thread runs a plan (its token taken), another thread's run declines and
+    that execution goes the Python way, with the same results."""
+    device, exe = mul_executable
+    cb = _record(device, exe)
+    reference = _table()
+    cb.execute(reference, 1)
+    plan = cb._plan
+    token = plan._token.pop()  # as a running thread holds it
+    try:
+        table = _table()
+        assert plan.run(table, 1) is False
+        cb.execute(table, 1)  # the Python path
+        assert [e[0].read() for e in table] == [e[0].read() for e in reference]
+    finally:
+        plan._token.append(token)
+    assert plan.run(_table(), 1) is True
+    assert plan._token == [token]
+    # A run that raises (workgroup counts out of range) gives the token back too.
+    counts = HalBuffer.allocate(12)
+    cb = HalCommandBuffer(device, 0, 3, 3)
+    cb.dispatch(exe, 0, BufferRef(None, 0, 0, 12), (), [BufferRef(None, 1, 0, 16)] * 3)
+    cb.finalize()
+    table = [(counts, 0, 12), (HalBuffer.allocate(16), 0, 16)]
+    cb.execute(table, 1)  # (0, 0, 0): nothing to run
+    counts.write(0, np.array([1, 1, 0x10000], np.uint32).tobytes())
+    for _ in range(2):
+        with pytest.raises(VMError, match="out of range"):
+            cb._plan.run(table, 1)
+    assert cb._plan._token == [True]
+
+
 def test_indirect_counts_out_of_range_same_error(mul_executable):
     device, exe = mul_executable
     errors = []

@@ -378,16 +378,19 @@ class HalCommandBuffer:
     ) -> None:
         """Runs the commands in order, resolving buffer refs against `binding_table`.
         Dispatches use up to `workers` threads (default: the device's worker count)."""
-        if workers is None:
-            workers = getattr(self.device, "worker_count", 1)
         plan = self._plan
         if plan:
             # Plans exist only for finalized reusable command buffers (neither check below
-            # can fail for them): the per-call path.
+            # can fail for them) of local devices (which have a worker count): the
+            # per-call path.
             self.executions += 1
+            if workers is None:
+                workers = self.device.worker_count
             if plan.run(binding_table, workers):
                 return
         else:
+            if workers is None:
+                workers = getattr(self.device, "worker_count", 1)
             if self.recording:
                 raise VMError(
                     StatusCode.FAILED_PRECONDITION, "execute: command buffer is not finalized"

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ctypes
 import struct
-import threading
 from array import array
 
 from ..errors import StatusCode, VMError
@@ -62,7 +61,7 @@ class Plan:
         self._workers = 1  # the `workers` the runner arguments are set for (parallel plans)
         self._pool = None  # the process's pool they name (a fork() replaces it)
         self.run_plan = native.native_runtime().run_plan_args
-        self._lock = threading.Lock()
+        self._token = [True]  # taken while a thread runs the plan (plan_runner)
 
     # -- building ------------------------------------------------------------------------
 
