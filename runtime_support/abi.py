@@ -364,6 +364,13 @@ def tensor_argument(name: str, ty: TensorType | None, device, general=None):
     ndarray, trusted, copy = np.ndarray, HalBufferView.trusted, buffer_copy_of
     first = min(dtypes, key=str)  # what arrays mostly carry: an identity test first
 
+    count = 1
+    for d in shape:
+        count *= d
+    nbytes = count * element_types.byte_count(ty.element_type)
+    spare: list = []  # views an earlier call gave back (keep_spare), exclusively ours
+    pop = spare.pop
+
     def convert(value):
         if (
             type(value) is ndarray
@@ -371,12 +378,68 @@ def tensor_argument(name: str, ty: TensorType | None, device, general=None):
             and value.shape == shape
             and value.flags.c_contiguous
         ):
+            if spare:
+                try:
+                    view = pop()
+                except IndexError:  # (another thread took it)
+                    pass
+                else:  # a fresh copy as far as anything can tell: nothing else reaches it
+                    view.buffer.allocation.array.data[:] = value.tobytes()
+                    allocator.bytes_allocated += nbytes
+                    return view
             buffer = copy(value, USAGE_DEFAULT, allocator)
             allocator.bytes_allocated += buffer.length
             return trusted(buffer, shape, element_type)
         return general(value)
 
+    if 0 < nbytes <= _SPARE_MAX and element_types.bit_count(ty.element_type) % 8 == 0:
+        convert.spare = spare  # the export wrapper hands views back through keep_spare
     return convert
+
+
+# Argument copies up to this size are reused by the next call when nothing kept them
+# (the allocation costs more than the copy); larger ones are not held between calls.
+_SPARE_MAX = 4096
+
+
+def keep_spare(view: HalBufferView, spare: list, _probe: bool = False, _count=sys.getrefcount):
+    """After a call: puts an argument's copy (a view `tensor_argument` made) in `spare`
+    for the next call to refill, when nothing but the caller's one local reaches it: no
+    global, list, result, subspan, numpy view or pending queue operation holds the view,
+    its buffer, allocation or storage (CPython reference counts, calibrated once below
+    through this same function), and its preserve count is untouched. Such a buffer is
+    as good as a fresh copy to the next call; anything else is left to be freed."""
+    buffer = view.buffer
+    allocation = buffer.allocation
+    storage = allocation.array
+    if _probe:
+        return (
+            _count(view), _count(buffer), _count(allocation), _count(storage), _count(storage.base)
+        )
+    if (
+        _count(view) == _SPARE_VIEW
+        and _count(buffer) == _SPARE_BUFFER
+        and _count(allocation) == _SPARE_ALLOCATION
+        and _count(storage) == _SPARE_STORAGE
+        and _count(storage.base) == _SPARE_BASE
+        and allocation.preserve_count == 1
+        and not spare
+    ):
+        spare.append(view)
+
+
+def _spare_counts() -> tuple:
+    """What keep_spare counts for an argument copy held by one local of its caller; an
+    impossible count (nothing is ever kept) when the copy's storage is not the sole view
+    of memory of its own."""
+    view = HalBufferView.trusted(
+        buffer_copy_of(np.zeros(4, np.float32), USAGE_DEFAULT, None), (4,), _ELEMENT_TYPES["f32"]
+    )
+    counts = keep_spare(view, [], True)
+    alone = sys.getrefcount(object())  # (an object held by nothing but the call)
+    if counts[4] != alone + 1:  # the base is held by more than the storage
+        return (-1,) * 5
+    return counts
 
 
 def _undeclared_argument(allocator, general):
@@ -474,3 +537,4 @@ def _calibrate() -> tuple:
 
 
 _EXCLUSIVE = _calibrate()
+_SPARE_VIEW, _SPARE_BUFFER, _SPARE_ALLOCATION, _SPARE_STORAGE, _SPARE_BASE = _spare_counts()

@@ -544,6 +544,9 @@ class ModuleContext:
             "    finally:",
             "        release()",
         ]
+        # Argument copies nothing kept go back to their converter for the next call.
+        spares = {i: c.spare for i, c in enumerate(converters) if hasattr(c, "spare")}
+        lines += [f"    keep_spare({values[i]}, _s{i})" for i in spares]
         if arity:
             lines.append(f"    del {', '.join(values)}")
         if result_count == 0:
@@ -570,7 +573,9 @@ class ModuleContext:
             "from_vm": abi.from_vm,
             "result_type": result_types[0] if result_types else None,
             "to_numpy": to_numpy,
+            "keep_spare": abi.keep_spare,
             **{f"_c{i}": c for i, c in enumerate(converters)},
+            **{f"_s{i}": spare for i, spare in spares.items()},
         }
         exec(compile("\n".join(lines), f"<export {python_name(name)}>", "exec"), ns)
         return ns["export"]

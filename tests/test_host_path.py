@@ -212,3 +212,112 @@ def test_wrap_array_is_the_opt_in_zero_copy_argument(package):
     frozen.flags.writeable = False
     with pytest.raises(ValueError, match="not writable"):
         ctx.wrap_array(frozen)
+
+
+# -- argument copies reused by the next call (abi.tensor_argument / keep_spare) --------
+
+
+def _spare(ctx, export: str, index: int) -> list:
+    """The spare list of argument `index` of `export` (where keep_spare puts copies)."""
+    return getattr(ctx, export).__globals__[f"_s{index}"]
+
+
+def test_argument_copies_nothing_kept_are_reused(package):
+    ctx = package.load(device="local-sync")
+    spare = _spare(ctx, "mul", 0)
+    results = []
+    for i in range(4):
+        a, b = np.arange(4, dtype=np.int32) + i, np.full(4, i + 1, np.int32)
+        results.append(ctx.mul(a, b))
+        a[:] = -7  # the caller's array is never the buffer
+        assert len(spare) == 1  # the copy came back for the next call
+    # Every result is its own array, unchanged by the later calls that refilled the copy.
+    assert [r.tolist() for r in results] == [
+        ((np.arange(4) + i) * (i + 1)).tolist() for i in range(4)
+    ]
+    before = id(spare[0])  # (an id: a reference held here would keep it from coming back)
+    ctx.mul(np.arange(4, dtype=np.int32), np.arange(4, dtype=np.int32))
+    assert [id(v) for v in spare] == [before]  # the same copy, refilled
+
+
+@pytest.mark.parametrize("device", ["local-sync", "local"])
+def test_kept_argument_copies_are_never_reused(vmfb, package, device):
+    """Arguments a result still reaches (tied operands written in place and returned, an
+    argument returned as is) are left alone, and copies the program only read (`set`
+    copies into its global, possibly by a queue operation still pending) come back:
+    every value matches iree.runtime's, call by call, with all results held."""
+    theirs = iree_module(vmfb)
+    ctx = package.load(device=device)
+    kept_ours, kept_theirs = [], []
+    for i in range(3):
+        x = f32(1, 2, 3, 4) * (i + 1)
+        theirs.set(x)
+        ctx.set(x)
+        x[:] = -1
+        assert ctx.get().tobytes() == np.asarray(theirs.get().to_host()).tobytes()
+        lhs, rhs = f32(1, 2, 3, 4).reshape(2, 2) + i, f32(1, 0, 0, 1).reshape(2, 2)
+        acc = np.full((2, 2), 10.0 * i, np.float32)
+        kept_ours.append((ctx.matmul_acc(lhs, rhs, acc), ctx.id(x)))
+        assert _spare(ctx, "matmul_acc", 2) == [] and _spare(ctx, "id", 0) == []
+        kept_theirs.append(
+            (
+                [np.asarray(r.to_host()).copy() for r in theirs.matmul_acc(lhs, rhs, acc)],
+                np.asarray(theirs.id(x).to_host()).copy(),
+            )
+        )
+    for (pair, ident), (their_pair, their_ident) in zip(kept_ours, kept_theirs):
+        assert [r.tobytes() for r in pair] == [r.tobytes() for r in their_pair]
+        assert ident.tobytes() == their_ident.tobytes()
+
+
+def test_keep_spare_declines_what_anything_else_reaches(package):
+    from runtime_support import abi
+
+    ctx = package.load(device="local-sync")
+    convert = ctx.mul.__globals__["_c0"]
+    holds = {
+        "view": lambda v: v,
+        "buffer": lambda v: v.buffer,
+        "allocation": lambda v: v.buffer.allocation,
+        "storage": lambda v: v.buffer.allocation.array,
+        "numpy view": lambda v: v.buffer.bytes_view(1, 2),
+        "memoryview": lambda v: memoryview(v.buffer.allocation.array),
+    }
+    for what, hold in holds.items():
+        spare = []
+        view = convert(np.arange(4, dtype=np.int32))
+        keep = hold(view)
+        abi.keep_spare(view, spare)
+        assert spare == [], what
+        del keep
+        abi.keep_spare(view, spare)
+        assert spare == [view], what
+    view, spare = convert(np.arange(4, dtype=np.int32)), []
+    view.buffer.allocation.preserve()  # hal.buffer.allocation.preserve: another owner
+    abi.keep_spare(view, spare)
+    assert spare == []
+    view.buffer.allocation.discard()
+    abi.keep_spare(view, spare)
+    abi.keep_spare(view, spare)  # one spare at most
+    assert spare == [view]
+
+
+def test_spare_copies_under_threads(package):
+    """Calls from several threads never share a copy: each gets its own values back."""
+    import threading
+
+    ctx = package.load(device="local-sync")
+    failures = []
+
+    def work(k):
+        for i in range(300):
+            a = np.full(4, k * 1000 + i, np.int32)
+            if ctx.mul(a, np.full(4, 2, np.int32)).tolist() != (a * 2).tolist():
+                failures.append((k, i))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
