@@ -516,6 +516,61 @@ def view_to_numpy(view: HalBufferView, _probe: bool = False, _count=sys.getrefco
     return from_vm(view, None)
 
 
+def tensor_result(ty: ArgType | None):
+    """The converter of one result buffer view to numpy: `view_to_numpy`, specialized
+    when the declaration fixes the shape and a numpy dtype (nothing left to look up or
+    multiply per call). It makes the same array by the same rules; a view that is not
+    what was declared goes to `view_to_numpy` (which then sees one more reference, so it
+    copies)."""
+    if not isinstance(ty, TensorType) or ty.element_type is None or None in ty.shape:
+        return view_to_numpy
+    element_type = ty.element_type & 0xFFFFFFFF
+    dtype = _whole_byte_dtype(element_type)
+    if not dtype:
+        return view_to_numpy
+    shape = tuple(ty.shape)
+    count = 1
+    for d in shape:
+        count *= d
+    nbytes = count * dtype.itemsize
+    limit = 2 * nbytes + 4096  # (as view_to_numpy: a small piece of a big arena is copied)
+    reshape = len(shape) != 1
+
+    def to_numpy(view, _probe: bool = False, _count=sys.getrefcount):
+        buffer = view.buffer
+        allocation = buffer.allocation
+        if not (
+            type(allocation) is Allocation
+            and view.shape == shape
+            and view.element_type == element_type
+            and view.encoding_type == _DENSE
+            and buffer.length == nbytes
+        ):
+            return view_to_numpy(view)
+        storage = allocation.array
+        counts = (_count(view), _count(buffer), _count(allocation), _count(storage.base))
+        if _probe:
+            return counts
+        start = buffer.offset
+        if start == 0 and storage.shape[0] == nbytes:
+            out = storage.view(dtype)
+        else:
+            out = storage[start : start + nbytes].view(dtype)
+        if reshape:
+            out = out.reshape(shape)
+        if (
+            counts == _EXCLUSIVE_RESULT
+            and allocation.owner is None
+            and not allocation.readonly
+            and allocation.preserve_count == 1
+            and storage.shape[0] <= limit
+        ):
+            return out
+        return out.copy()
+
+    return to_numpy
+
+
 _DENSE = element_types.ENCODING_DENSE_ROW_MAJOR
 _RESULT_DTYPES: dict = {}  # element type -> numpy dtype, or False (copy path only)
 
@@ -531,10 +586,11 @@ def _whole_byte_dtype(element_type: int):
         return False
 
 
-def _calibrate() -> tuple:
+def _calibrate(convert) -> tuple:
     view = HalBufferView(HalBuffer(Allocation.allocate(4)), (1,), _ELEMENT_TYPES["f32"])
-    return view_to_numpy(view, True)
+    return convert(view, True)
 
 
-_EXCLUSIVE = _calibrate()
+_EXCLUSIVE = _calibrate(view_to_numpy)
+_EXCLUSIVE_RESULT = _calibrate(tensor_result(parse_type("tensor<1xf32>")))
 _SPARE_VIEW, _SPARE_BUFFER, _SPARE_ALLOCATION, _SPARE_STORAGE, _SPARE_BASE = _spare_counts()

@@ -569,7 +569,7 @@ class ModuleContext:
             "release": self._lock.release,
             "VMError": VMError,
             "HalBufferView": HalBufferView,
-            "view_to_numpy": abi.view_to_numpy,
+            "view_to_numpy": abi.tensor_result(result_types[0] if result_types else None),
             "from_vm": abi.from_vm,
             "result_type": result_types[0] if result_types else None,
             "to_numpy": to_numpy,

@@ -321,3 +321,55 @@ def test_spare_copies_under_threads(package):
     for t in threads:
         t.join()
     assert failures == []
+
+
+def test_declared_result_converter_matches_view_to_numpy():
+    """abi.tensor_result (the per-export converter of a declared static tensor result)
+    makes what view_to_numpy makes: zero-copy only for exclusive storage, else a copy,
+    and views other than the declared one go the general way."""
+    from runtime_support import abi
+    from runtime_support.hal.buffer import Allocation, HalBuffer
+    from runtime_support.hal.buffer_view import HalBufferView
+
+    convert = abi.tensor_result(abi.parse_type("tensor<2x2xf32>"))
+    assert convert is not abi.view_to_numpy
+    assert abi.tensor_result(abi.parse_type("tensor<?xf32>")) is abi.view_to_numpy
+
+    def fresh(values=(1, 2, 3, 4), shape=(2, 2), element_type=0x21000020, offset=0):
+        data = np.zeros(offset // 4 + 4, np.float32)
+        data[offset // 4 :] = values
+        buffer = HalBuffer(Allocation.copy_of(data), offset, 16)
+        return HalBufferView(buffer, shape, element_type)
+
+    view = fresh()
+    mem = view.buffer.allocation.array
+    out = convert(view)
+    assert np.shares_memory(out, mem) and out.shape == (2, 2) and out.dtype == np.float32
+    assert out.tolist() == [[1, 2], [3, 4]]
+    view = fresh(offset=8)  # a range of its allocation: the same bytes
+    assert convert(view).tolist() == [[1, 2], [3, 4]]
+    for hold in ("view", "buffer", "allocation", "bytes"):
+        view = fresh()
+        keep = {
+            "view": view,
+            "buffer": view.buffer,
+            "allocation": view.buffer.allocation,
+            "bytes": view.buffer.bytes_view(),
+        }[hold]
+        mem = view.buffer.allocation.array
+        out = convert(view)
+        assert not np.shares_memory(out, mem), hold
+        assert out.tolist() == [[1, 2], [3, 4]]
+        del keep
+    # Not the declared view: what view_to_numpy gives (as a copy).
+    for other in (fresh(shape=(4,)), fresh(element_type=0x10000020)):
+        expected = abi.view_to_numpy(fresh(shape=other.shape, element_type=other.element_type))
+        got = convert(other)
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        assert got.tobytes() == expected.tobytes()
+        assert not np.shares_memory(got, other.buffer.allocation.array)
+    host = bytearray(np.arange(4, dtype=np.float32).tobytes())  # borrowed: never handed out
+    view = HalBufferView(HalBuffer.wrap_host(host, readonly=False), (2, 2), 0x21000020)
+    out = convert(view)
+    out[:] = 0
+    assert bytes(host) == np.arange(4, dtype=np.float32).tobytes()
