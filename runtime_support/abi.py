@@ -402,70 +402,72 @@ def tensor_argument(name: str, ty: TensorType | None, device, general=None):
 _SPARE_MAX = 4096
 
 
-def keep_spare(view: HalBufferView, spare: list, _probe: bool = False, _count=sys.getrefcount):
-    """After a call: puts an argument's copy (a view `tensor_argument` made) in `spare`
-    for the next call to refill, when nothing but the caller's one local reaches it: no
-    global, list, result, subspan, numpy view or pending queue operation holds the view,
-    its buffer, allocation or storage (CPython reference counts, calibrated once below
-    through this same function), and its preserve count is untouched. Such a buffer is
-    as good as a fresh copy to the next call; anything else is left to be freed."""
-    buffer = view.buffer
-    allocation = buffer.allocation
-    storage = allocation.array
-    if _probe:
-        return (
-            _count(view), _count(buffer), _count(allocation), _count(storage), _count(storage.base)
+def keep_spare_lines(view: str, spare: str) -> list[str]:
+    """Source lines for a generated export wrapper: after a call, put an argument's copy
+    (local `view`, a view `tensor_argument` made) in list `spare` for the next call to
+    refill, when nothing but that one local reaches it: no global, list, result, subspan,
+    numpy view or pending queue operation holds the view, its buffer, allocation or
+    storage (CPython reference counts, calibrated below by running these same lines), and
+    its preserve count is untouched. Such a buffer is as good as a fresh copy to the next
+    call; anything else is left to be freed. The wrapper's namespace needs `_count`
+    (sys.getrefcount); the lines leave its locals `_kb`, `_ka`, `_km` None."""
+    return _keep_lines(view, spare, _KEEP_INLINE)
+
+
+def _keep_lines(view: str, spare: str, counts) -> list[str]:
+    v, b, a, m, r = counts
+    return [
+        f"if (_count({view}) == {v} and _count(_kb := {view}.buffer) == {b}"
+        f" and _count(_ka := _kb.allocation) == {a} and _count(_km := _ka.array) == {m}"
+        f" and _count(_km.base) == {r} and _ka.preserve_count == 1 and not {spare}):",
+        f"    {spare}.append({view})",
+        "_kb = _ka = _km = None",
+    ]
+
+
+def _keep_counts(held_by_caller: bool) -> tuple:
+    """What the lines above count for an argument copy held by one local (of the
+    function running them, or also of its caller when `held_by_caller`); an impossible
+    count (nothing is ever kept) when the copy's storage is not the only view of memory
+    of its own."""
+    counting = [
+        "_counts = (_count(view), _count(_kb := view.buffer), _count(_ka := _kb.allocation),"
+        " _count(_km := _ka.array), _count(_km.base))",
+        "_kb = _ka = _km = None",
+        "return _counts",
+    ]
+    if held_by_caller:
+        source = ["def probe(view):", *("    " + line for line in counting)]
+    else:
+        source = ["def probe(make):", "    view = make()", *("    " + line for line in counting)]
+    ns = {"_count": sys.getrefcount}
+    exec(compile("\n".join(source), "<keep_spare probe>", "exec"), ns)
+
+    def make():
+        data = np.zeros(4, np.float32)
+        return HalBufferView.trusted(
+            buffer_copy_of(data, USAGE_DEFAULT, None), (4,), _ELEMENT_TYPES["f32"]
         )
-    if (
-        _count(view) == _SPARE_VIEW
-        and _count(buffer) == _SPARE_BUFFER
-        and _count(allocation) == _SPARE_ALLOCATION
-        and _count(storage) == _SPARE_STORAGE
-        and _count(storage.base) == _SPARE_BASE
-        and allocation.preserve_count == 1
-        and not spare
-    ):
-        spare.append(view)
 
-
-def _spare_counts() -> tuple:
-    """What keep_spare counts for an argument copy held by one local of its caller; an
-    impossible count (nothing is ever kept) when the copy's storage is not the sole view
-    of memory of its own."""
-    view = HalBufferView.trusted(
-        buffer_copy_of(np.zeros(4, np.float32), USAGE_DEFAULT, None), (4,), _ELEMENT_TYPES["f32"]
-    )
-    counts = keep_spare(view, [], True)
+    if held_by_caller:
+        view = make()
+        counts = ns["probe"](view)
+    else:
+        counts = ns["probe"](make)
     alone = sys.getrefcount(object())  # (an object held by nothing but the call)
     if counts[4] != alone + 1:  # the base is held by more than the storage
         return (-1,) * 5
     return counts
 
 
-def _undeclared_argument(allocator, general):
-    """The converter for a ref argument with no declared type (iree-turbine exports carry
-    no ABI declaration): a C-ordered, native-endian array goes as a view of its own shape
-    and element type, like the general path makes it."""
-    ndarray, trusted, copy = np.ndarray, HalBufferView.trusted, buffer_copy_of
-    element_of: dict = {}  # dtype -> HAL element type, or None (general path)
-
-    def convert(value):
-        if type(value) is ndarray and value.flags.c_contiguous:
-            dtype = value.dtype
-            element_type = element_of.get(dtype, 0)
-            if element_type == 0:
-                try:
-                    element_type = element_types.from_numpy_dtype(dtype) if dtype.isnative else None
-                except ValueError:
-                    element_type = None
-                element_of[dtype] = element_type
-            if element_type is not None:
-                buffer = copy(value, USAGE_DEFAULT, allocator)
-                allocator.bytes_allocated += buffer.length
-                return trusted(buffer, value.shape, element_type)
-        return general(value)
-
-    return convert
+def _compile_keep_spare():
+    lines = _keep_lines("view", "spare", _keep_counts(True))
+    source = "\n".join(["def keep_spare(view, spare):", *("    " + line for line in lines)])
+    ns = {"_count": sys.getrefcount}
+    exec(compile(source, "<keep_spare>", "exec"), ns)
+    keep_spare = ns["keep_spare"]
+    keep_spare.__doc__ = "`keep_spare_lines` as a function: `keep_spare(view, spare)`."
+    return keep_spare
 
 
 def view_to_numpy(view: HalBufferView, _probe: bool = False, _count=sys.getrefcount):
@@ -593,4 +595,5 @@ def _calibrate(convert) -> tuple:
 
 _EXCLUSIVE = _calibrate(view_to_numpy)
 _EXCLUSIVE_RESULT = _calibrate(tensor_result(parse_type("tensor<1xf32>")))
-_SPARE_VIEW, _SPARE_BUFFER, _SPARE_ALLOCATION, _SPARE_STORAGE, _SPARE_BASE = _spare_counts()
+_KEEP_INLINE = _keep_counts(False)
+keep_spare = _compile_keep_spare()

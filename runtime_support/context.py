@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import sys
 import threading
 from pathlib import Path
 from typing import Callable, NamedTuple
@@ -546,7 +547,8 @@ class ModuleContext:
         ]
         # Argument copies nothing kept go back to their converter for the next call.
         spares = {i: c.spare for i, c in enumerate(converters) if hasattr(c, "spare")}
-        lines += [f"    keep_spare({values[i]}, _s{i})" for i in spares]
+        for i in spares:
+            lines += [f"    {line}" for line in abi.keep_spare_lines(values[i], f"_s{i}")]
         if arity:
             lines.append(f"    del {', '.join(values)}")
         if result_count == 0:
@@ -573,7 +575,7 @@ class ModuleContext:
             "from_vm": abi.from_vm,
             "result_type": result_types[0] if result_types else None,
             "to_numpy": to_numpy,
-            "keep_spare": abi.keep_spare,
+            "_count": sys.getrefcount,
             **{f"_c{i}": c for i, c in enumerate(converters)},
             **{f"_s{i}": spare for i, spare in spares.items()},
         }
