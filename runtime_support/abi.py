@@ -518,12 +518,13 @@ def view_to_numpy(view: HalBufferView, _probe: bool = False, _count=sys.getrefco
     return from_vm(view, None)
 
 
-def tensor_result(ty: ArgType | None):
+def tensor_result(ty: ArgType | None, calibrated: bool = True):
     """The converter of one result buffer view to numpy: `view_to_numpy`, specialized
     when the declaration fixes the shape and a numpy dtype (nothing left to look up or
     multiply per call). It makes the same array by the same rules; a view that is not
     what was declared goes to `view_to_numpy` (which then sees one more reference, so it
-    copies)."""
+    copies). `calibrated` False: the converter that calibrates them (it never hands out
+    storage)."""
     if not isinstance(ty, TensorType) or ty.element_type is None or None in ty.shape:
         return view_to_numpy
     element_type = ty.element_type & 0xFFFFFFFF
@@ -537,6 +538,9 @@ def tensor_result(ty: ArgType | None):
     nbytes = count * dtype.itemsize
     limit = 2 * nbytes + 4096  # (as view_to_numpy: a small piece of a big arena is copied)
     reshape = len(shape) != 1
+    exclusive_view, exclusive_buffer, exclusive_allocation, exclusive_base = (
+        _EXCLUSIVE_RESULT if calibrated else (-1,) * 4
+    )
 
     def to_numpy(view, _probe: bool = False, _count=sys.getrefcount):
         buffer = view.buffer
@@ -550,9 +554,18 @@ def tensor_result(ty: ArgType | None):
         ):
             return view_to_numpy(view)
         storage = allocation.array
-        counts = (_count(view), _count(buffer), _count(allocation), _count(storage.base))
         if _probe:
-            return counts
+            return (_count(view), _count(buffer), _count(allocation), _count(storage.base))
+        exclusive = (  # (counted before `out` holds the storage too)
+            _count(view) == exclusive_view
+            and _count(buffer) == exclusive_buffer
+            and _count(allocation) == exclusive_allocation
+            and _count(storage.base) == exclusive_base
+            and allocation.owner is None
+            and not allocation.readonly
+            and allocation.preserve_count == 1
+            and storage.shape[0] <= limit
+        )
         start = buffer.offset
         if start == 0 and storage.shape[0] == nbytes:
             out = storage.view(dtype)
@@ -560,15 +573,7 @@ def tensor_result(ty: ArgType | None):
             out = storage[start : start + nbytes].view(dtype)
         if reshape:
             out = out.reshape(shape)
-        if (
-            counts == _EXCLUSIVE_RESULT
-            and allocation.owner is None
-            and not allocation.readonly
-            and allocation.preserve_count == 1
-            and storage.shape[0] <= limit
-        ):
-            return out
-        return out.copy()
+        return out if exclusive else out.copy()
 
     return to_numpy
 
@@ -594,6 +599,6 @@ def _calibrate(convert) -> tuple:
 
 
 _EXCLUSIVE = _calibrate(view_to_numpy)
-_EXCLUSIVE_RESULT = _calibrate(tensor_result(parse_type("tensor<1xf32>")))
+_EXCLUSIVE_RESULT = _calibrate(tensor_result(parse_type("tensor<1xf32>"), False))
 _KEEP_INLINE = _keep_counts(False)
 keep_spare = _compile_keep_spare()
