@@ -402,6 +402,32 @@ def tensor_argument(name: str, ty: TensorType | None, device, general=None):
 _SPARE_MAX = 4096
 
 
+def _undeclared_argument(allocator, general):
+    """The converter for a ref argument with no declared type (iree-turbine exports carry
+    no ABI declaration): a C-ordered, native-endian array goes as a view of its own shape
+    and element type, like the general path makes it."""
+    ndarray, trusted, copy = np.ndarray, HalBufferView.trusted, buffer_copy_of
+    element_of: dict = {}  # dtype -> HAL element type, or None (general path)
+
+    def convert(value):
+        if type(value) is ndarray and value.flags.c_contiguous:
+            dtype = value.dtype
+            element_type = element_of.get(dtype, 0)
+            if element_type == 0:
+                try:
+                    element_type = element_types.from_numpy_dtype(dtype) if dtype.isnative else None
+                except ValueError:
+                    element_type = None
+                element_of[dtype] = element_type
+            if element_type is not None:
+                buffer = copy(value, USAGE_DEFAULT, allocator)
+                allocator.bytes_allocated += buffer.length
+                return trusted(buffer, value.shape, element_type)
+        return general(value)
+
+    return convert
+
+
 def keep_spare_lines(view: str, spare: str) -> list[str]:
     """Source lines for a generated export wrapper: after a call, put an argument's copy
     (local `view`, a view `tensor_argument` made) in list `spare` for the next call to

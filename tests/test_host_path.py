@@ -373,3 +373,18 @@ def test_declared_result_converter_matches_view_to_numpy():
     out = convert(view)
     out[:] = 0
     assert bytes(host) == np.arange(4, dtype=np.float32).tobytes()
+
+
+def test_undeclared_argument_converter():
+    """A ref argument with no declared type (iree-turbine exports) converts by its own
+    shape and dtype, and offers no spare (shapes vary from call to call)."""
+    from runtime_support import abi
+    from runtime_support.hal.device import LocalDevice
+
+    convert = abi.tensor_argument("x", None, LocalDevice("local-sync"))
+    array = np.arange(6, dtype=np.int16).reshape(2, 3)
+    view = convert(array)
+    assert view.shape == (2, 3) and view.element_type == 0x10000010
+    assert view.buffer.allocation.array.tobytes() == array.tobytes()
+    assert not np.shares_memory(view.buffer.allocation.array, array)
+    assert not hasattr(convert, "spare")
