@@ -590,13 +590,14 @@ def tensor_result(ty: ArgType | None, calibrated: bool = True):
             and allocation.owner is None
             and not allocation.readonly
             and allocation.preserve_count == 1
-            and storage.shape[0] <= limit
         )
         start = buffer.offset
-        if start == 0 and storage.shape[0] == nbytes:
+        size = storage.shape[0]
+        if start == 0 and size == nbytes:  # the whole allocation
             out = storage.view(dtype)
         else:
             out = storage[start : start + nbytes].view(dtype)
+            exclusive = exclusive and size <= limit
         if reshape:
             out = out.reshape(shape)
         return out if exclusive else out.copy()
