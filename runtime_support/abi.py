@@ -392,8 +392,11 @@ def tensor_argument(name: str, ty: TensorType | None, device, general=None):
             return trusted(buffer, shape, element_type)
         return general(value)
 
-    if 0 < nbytes <= _SPARE_MAX and element_types.bit_count(ty.element_type) % 8 == 0:
-        convert.spare = spare  # the export wrapper hands views back through keep_spare
+    # (Views this fast path makes share `shape`, the object: keep_spare_lines tells them
+    # from the general path's by it, which a rank-0 shape, the one empty tuple, cannot.)
+    if shape and 0 < nbytes <= _SPARE_MAX and element_types.bit_count(ty.element_type) % 8 == 0:
+        convert.spare = spare  # the export wrapper hands views back (keep_spare_lines)
+        convert.shape = shape
     return convert
 
 
@@ -428,22 +431,25 @@ def _undeclared_argument(allocator, general):
     return convert
 
 
-def keep_spare_lines(view: str, spare: str) -> list[str]:
+def keep_spare_lines(view: str, spare: str, shape: str) -> list[str]:
     """Source lines for a generated export wrapper: after a call, put an argument's copy
-    (local `view`, a view `tensor_argument` made) in list `spare` for the next call to
-    refill, when nothing but that one local reaches it: no global, list, result, subspan,
-    numpy view or pending queue operation holds the view, its buffer, allocation or
-    storage (CPython reference counts, calibrated below by running these same lines), and
-    its preserve count is untouched. Such a buffer is as good as a fresh copy to the next
-    call; anything else is left to be freed. The wrapper's namespace needs `_count`
+    (local `view`) in list `spare` for the next call to refill, when the fast path of
+    `tensor_argument` made it (its shape is that converter's `shape` object, named by
+    `shape`: not a view the caller passed nor one the general path made, whose buffers
+    may differ) and nothing but that one local reaches it: no global, list, result,
+    subspan, numpy view or pending queue operation holds the view, its buffer, allocation
+    or storage (CPython reference counts, calibrated below by running these same lines),
+    and its preserve count is untouched. Such a buffer is as good as a fresh copy to the
+    next call; anything else is left to be freed. The wrapper's namespace needs `_count`
     (sys.getrefcount); the lines leave its locals `_kb`, `_ka`, `_km` None."""
-    return _keep_lines(view, spare, _KEEP_INLINE)
+    return _keep_lines(view, spare, shape, _KEEP_INLINE)
 
 
-def _keep_lines(view: str, spare: str, counts) -> list[str]:
+def _keep_lines(view: str, spare: str, shape: str, counts) -> list[str]:
     v, b, a, m, r = counts
     return [
-        f"if (_count({view}) == {v} and _count(_kb := {view}.buffer) == {b}"
+        f"if ({view}.shape is {shape} and _count({view}) == {v}"
+        f" and _count(_kb := {view}.buffer) == {b}"
         f" and _count(_ka := _kb.allocation) == {a} and _count(_km := _ka.array) == {m}"
         f" and _count(_km.base) == {r} and _ka.preserve_count == 1 and not {spare}):",
         f"    {spare}.append({view})",
@@ -487,12 +493,12 @@ def _keep_counts(held_by_caller: bool) -> tuple:
 
 
 def _compile_keep_spare():
-    lines = _keep_lines("view", "spare", _keep_counts(True))
-    source = "\n".join(["def keep_spare(view, spare):", *("    " + line for line in lines)])
+    lines = _keep_lines("view", "spare", "shape", _keep_counts(True))
+    source = "\n".join(["def keep_spare(view, spare, shape):", *("    " + line for line in lines)])
     ns = {"_count": sys.getrefcount}
     exec(compile(source, "<keep_spare>", "exec"), ns)
     keep_spare = ns["keep_spare"]
-    keep_spare.__doc__ = "`keep_spare_lines` as a function: `keep_spare(view, spare)`."
+    keep_spare.__doc__ = "`keep_spare_lines` as a function: `keep_spare(view, spare, shape)`."
     return keep_spare
 
 

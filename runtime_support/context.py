@@ -550,9 +550,10 @@ class ModuleContext:
             "        release()",
         ]
         # Argument copies nothing kept go back to their converter for the next call.
-        spares = {i: c.spare for i, c in enumerate(converters) if hasattr(c, "spare")}
+        spares = {i: c for i, c in enumerate(converters) if hasattr(c, "spare")}
         for i in spares:
-            lines += [f"    {line}" for line in abi.keep_spare_lines(values[i], f"_s{i}")]
+            keep = abi.keep_spare_lines(values[i], f"_s{i}", f"_h{i}")
+            lines += [f"    {line}" for line in keep]
         if arity:
             lines.append(f"    del {', '.join(values)}")
         if result_count == 0:
@@ -581,7 +582,8 @@ class ModuleContext:
             "to_numpy": to_numpy,
             "_count": sys.getrefcount,
             **{f"_c{i}": c for i, c in enumerate(converters)},
-            **{f"_s{i}": spare for i, spare in spares.items()},
+            **{f"_s{i}": c.spare for i, c in spares.items()},
+            **{f"_h{i}": c.shape for i, c in spares.items()},
         }
         exec(compile("\n".join(lines), f"<export {python_name(name)}>", "exec"), ns)
         return ns["export"]

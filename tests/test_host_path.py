@@ -238,6 +238,15 @@ def test_argument_copies_nothing_kept_are_reused(package):
     before = id(spare[0])  # (an id: a reference held here would keep it from coming back)
     ctx.mul(np.arange(4, dtype=np.int32), np.arange(4, dtype=np.int32))
     assert [id(v) for v in spare] == [before]  # the same copy, refilled
+    # With a spare waiting, arrays off the fast path still take the general path and
+    # raise what it raises; the spare is still there for the next good call.
+    with pytest.raises(ValueError, match="argument 'input0'.*dimension 0 is 5"):
+        ctx.mul(np.zeros(5, np.int32), np.zeros(4, np.int32))
+    with pytest.raises(TypeError, match="argument 'input0': expected element type i32, got dtype float32"):
+        ctx.mul(np.zeros(4, np.float32), np.zeros(4, np.int32))
+    assert ctx.mul(np.arange(8, dtype=np.int32)[::2], np.full(4, 3, np.int32)).tolist() == [0, 6, 12, 18]
+    assert [id(v) for v in spare] == [before]
+    assert ctx.mul(np.full(4, 5, np.int32), np.full(4, 3, np.int32)).tolist() == [15] * 4
 
 
 @pytest.mark.parametrize("device", ["local-sync", "local"])
@@ -275,6 +284,7 @@ def test_keep_spare_declines_what_anything_else_reaches(package):
 
     ctx = package.load(device="local-sync")
     convert = ctx.mul.__globals__["_c0"]
+    shape = convert.shape
     holds = {
         "view": lambda v: v,
         "buffer": lambda v: v.buffer,
@@ -287,19 +297,48 @@ def test_keep_spare_declines_what_anything_else_reaches(package):
         spare = []
         view = convert(np.arange(4, dtype=np.int32))
         keep = hold(view)
-        abi.keep_spare(view, spare)
+        abi.keep_spare(view, spare, shape)
         assert spare == [], what
         del keep
-        abi.keep_spare(view, spare)
+        abi.keep_spare(view, spare, shape)
         assert spare == [view], what
     view, spare = convert(np.arange(4, dtype=np.int32)), []
     view.buffer.allocation.preserve()  # hal.buffer.allocation.preserve: another owner
-    abi.keep_spare(view, spare)
+    abi.keep_spare(view, spare, shape)
     assert spare == []
     view.buffer.allocation.discard()
-    abi.keep_spare(view, spare)
-    abi.keep_spare(view, spare)  # one spare at most
+    abi.keep_spare(view, spare, shape)
+    abi.keep_spare(view, spare, shape)  # one spare at most
     assert spare == [view]
+    # Views the fast path did not make (the general path's, a caller's) are never kept:
+    # their buffers may differ (usage, allocator, memory) from a fresh argument copy.
+    from runtime_support.hal.buffer_view import HalBufferView
+
+    for other in (
+        convert(np.arange(8, dtype=np.int32)[::2]),
+        HalBufferView.from_numpy(np.arange(4, dtype=np.int32), usage=0),
+    ):
+        assert other.shape == shape
+        spare = []
+        abi.keep_spare(other, spare, shape)
+        assert spare == []
+
+
+def test_views_the_caller_passes_never_become_spares(package):
+    """A buffer view passed as an argument goes in as is, and never comes back as a later
+    call's copy of a numpy array (its buffer need not be what a fresh copy is), even when
+    nothing else holds it after the call."""
+    from runtime_support.hal.buffer_view import HalBufferView
+
+    ctx = package.load(device="local-sync")
+    spare = _spare(ctx, "mul", 0)
+    spare.clear()
+    out = ctx.mul(HalBufferView.from_numpy(np.arange(4, dtype=np.int32)), np.full(4, 2, np.int32))
+    assert out.tolist() == [0, 2, 4, 6] and spare == []
+    out = ctx.mul(np.arange(8, dtype=np.int32)[::2], np.full(4, 2, np.int32))  # general path
+    assert out.tolist() == [0, 4, 8, 12] and spare == []
+    assert ctx.mul(np.full(4, 3, np.int32), np.full(4, 2, np.int32)).tolist() == [6] * 4
+    assert len(spare) == 1
 
 
 def test_spare_copies_under_threads(package):
