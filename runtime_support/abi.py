@@ -354,11 +354,13 @@ def tensor_argument(name: str, ty: TensorType | None, device, general=None):
         return general  # device memory (cuda): allocator.allocate_copy uploads each array
     if ty is None and allocator is not None:
         return _undeclared_argument(allocator, general)
-    if not isinstance(ty, TensorType) or ty.element_type is None or None in ty.shape:
+    if not isinstance(ty, TensorType) or ty.element_type is None:
         return general
     dtypes = _exact_dtypes(ty.element)
     if not dtypes or allocator is None:
         return general
+    if None in ty.shape:
+        return _dynamic_argument(ty, dtypes, allocator, general)
     shape = tuple(ty.shape)
     element_type = ty.element_type & 0xFFFFFFFF
     ndarray, trusted, copy = np.ndarray, HalBufferView.trusted, buffer_copy_of
@@ -403,6 +405,35 @@ def tensor_argument(name: str, ty: TensorType | None, device, general=None):
 # Argument copies up to this size are reused by the next call when nothing kept them
 # (the allocation costs more than the copy); larger ones are not held between calls.
 _SPARE_MAX = 4096
+
+
+def _dynamic_argument(ty: TensorType, dtypes: frozenset, allocator, general):
+    """The converter for a declared tensor with dynamic dims: an array of the declared
+    rank, static dims and an exact dtype, in C order, goes as a view of its own shape
+    (what the general path makes of it, without its checks and conversions)."""
+    rank = len(ty.shape)
+    static = tuple((i, d) for i, d in enumerate(ty.shape) if d is not None)
+    element_type = ty.element_type & 0xFFFFFFFF
+    ndarray, trusted, copy = np.ndarray, HalBufferView.trusted, buffer_copy_of
+    first = min(dtypes, key=str)
+
+    def convert(value):
+        if (
+            type(value) is ndarray
+            and ((dtype := value.dtype) is first or dtype in dtypes)
+            and value.ndim == rank
+            and value.flags.c_contiguous
+        ):
+            dims = value.shape
+            for i, d in static:
+                if dims[i] != d:
+                    return general(value)
+            buffer = copy(value, USAGE_DEFAULT, allocator)
+            allocator.bytes_allocated += buffer.length
+            return trusted(buffer, dims, element_type)
+        return general(value)
+
+    return convert
 
 
 def _undeclared_argument(allocator, general):

@@ -41,6 +41,10 @@ func.func @mul(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> {
   %0 = arith.muli %a, %b : tensor<4xi32>
   return %0 : tensor<4xi32>
 }
+func.func @dyn_add(%a: tensor<?x2xi32>, %b: tensor<?x2xi32>) -> tensor<?x2xi32> {
+  %0 = arith.addi %a, %b : tensor<?x2xi32>
+  return %0 : tensor<?x2xi32>
+}
 """
 
 
@@ -427,3 +431,57 @@ def test_undeclared_argument_converter():
     assert view.buffer.allocation.array.tobytes() == array.tobytes()
     assert not np.shares_memory(view.buffer.allocation.array, array)
     assert not hasattr(convert, "spare")
+
+
+@pytest.mark.parametrize("device", ["local-sync", "local"])
+def test_dynamic_dims_arguments_match_iree(vmfb, package, device):
+    """Declared tensors with dynamic dims take their own fast path (abi._dynamic_argument):
+    the same bits as iree.runtime for several shapes, general-path inputs included."""
+    theirs = iree_module(vmfb)
+    ctx = package.load(device=device)
+    for rows in (0, 1, 3, 7):
+        a = np.arange(rows * 2, dtype=np.int32).reshape(rows, 2)
+        b = np.full((rows, 2), 5, np.int32)
+        expected = np.asarray(theirs.dyn_add(a, b).to_host())
+        for x in (a, a.astype(np.uint32), np.asfortranarray(a), a.astype(">i4")):
+            got = ctx.dyn_add(x, b)
+            assert got.shape == expected.shape and got.tobytes() == expected.tobytes()
+
+
+def test_dynamic_dims_fast_path_is_the_general_path():
+    """Whatever abi._dynamic_argument accepts, it makes what to_buffer_view makes;
+    everything else (and every error) is the general path's own."""
+    from runtime_support import abi
+    from runtime_support.hal.device import LocalDevice
+
+    device = LocalDevice("local-sync")
+    ty = abi.parse_type("tensor<?x2x?xf32>")
+    convert = abi.tensor_argument("x", ty, device)
+    assert convert.__qualname__.startswith("_dynamic_argument")
+    values = [
+        np.arange(12, dtype=np.float32).reshape(3, 2, 2),
+        np.zeros((0, 2, 5), np.float32),
+        np.arange(12, dtype=np.float32).reshape(3, 2, 2)[:, :, ::-1],  # not C order
+        np.arange(12, dtype=np.float64).reshape(3, 2, 2),  # dtype
+        np.zeros((3, 3, 2), np.float32),  # static dim
+        np.zeros((3, 2), np.float32),  # rank
+        np.zeros((3, 2, 2), ">f4"),  # byte order
+        [[[1.0, 2.0], [3.0, 4.0]]],  # not an array
+    ]
+    for value in values:
+        try:
+            expected = abi.to_buffer_view(value, "x", ty, device)
+        except (TypeError, ValueError) as e:
+            with pytest.raises(type(e)) as got:
+                convert(value)
+            assert str(got.value) == str(e)
+            continue
+        got = convert(value)
+        assert got.shape == expected.shape and type(got.shape[0]) is int
+        assert (got.element_type, got.encoding_type) == (expected.element_type, expected.encoding_type)
+        assert got.buffer.allocation.array.tobytes() == expected.buffer.allocation.array.tobytes()
+        b, e = got.buffer, expected.buffer
+        assert (b.length, b.memory_types, b.allowed_usage, b.allocator) == (
+            e.length, e.memory_types, e.allowed_usage, e.allocator
+        )
+        assert not np.shares_memory(got.buffer.allocation.array, np.asarray(value))
