@@ -354,15 +354,24 @@ def tensor_argument(name: str, ty: TensorType | None, device, general=None):
         return general  # device memory (cuda): allocator.allocate_copy uploads each array
     if ty is None and allocator is not None:
         return _undeclared_argument(allocator, general)
-    if not isinstance(ty, TensorType) or ty.element_type is None or None in ty.shape:
+    if not isinstance(ty, TensorType) or ty.element_type is None:
         return general
     dtypes = _exact_dtypes(ty.element)
     if not dtypes or allocator is None:
         return general
+    if None in ty.shape:
+        return _dynamic_argument(ty, dtypes, allocator, general)
     shape = tuple(ty.shape)
     element_type = ty.element_type & 0xFFFFFFFF
     ndarray, trusted, copy = np.ndarray, HalBufferView.trusted, buffer_copy_of
     first = min(dtypes, key=str)  # what arrays mostly carry: an identity test first
+
+    count = 1
+    for d in shape:
+        count *= d
+    nbytes = count * element_types.byte_count(ty.element_type)
+    spare: list = []  # views an earlier call gave back (keep_spare), exclusively ours
+    pop = spare.pop
 
     def convert(value):
         if (
@@ -371,9 +380,57 @@ def tensor_argument(name: str, ty: TensorType | None, device, general=None):
             and value.shape == shape
             and value.flags.c_contiguous
         ):
+            if spare:
+                try:
+                    view = pop()
+                except IndexError:  # (another thread took it)
+                    pass
+                else:  # a fresh copy as far as anything can tell: nothing else reaches it
+                    view.buffer.allocation.array.data[:] = value.tobytes()
+                    allocator.bytes_allocated += nbytes
+                    return view
             buffer = copy(value, USAGE_DEFAULT, allocator)
             allocator.bytes_allocated += buffer.length
             return trusted(buffer, shape, element_type)
+        return general(value)
+
+    # (Views this fast path makes share `shape`, the object: keep_spare_lines tells them
+    # from the general path's by it, which a rank-0 shape, the one empty tuple, cannot.)
+    if shape and 0 < nbytes <= _SPARE_MAX and element_types.bit_count(ty.element_type) % 8 == 0:
+        convert.spare = spare  # the export wrapper hands views back (keep_spare_lines)
+        convert.shape = shape
+    return convert
+
+
+# Argument copies up to this size are reused by the next call when nothing kept them
+# (the allocation costs more than the copy); larger ones are not held between calls.
+_SPARE_MAX = 4096
+
+
+def _dynamic_argument(ty: TensorType, dtypes: frozenset, allocator, general):
+    """The converter for a declared tensor with dynamic dims: an array of the declared
+    rank, static dims and an exact dtype, in C order, goes as a view of its own shape
+    (what the general path makes of it, without its checks and conversions)."""
+    rank = len(ty.shape)
+    static = tuple((i, d) for i, d in enumerate(ty.shape) if d is not None)
+    element_type = ty.element_type & 0xFFFFFFFF
+    ndarray, trusted, copy = np.ndarray, HalBufferView.trusted, buffer_copy_of
+    first = min(dtypes, key=str)
+
+    def convert(value):
+        if (
+            type(value) is ndarray
+            and ((dtype := value.dtype) is first or dtype in dtypes)
+            and value.ndim == rank
+            and value.flags.c_contiguous
+        ):
+            dims = value.shape
+            for i, d in static:
+                if dims[i] != d:
+                    return general(value)
+            buffer = copy(value, USAGE_DEFAULT, allocator)
+            allocator.bytes_allocated += buffer.length
+            return trusted(buffer, dims, element_type)
         return general(value)
 
     return convert
@@ -403,6 +460,77 @@ def _undeclared_argument(allocator, general):
         return general(value)
 
     return convert
+
+
+def keep_spare_lines(view: str, spare: str, shape: str) -> list[str]:
+    """Source lines for a generated export wrapper: after a call, put an argument's copy
+    (local `view`) in list `spare` for the next call to refill, when the fast path of
+    `tensor_argument` made it (its shape is that converter's `shape` object, named by
+    `shape`: not a view the caller passed nor one the general path made, whose buffers
+    may differ) and nothing but that one local reaches it: no global, list, result,
+    subspan, numpy view or pending queue operation holds the view, its buffer, allocation
+    or storage (CPython reference counts, calibrated below by running these same lines),
+    and its preserve count is untouched. Such a buffer is as good as a fresh copy to the
+    next call; anything else is left to be freed. The wrapper's namespace needs `_count`
+    (sys.getrefcount); the lines leave its locals `_kb`, `_ka`, `_km` None."""
+    return _keep_lines(view, spare, shape, _KEEP_INLINE)
+
+
+def _keep_lines(view: str, spare: str, shape: str, counts) -> list[str]:
+    v, b, a, m, r = counts
+    return [
+        f"if ({view}.shape is {shape} and _count({view}) == {v}"
+        f" and _count(_kb := {view}.buffer) == {b}"
+        f" and _count(_ka := _kb.allocation) == {a} and _count(_km := _ka.array) == {m}"
+        f" and _count(_km.base) == {r} and _ka.preserve_count == 1 and not {spare}):",
+        f"    {spare}.append({view})",
+        "_kb = _ka = _km = None",
+    ]
+
+
+def _keep_counts(held_by_caller: bool) -> tuple:
+    """What the lines above count for an argument copy held by one local (of the
+    function running them, or also of its caller when `held_by_caller`); an impossible
+    count (nothing is ever kept) when the copy's storage is not the only view of memory
+    of its own."""
+    counting = [
+        "_counts = (_count(view), _count(_kb := view.buffer), _count(_ka := _kb.allocation),"
+        " _count(_km := _ka.array), _count(_km.base))",
+        "_kb = _ka = _km = None",
+        "return _counts",
+    ]
+    if held_by_caller:
+        source = ["def probe(view):", *("    " + line for line in counting)]
+    else:
+        source = ["def probe(make):", "    view = make()", *("    " + line for line in counting)]
+    ns = {"_count": sys.getrefcount}
+    exec(compile("\n".join(source), "<keep_spare probe>", "exec"), ns)
+
+    def make():
+        data = np.zeros(4, np.float32)
+        return HalBufferView.trusted(
+            buffer_copy_of(data, USAGE_DEFAULT, None), (4,), _ELEMENT_TYPES["f32"]
+        )
+
+    if held_by_caller:
+        view = make()
+        counts = ns["probe"](view)
+    else:
+        counts = ns["probe"](make)
+    alone = sys.getrefcount(object())  # (an object held by nothing but the call)
+    if counts[4] != alone + 1:  # the base is held by more than the storage
+        return (-1,) * 5
+    return counts
+
+
+def _compile_keep_spare():
+    lines = _keep_lines("view", "spare", "shape", _keep_counts(True))
+    source = "\n".join(["def keep_spare(view, spare, shape):", *("    " + line for line in lines)])
+    ns = {"_count": sys.getrefcount}
+    exec(compile(source, "<keep_spare>", "exec"), ns)
+    keep_spare = ns["keep_spare"]
+    keep_spare.__doc__ = "`keep_spare_lines` as a function: `keep_spare(view, spare, shape)`."
+    return keep_spare
 
 
 def view_to_numpy(view: HalBufferView, _probe: bool = False, _count=sys.getrefcount):
@@ -453,6 +581,67 @@ def view_to_numpy(view: HalBufferView, _probe: bool = False, _count=sys.getrefco
     return from_vm(view, None)
 
 
+def tensor_result(ty: ArgType | None, calibrated: bool = True):
+    """The converter of one result buffer view to numpy: `view_to_numpy`, specialized
+    when the declaration fixes the shape and a numpy dtype (nothing left to look up or
+    multiply per call). It makes the same array by the same rules; a view that is not
+    what was declared goes to `view_to_numpy` (which then sees one more reference, so it
+    copies). `calibrated` False: the converter that calibrates them (it never hands out
+    storage)."""
+    if not isinstance(ty, TensorType) or ty.element_type is None or None in ty.shape:
+        return view_to_numpy
+    element_type = ty.element_type & 0xFFFFFFFF
+    dtype = _whole_byte_dtype(element_type)
+    if not dtype:
+        return view_to_numpy
+    shape = tuple(ty.shape)
+    count = 1
+    for d in shape:
+        count *= d
+    nbytes = count * dtype.itemsize
+    limit = 2 * nbytes + 4096  # (as view_to_numpy: a small piece of a big arena is copied)
+    reshape = len(shape) != 1
+    exclusive_view, exclusive_buffer, exclusive_allocation, exclusive_base = (
+        _EXCLUSIVE_RESULT if calibrated else (-1,) * 4
+    )
+
+    def to_numpy(view, _probe: bool = False, _count=sys.getrefcount):
+        buffer = view.buffer
+        allocation = buffer.allocation
+        if not (
+            type(allocation) is Allocation
+            and view.shape == shape
+            and view.element_type == element_type
+            and view.encoding_type == _DENSE
+            and buffer.length == nbytes
+        ):
+            return view_to_numpy(view)
+        storage = allocation.array
+        if _probe:
+            return (_count(view), _count(buffer), _count(allocation), _count(storage.base))
+        exclusive = (  # (counted before `out` holds the storage too)
+            _count(view) == exclusive_view
+            and _count(buffer) == exclusive_buffer
+            and _count(allocation) == exclusive_allocation
+            and _count(storage.base) == exclusive_base
+            and allocation.owner is None
+            and not allocation.readonly
+            and allocation.preserve_count == 1
+        )
+        start = buffer.offset
+        size = storage.shape[0]
+        if start == 0 and size == nbytes:  # the whole allocation
+            out = storage.view(dtype)
+        else:
+            out = storage[start : start + nbytes].view(dtype)
+            exclusive = exclusive and size <= limit
+        if reshape:
+            out = out.reshape(shape)
+        return out if exclusive else out.copy()
+
+    return to_numpy
+
+
 _DENSE = element_types.ENCODING_DENSE_ROW_MAJOR
 _RESULT_DTYPES: dict = {}  # element type -> numpy dtype, or False (copy path only)
 
@@ -468,9 +657,12 @@ def _whole_byte_dtype(element_type: int):
         return False
 
 
-def _calibrate() -> tuple:
+def _calibrate(convert) -> tuple:
     view = HalBufferView(HalBuffer(Allocation.allocate(4)), (1,), _ELEMENT_TYPES["f32"])
-    return view_to_numpy(view, True)
+    return convert(view, True)
 
 
-_EXCLUSIVE = _calibrate()
+_EXCLUSIVE = _calibrate(view_to_numpy)
+_EXCLUSIVE_RESULT = _calibrate(tensor_result(parse_type("tensor<1xf32>"), False))
+_KEEP_INLINE = _keep_counts(False)
+keep_spare = _compile_keep_spare()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import sys
 import threading
 from pathlib import Path
 from typing import Callable, NamedTuple
@@ -441,6 +442,7 @@ class ModuleContext:
         tensor_results = tuple(
             isinstance(t, (abi.TensorType, type(None))) for t in result_types
         )
+        result_converters = tuple(abi.tensor_result(t) for t in result_types)
 
         def convert(args):
             return [c(v) for c, v in zip(converters, args)]
@@ -453,11 +455,12 @@ class ModuleContext:
             return tuple(convert_result(v, t) for v, t in zip(result, result_types))
 
         def to_numpy(result):
-            """VM results -> numpy; buffer views through abi.view_to_numpy, each held by
-            exactly one local when it is called (its zero-copy check counts references)."""
+            """VM results -> numpy; buffer views through abi.tensor_result's converters
+            (abi.view_to_numpy specialized per declared result), each held by exactly one
+            local when it is called (its zero-copy check counts references)."""
             if result_count == 1:
                 if type(result) is HalBufferView and tensor_results[0]:
-                    return abi.view_to_numpy(result)
+                    return result_converters[0](result)
                 return abi.from_vm(result, result_types[0])
             if result_count == 0:
                 return None
@@ -468,7 +471,7 @@ class ModuleContext:
                 value = pending[i]
                 pending[i] = None
                 if type(value) is HalBufferView and tensor_results[i]:
-                    out.append(abi.view_to_numpy(value))
+                    out.append(result_converters[i](value))
                 else:
                     out.append(abi.from_vm(value, result_types[i]))
             return tuple(out)
@@ -506,7 +509,8 @@ class ModuleContext:
 
         if not coarse_fences:
             export = self._fast_export(
-                name, fn, converters, result_count, tensor_results, result_types, to_numpy, export
+                name, fn, converters, result_count, tensor_results, result_types, to_numpy,
+                export, result_converters,
             )
         export.__name__ = python_name(name)
         export.__qualname__ = f"{type(self).__name__}.{export.__name__}"
@@ -514,7 +518,8 @@ class ModuleContext:
         return export
 
     def _fast_export(
-        self, name, fn, converters, result_count, tensor_results, result_types, to_numpy, general
+        self, name, fn, converters, result_count, tensor_results, result_types, to_numpy,
+        general, result_converters,
     ) -> Callable:
         """The per-call path of a synchronous export, written once per export with its
         arity unrolled: converters, the context lock, the call, the results. A wrong
@@ -544,6 +549,11 @@ class ModuleContext:
             "    finally:",
             "        release()",
         ]
+        # Argument copies nothing kept go back to their converter for the next call.
+        spares = {i: c for i, c in enumerate(converters) if hasattr(c, "spare")}
+        for i in spares:
+            keep = abi.keep_spare_lines(values[i], f"_s{i}", f"_h{i}")
+            lines += [f"    {line}" for line in keep]
         if arity:
             lines.append(f"    del {', '.join(values)}")
         if result_count == 0:
@@ -566,11 +576,14 @@ class ModuleContext:
             "release": self._lock.release,
             "VMError": VMError,
             "HalBufferView": HalBufferView,
-            "view_to_numpy": abi.view_to_numpy,
+            "view_to_numpy": result_converters[0] if result_converters else None,
             "from_vm": abi.from_vm,
             "result_type": result_types[0] if result_types else None,
             "to_numpy": to_numpy,
+            "_count": sys.getrefcount,
             **{f"_c{i}": c for i, c in enumerate(converters)},
+            **{f"_s{i}": c.spare for i, c in spares.items()},
+            **{f"_h{i}": c.shape for i, c in spares.items()},
         }
         exec(compile("\n".join(lines), f"<export {python_name(name)}>", "exec"), ns)
         return ns["export"]

@@ -82,3 +82,23 @@ def test_queue_call_routes_errors_like_submit(device):
     with pytest.raises(VMError, match=r"op: ValueError: bad") as caught:  # INTERNAL
         device.queue.call(None, None, bug, 0, "op")
     assert caught.value.code == StatusCode.INTERNAL
+
+
+def test_buffer_view_create_ranges_and_negative_dims(hal, device):
+    from runtime_support.hal.buffer import HalBuffer
+
+    buffer = HalBuffer.allocate(16)
+    whole = hal.buffer_view_create(buffer, 0, -1, 0x21000020, 1, [4])
+    assert whole.buffer is buffer and whole.shape == (4,)
+    assert hal.buffer_view_create(buffer, 0, 16, 0x21000020, 1, [2, 2]).buffer is buffer
+    for offset, length, expected in ((4, -1, (4, 12)), (0, 8, (0, 8)), (8, 8, (8, 8))):
+        view = hal.buffer_view_create(buffer, offset, length, 0x21000020, 1, [expected[1] // 4])
+        assert view.buffer is not buffer
+        assert (view.buffer.offset, view.buffer.length) == expected
+    with pytest.raises(VMError) as err:
+        hal.buffer_view_create(buffer, 0, 16, 0x21000020, 1, [2, -3, -1])
+    assert err.value.code == StatusCode.INVALID_ARGUMENT
+    assert "hal.buffer_view.create: shape dimension 1 is negative (-3)" in str(err.value)
+    with pytest.raises(VMError) as err:
+        hal.buffer_view_create(buffer, 8, 12, 0x21000020, 1, [3])
+    assert err.value.code == StatusCode.OUT_OF_RANGE

@@ -41,6 +41,10 @@ func.func @mul(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> {
   %0 = arith.muli %a, %b : tensor<4xi32>
   return %0 : tensor<4xi32>
 }
+func.func @dyn_add(%a: tensor<?x2xi32>, %b: tensor<?x2xi32>) -> tensor<?x2xi32> {
+  %0 = arith.addi %a, %b : tensor<?x2xi32>
+  return %0 : tensor<?x2xi32>
+}
 """
 
 
@@ -212,3 +216,272 @@ def test_wrap_array_is_the_opt_in_zero_copy_argument(package):
     frozen.flags.writeable = False
     with pytest.raises(ValueError, match="not writable"):
         ctx.wrap_array(frozen)
+
+
+# -- argument copies reused by the next call (abi.tensor_argument / keep_spare) --------
+
+
+def _spare(ctx, export: str, index: int) -> list:
+    """The spare list of argument `index` of `export` (where keep_spare puts copies)."""
+    return getattr(ctx, export).__globals__[f"_s{index}"]
+
+
+def test_argument_copies_nothing_kept_are_reused(package):
+    ctx = package.load(device="local-sync")
+    spare = _spare(ctx, "mul", 0)
+    results = []
+    for i in range(4):
+        a, b = np.arange(4, dtype=np.int32) + i, np.full(4, i + 1, np.int32)
+        results.append(ctx.mul(a, b))
+        a[:] = -7  # the caller's array is never the buffer
+        assert len(spare) == 1  # the copy came back for the next call
+    # Every result is its own array, unchanged by the later calls that refilled the copy.
+    assert [r.tolist() for r in results] == [
+        ((np.arange(4) + i) * (i + 1)).tolist() for i in range(4)
+    ]
+    before = id(spare[0])  # (an id: a reference held here would keep it from coming back)
+    ctx.mul(np.arange(4, dtype=np.int32), np.arange(4, dtype=np.int32))
+    assert [id(v) for v in spare] == [before]  # the same copy, refilled
+    # With a spare waiting, arrays off the fast path still take the general path and
+    # raise what it raises; the spare is still there for the next good call.
+    with pytest.raises(ValueError, match="argument 'input0'.*dimension 0 is 5"):
+        ctx.mul(np.zeros(5, np.int32), np.zeros(4, np.int32))
+    with pytest.raises(TypeError, match="argument 'input0': expected element type i32, got dtype float32"):
+        ctx.mul(np.zeros(4, np.float32), np.zeros(4, np.int32))
+    assert ctx.mul(np.arange(8, dtype=np.int32)[::2], np.full(4, 3, np.int32)).tolist() == [0, 6, 12, 18]
+    assert [id(v) for v in spare] == [before]
+    assert ctx.mul(np.full(4, 5, np.int32), np.full(4, 3, np.int32)).tolist() == [15] * 4
+
+
+@pytest.mark.parametrize("device", ["local-sync", "local"])
+def test_kept_argument_copies_are_never_reused(vmfb, package, device):
+    """Arguments a result still reaches (tied operands written in place and returned, an
+    argument returned as is) are left alone, and copies the program only read (`set`
+    copies into its global, possibly by a queue operation still pending) come back:
+    every value matches iree.runtime's, call by call, with all results held."""
+    theirs = iree_module(vmfb)
+    ctx = package.load(device=device)
+    kept_ours, kept_theirs = [], []
+    for i in range(3):
+        x = f32(1, 2, 3, 4) * (i + 1)
+        theirs.set(x)
+        ctx.set(x)
+        x[:] = -1
+        assert ctx.get().tobytes() == np.asarray(theirs.get().to_host()).tobytes()
+        lhs, rhs = f32(1, 2, 3, 4).reshape(2, 2) + i, f32(1, 0, 0, 1).reshape(2, 2)
+        acc = np.full((2, 2), 10.0 * i, np.float32)
+        kept_ours.append((ctx.matmul_acc(lhs, rhs, acc), ctx.id(x)))
+        assert _spare(ctx, "matmul_acc", 2) == [] and _spare(ctx, "id", 0) == []
+        kept_theirs.append(
+            (
+                [np.asarray(r.to_host()).copy() for r in theirs.matmul_acc(lhs, rhs, acc)],
+                np.asarray(theirs.id(x).to_host()).copy(),
+            )
+        )
+    for (pair, ident), (their_pair, their_ident) in zip(kept_ours, kept_theirs):
+        assert [r.tobytes() for r in pair] == [r.tobytes() for r in their_pair]
+        assert ident.tobytes() == their_ident.tobytes()
+
+
+def test_keep_spare_declines_what_anything_else_reaches(package):
+    from runtime_support import abi
+
+    ctx = package.load(device="local-sync")
+    convert = ctx.mul.__globals__["_c0"]
+    shape = convert.shape
+    holds = {
+        "view": lambda v: v,
+        "buffer": lambda v: v.buffer,
+        "allocation": lambda v: v.buffer.allocation,
+        "storage": lambda v: v.buffer.allocation.array,
+        "numpy view": lambda v: v.buffer.bytes_view(1, 2),
+        "memoryview": lambda v: memoryview(v.buffer.allocation.array),
+    }
+    for what, hold in holds.items():
+        spare = []
+        view = convert(np.arange(4, dtype=np.int32))
+        keep = hold(view)
+        abi.keep_spare(view, spare, shape)
+        assert spare == [], what
+        del keep
+        abi.keep_spare(view, spare, shape)
+        assert spare == [view], what
+    view, spare = convert(np.arange(4, dtype=np.int32)), []
+    view.buffer.allocation.preserve()  # hal.buffer.allocation.preserve: another owner
+    abi.keep_spare(view, spare, shape)
+    assert spare == []
+    view.buffer.allocation.discard()
+    abi.keep_spare(view, spare, shape)
+    abi.keep_spare(view, spare, shape)  # one spare at most
+    assert spare == [view]
+    # Views the fast path did not make (the general path's, a caller's) are never kept:
+    # their buffers may differ (usage, allocator, memory) from a fresh argument copy.
+    from runtime_support.hal.buffer_view import HalBufferView
+
+    for other in (
+        convert(np.arange(8, dtype=np.int32)[::2]),
+        HalBufferView.from_numpy(np.arange(4, dtype=np.int32), usage=0),
+    ):
+        assert other.shape == shape
+        spare = []
+        abi.keep_spare(other, spare, shape)
+        assert spare == []
+
+
+def test_views_the_caller_passes_never_become_spares(package):
+    """A buffer view passed as an argument goes in as is, and never comes back as a later
+    call's copy of a numpy array (its buffer need not be what a fresh copy is), even when
+    nothing else holds it after the call."""
+    from runtime_support.hal.buffer_view import HalBufferView
+
+    ctx = package.load(device="local-sync")
+    spare = _spare(ctx, "mul", 0)
+    spare.clear()
+    out = ctx.mul(HalBufferView.from_numpy(np.arange(4, dtype=np.int32)), np.full(4, 2, np.int32))
+    assert out.tolist() == [0, 2, 4, 6] and spare == []
+    out = ctx.mul(np.arange(8, dtype=np.int32)[::2], np.full(4, 2, np.int32))  # general path
+    assert out.tolist() == [0, 4, 8, 12] and spare == []
+    assert ctx.mul(np.full(4, 3, np.int32), np.full(4, 2, np.int32)).tolist() == [6] * 4
+    assert len(spare) == 1
+
+
+def test_spare_copies_under_threads(package):
+    """Calls from several threads never share a copy: each gets its own values back."""
+    import threading
+
+    ctx = package.load(device="local-sync")
+    failures = []
+
+    def work(k):
+        for i in range(300):
+            a = np.full(4, k * 1000 + i, np.int32)
+            if ctx.mul(a, np.full(4, 2, np.int32)).tolist() != (a * 2).tolist():
+                failures.append((k, i))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+
+
+def test_declared_result_converter_matches_view_to_numpy():
+    """abi.tensor_result (the per-export converter of a declared static tensor result)
+    makes what view_to_numpy makes: zero-copy only for exclusive storage, else a copy,
+    and views other than the declared one go the general way."""
+    from runtime_support import abi
+    from runtime_support.hal.buffer import Allocation, HalBuffer
+    from runtime_support.hal.buffer_view import HalBufferView
+
+    convert = abi.tensor_result(abi.parse_type("tensor<2x2xf32>"))
+    assert convert is not abi.view_to_numpy
+    assert abi.tensor_result(abi.parse_type("tensor<?xf32>")) is abi.view_to_numpy
+
+    def fresh(values=(1, 2, 3, 4), shape=(2, 2), element_type=0x21000020, offset=0):
+        data = np.zeros(offset // 4 + 4, np.float32)
+        data[offset // 4 :] = values
+        buffer = HalBuffer(Allocation.copy_of(data), offset, 16)
+        return HalBufferView(buffer, shape, element_type)
+
+    view = fresh()
+    mem = view.buffer.allocation.array
+    out = convert(view)
+    assert np.shares_memory(out, mem) and out.shape == (2, 2) and out.dtype == np.float32
+    assert out.tolist() == [[1, 2], [3, 4]]
+    view = fresh(offset=8)  # a range of its allocation: the same bytes
+    assert convert(view).tolist() == [[1, 2], [3, 4]]
+    for hold in ("view", "buffer", "allocation", "bytes"):
+        view = fresh()
+        keep = {
+            "view": view,
+            "buffer": view.buffer,
+            "allocation": view.buffer.allocation,
+            "bytes": view.buffer.bytes_view(),
+        }[hold]
+        mem = view.buffer.allocation.array
+        out = convert(view)
+        assert not np.shares_memory(out, mem), hold
+        assert out.tolist() == [[1, 2], [3, 4]]
+        del keep
+    # Not the declared view: what view_to_numpy gives (as a copy).
+    for other in (fresh(shape=(4,)), fresh(element_type=0x10000020)):
+        expected = abi.view_to_numpy(fresh(shape=other.shape, element_type=other.element_type))
+        got = convert(other)
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        assert got.tobytes() == expected.tobytes()
+        assert not np.shares_memory(got, other.buffer.allocation.array)
+    host = bytearray(np.arange(4, dtype=np.float32).tobytes())  # borrowed: never handed out
+    view = HalBufferView(HalBuffer.wrap_host(host, readonly=False), (2, 2), 0x21000020)
+    out = convert(view)
+    out[:] = 0
+    assert bytes(host) == np.arange(4, dtype=np.float32).tobytes()
+
+
+def test_undeclared_argument_converter():
+    """A ref argument with no declared type (iree-turbine exports) converts by its own
+    shape and dtype, and offers no spare (shapes vary from call to call)."""
+    from runtime_support import abi
+    from runtime_support.hal.device import LocalDevice
+
+    convert = abi.tensor_argument("x", None, LocalDevice("local-sync"))
+    array = np.arange(6, dtype=np.int16).reshape(2, 3)
+    view = convert(array)
+    assert view.shape == (2, 3) and view.element_type == 0x10000010
+    assert view.buffer.allocation.array.tobytes() == array.tobytes()
+    assert not np.shares_memory(view.buffer.allocation.array, array)
+    assert not hasattr(convert, "spare")
+
+
+@pytest.mark.parametrize("device", ["local-sync", "local"])
+def test_dynamic_dims_arguments_match_iree(vmfb, package, device):
+    """Declared tensors with dynamic dims take their own fast path (abi._dynamic_argument):
+    the same bits as iree.runtime for several shapes, general-path inputs included."""
+    theirs = iree_module(vmfb)
+    ctx = package.load(device=device)
+    for rows in (0, 1, 3, 7):
+        a = np.arange(rows * 2, dtype=np.int32).reshape(rows, 2)
+        b = np.full((rows, 2), 5, np.int32)
+        expected = np.asarray(theirs.dyn_add(a, b).to_host())
+        for x in (a, a.astype(np.uint32), np.asfortranarray(a), a.astype(">i4")):
+            got = ctx.dyn_add(x, b)
+            assert got.shape == expected.shape and got.tobytes() == expected.tobytes()
+
+
+def test_dynamic_dims_fast_path_is_the_general_path():
+    """Whatever abi._dynamic_argument accepts, it makes what to_buffer_view makes;
+    everything else (and every error) is the general path's own."""
+    from runtime_support import abi
+    from runtime_support.hal.device import LocalDevice
+
+    device = LocalDevice("local-sync")
+    ty = abi.parse_type("tensor<?x2x?xf32>")
+    convert = abi.tensor_argument("x", ty, device)
+    assert convert.__qualname__.startswith("_dynamic_argument")
+    values = [
+        np.arange(12, dtype=np.float32).reshape(3, 2, 2),
+        np.zeros((0, 2, 5), np.float32),
+        np.arange(12, dtype=np.float32).reshape(3, 2, 2)[:, :, ::-1],  # not C order
+        np.arange(12, dtype=np.float64).reshape(3, 2, 2),  # dtype
+        np.zeros((3, 3, 2), np.float32),  # static dim
+        np.zeros((3, 2), np.float32),  # rank
+        np.zeros((3, 2, 2), ">f4"),  # byte order
+        [[[1.0, 2.0], [3.0, 4.0]]],  # not an array
+    ]
+    for value in values:
+        try:
+            expected = abi.to_buffer_view(value, "x", ty, device)
+        except (TypeError, ValueError) as e:
+            with pytest.raises(type(e)) as got:
+                convert(value)
+            assert str(got.value) == str(e)
+            continue
+        got = convert(value)
+        assert got.shape == expected.shape and type(got.shape[0]) is int
+        assert (got.element_type, got.encoding_type) == (expected.element_type, expected.encoding_type)
+        assert got.buffer.allocation.array.tobytes() == expected.buffer.allocation.array.tobytes()
+        b, e = got.buffer, expected.buffer
+        assert (b.length, b.memory_types, b.allowed_usage, b.allocator) == (
+            e.length, e.memory_types, e.allowed_usage, e.allocator
+        )
+        assert not np.shares_memory(got.buffer.allocation.array, np.asarray(value))

@@ -256,15 +256,22 @@ class HalModule:
     def buffer_view_create(
         self, buffer, source_offset, source_length, element_type, encoding_type, shape
     ):
-        if source_length == WHOLE_BUFFER:
-            source_length = buffer.length - source_offset
-        if source_offset != 0 or source_length != buffer.length:
+        if source_offset or (source_length != buffer.length and source_length != WHOLE_BUFFER):
+            if source_length == WHOLE_BUFFER:
+                source_length = buffer.length - source_offset
             buffer = buffer.subspan(source_offset, source_length)
-        for i, dim in enumerate(shape):
-            if dim < 0:
-                raise _invalid("buffer_view.create", f"shape dimension {i} is negative ({dim})")
-        # (dims are VM integers and both codes arrive masked to u32: nothing to convert)
-        return _trusted_view(buffer, tuple(shape), element_type, encoding_type)
+        shape = tuple(shape)
+        if shape and min(shape) < 0:
+            i = next(i for i, dim in enumerate(shape) if dim < 0)
+            raise _invalid("buffer_view.create", f"shape dimension {i} is negative ({shape[i]})")
+        # (dims are VM integers and both codes arrive masked to u32: nothing to convert;
+        # _trusted_view's body, inline: this runs per call for every result)
+        view = _new_object(HalBufferView)
+        view.buffer = buffer
+        view.shape = shape
+        view.element_type = element_type
+        view.encoding_type = encoding_type
+        return view
 
     @one_frame
     @vm_import(
