@@ -397,3 +397,22 @@ def test_print_statistics(big_vmfb, tmp_path):
     rows = [line.split() for line in lines[2:-1]]
     assert rows and all(row[0].startswith("big_dispatch_") for row in rows)
     assert all(int(row[1]) >= 1 for row in rows)
+
+
+def test_no_binding_table_for_a_command_buffer_using_slots_is_invalid_argument(mul_executable):
+    """A command buffer whose commands use table slots, run with no table (or an empty
+    one): IREE's submission validation says INVALID_ARGUMENT ("indirect command buffer
+    requires at least 5 bindings but no binding table was provided"). Both paths used to
+    run the commands with null bindings, and the kernels got null pointers."""
+    device, exe = mul_executable
+    for use_plan in (True, False):
+        for table in (None, []):
+            cb = _record(device, exe)
+            assert cb.binding_count == 5  # slots 0..4
+            with pytest.raises(VMError) as info:
+                _run(cb, use_plan, table)
+            assert info.value.code == StatusCode.INVALID_ARGUMENT
+            assert (
+                "indirect command buffer requires at least 5 bindings but no binding table "
+                "was provided" in str(info.value)
+            )

@@ -245,6 +245,8 @@ class HalCommandBuffer:
         self.modes = modes & 0xFFFFFFFF
         self.categories = categories & 0xFFFFFFFF
         self.binding_capacity = binding_capacity
+        # Table slots the commands use: 1 + the highest one (IREE's binding_count).
+        self.binding_count = 0
         self.commands: list = []
         self._open_batch: _CollectiveBatch | None = None
         self.recording = True
@@ -286,6 +288,8 @@ class HalCommandBuffer:
                 what,
                 f"binding slot {slot} out of range of the binding capacity {self.binding_capacity}",
             )
+        elif slot >= self.binding_count:
+            self.binding_count = slot + 1
         return ref
 
     def fill(self, target: BufferRef, pattern: int, pattern_length: int) -> None:
@@ -411,6 +415,14 @@ class HalCommandBuffer:
                 ) or False
             if plan and plan.run(binding_table, workers):
                 return
+        if self.binding_count and not binding_table:
+            # As IREE's submission validation (iree_hal_command_buffer_validate_submission):
+            # without it the commands would run with null bindings.
+            raise VMError(
+                StatusCode.INVALID_ARGUMENT,
+                f"indirect command buffer requires at least {self.binding_count} bindings but "
+                "no binding table was provided",
+            )
         table = [Binding(*entry) for entry in binding_table] if binding_table else None
         if table is not None:
             # Every command's table references are checked before any command runs, as
