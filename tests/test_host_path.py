@@ -349,11 +349,12 @@ def test_views_the_caller_passes_never_become_spares(package):
     assert len(spare) == 1
 
 
-def test_spare_copies_under_threads(package):
+@pytest.mark.parametrize("device", ["local-sync", "local"])
+def test_spare_copies_under_threads(package, device):
     """Calls from several threads never share a copy: each gets its own values back."""
     import threading
 
-    ctx = package.load(device="local-sync")
+    ctx = package.load(device=device)
     failures = []
 
     def work(k):
