@@ -372,6 +372,7 @@ def tensor_argument(name: str, ty: TensorType | None, device, general=None):
     nbytes = count * element_types.byte_count(ty.element_type)
     spare: list = []  # views an earlier call gave back (keep_spare), exclusively ours
     pop = spare.pop
+    small = nbytes <= 4096
 
     def convert(value):
         if (
@@ -386,7 +387,10 @@ def tensor_argument(name: str, ty: TensorType | None, device, general=None):
                 except IndexError:  # (another thread took it)
                     pass
                 else:  # a fresh copy as far as anything can tell: nothing else reaches it
-                    view.buffer.allocation.array.data[:] = value.tobytes()
+                    if small:  # (through bytes: one memcpy more, less call overhead)
+                        view.buffer.allocation.array.data[:] = value.tobytes()
+                    else:
+                        _refill(view.buffer.allocation.array, value)
                     allocator.bytes_allocated += nbytes
                     return view
             buffer = copy(value, USAGE_DEFAULT, allocator)
@@ -403,8 +407,16 @@ def tensor_argument(name: str, ty: TensorType | None, device, general=None):
 
 
 # Argument copies up to this size are reused by the next call when nothing kept them
-# (the allocation costs more than the copy); larger ones are not held between calls.
-_SPARE_MAX = 4096
+# (their allocation costs as much as the copy); larger ones are not held between calls.
+_SPARE_MAX = 1 << 16
+
+
+def _refill(storage: np.ndarray, value: np.ndarray) -> None:
+    """Copies a C-contiguous array's bytes into `storage` (as many) at once."""
+    try:  # memoryview slice assignment: one memcpy, no numpy dispatch
+        storage.data[:] = memoryview(value).cast("B")
+    except (TypeError, ValueError, NotImplementedError):  # formats memoryview lacks
+        storage[:] = value.reshape(-1).view(np.uint8)
 
 
 def _dynamic_argument(ty: TensorType, dtypes: frozenset, allocator, general):

@@ -41,6 +41,10 @@ func.func @mul(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> {
   %0 = arith.muli %a, %b : tensor<4xi32>
   return %0 : tensor<4xi32>
 }
+func.func @big_add(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %0 = arith.addf %a, %b : tensor<64x64xf32>
+  return %0 : tensor<64x64xf32>
+}
 func.func @dyn_add(%a: tensor<?x2xi32>, %b: tensor<?x2xi32>) -> tensor<?x2xi32> {
   %0 = arith.addi %a, %b : tensor<?x2xi32>
   return %0 : tensor<?x2xi32>
@@ -345,11 +349,12 @@ def test_views_the_caller_passes_never_become_spares(package):
     assert len(spare) == 1
 
 
-def test_spare_copies_under_threads(package):
+@pytest.mark.parametrize("device", ["local-sync", "local"])
+def test_spare_copies_under_threads(package, device):
     """Calls from several threads never share a copy: each gets its own values back."""
     import threading
 
-    ctx = package.load(device="local-sync")
+    ctx = package.load(device=device)
     failures = []
 
     def work(k):
@@ -485,3 +490,27 @@ def test_dynamic_dims_fast_path_is_the_general_path():
             e.length, e.memory_types, e.allowed_usage, e.allocator
         )
         assert not np.shares_memory(got.buffer.allocation.array, np.asarray(value))
+
+
+def test_larger_argument_copies_are_refilled_whole(vmfb, package):
+    """A 16 KiB argument (refilled without going through bytes) gives iree.runtime's bits
+    call after call; beyond the spare limit nothing is held between calls."""
+    from runtime_support import abi
+
+    theirs = iree_module(vmfb)
+    ctx = package.load(device="local-sync")
+    spare = _spare(ctx, "big_add", 0)
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        a, b = rng.standard_normal((2, 64, 64), dtype=np.float32)
+        got = ctx.big_add(a, b)
+        assert got.tobytes() == np.asarray(theirs.big_add(a, b).to_host()).tobytes()
+        assert len(spare) == 1
+    values = [np.arange(6, dtype=np.float32), np.arange(3, dtype=np.complex64)]
+    values.append(np.array([1, 2, 3], "datetime64[s]"))  # (no buffer format, as bf16)
+    for value in values:
+        storage = np.zeros(value.nbytes, np.uint8)
+        abi._refill(storage, value)
+        assert storage.tobytes() == value.tobytes()
+    big = abi.tensor_argument("x", abi.parse_type("tensor<128x129xf32>"), ctx.device)
+    assert not hasattr(big, "spare")
