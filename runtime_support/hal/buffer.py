@@ -489,23 +489,18 @@ class HalBuffer:
 
 _new = object.__new__
 _empty, _zeros = np.empty, np.zeros
-# Buffers up to this size recycle their storage (see `_recycled` below), and argument
-# copies up to it go through bytes (one memcpy more, but ~100 ns less than a memoryview
-# cast per call); larger ones are copied once.
-_RECYCLE_MAX = 4096
+# Argument copies up to this size go through bytes (one memcpy more, but ~100 ns less
+# than a memoryview cast per call); larger ones are copied once.
+_BYTES_COPY_MAX = 4096
 
 
-def fresh_buffer(
-    size: int, memory_types: int, usage: int, allocator, data: bytes | None = None
-) -> HalBuffer:
+def fresh_buffer(size: int, memory_types: int, usage: int, allocator) -> HalBuffer:
     """`HalBuffer.over(Allocation.allocate(size), memory_types, usage, allocator)`:
-    a new zero-filled buffer (holding `data`, `size` bytes, when given; only for sizes
-    up to _RECYCLE_MAX); the caller has checked that `size` >= 0.
+    a new zero-filled buffer; the caller has checked that `size` >= 0.
 
     Small storage is recycled (see `_recycled`): a program's transient buffers (one
     queue.alloca per dispatch, dead two dispatches later) cost a memset instead of a
-    numpy allocation, an address look-up and a slice. (The claim is written out here,
-    not in a helper: this runs once per dispatch, and a call costs ~15% of it.)"""
+    numpy allocation, an address look-up and a slice."""
     if 0 < size <= _RECYCLE_MAX:
         pool = _recycled.get(size)
         if pool is not None:
@@ -516,7 +511,7 @@ def fresh_buffer(
             if entry is not None:
                 storage = entry[0]
                 if _count(storage) == _FREE_STORAGE and _count(storage.base) == _FREE_BASE:
-                    entry[2][:] = entry[3] if data is None else data
+                    entry[2][:] = entry[3]  # zero-filled again
                     pool.append(entry)
                     allocation = _new(Allocation)
                     allocation.array = storage
@@ -536,14 +531,16 @@ def fresh_buffer(
                 if len(pool) < _RECYCLE_DEPTH - 1:  # still in use, may be free next round
                     pool.append(entry)
                 # (else dropped: it outlived a whole round, held by the caller or a global)
+        elif len(_recycled) < _RECYCLE_SIZES:
+            pool = _recycled.setdefault(size, deque(maxlen=_RECYCLE_DEPTH))
         try:
-            raw = (_zeros if data is None else _empty)(size + ALIGNMENT, _U8)
+            raw = _zeros(size + ALIGNMENT, _U8)
         except MemoryError:
             raise exhausted("hal.allocator.allocate", size, f"{size}-byte buffer") from None
         buffer = _aligned_buffer(raw, size, memory_types, usage, allocator)
-        if data is not None:
-            memoryview(buffer.allocation.array)[:] = data
-        _keep(buffer)
+        if pool is not None:
+            storage = buffer.allocation.array
+            pool.append((storage, buffer.address, memoryview(storage), bytes(size)))
         return buffer
     if size >= _UNCHECKED:
         return HalBuffer.over(Allocation.allocate(size), memory_types, usage, allocator)
@@ -552,17 +549,6 @@ def fresh_buffer(
     except MemoryError:
         raise exhausted("hal.allocator.allocate", size, f"{size}-byte buffer") from None
     return _aligned_buffer(raw, size, memory_types, usage, allocator)
-
-
-def buffer_copy_of(array: np.ndarray, usage: int, allocator) -> HalBuffer:
-    """`HalBuffer.over(Allocation.copy_of(array), 0, usage, allocator)` for a
-    C-contiguous array (see Allocation.copy_of for why arguments are copied)."""
-    size = array.nbytes
-    if size > _RECYCLE_MAX:
-        return HalBuffer.over(Allocation.copy_of(array), 0, usage, allocator)
-    if not size:
-        return _aligned_buffer(_empty(ALIGNMENT, _U8), 0, 0, usage, allocator)
-    return fresh_buffer(size, 0, usage, allocator, array.tobytes())
 
 
 # -- recycled storage ------------------------------------------------------------------------
@@ -578,6 +564,7 @@ def buffer_copy_of(array: np.ndarray, usage: int, allocator) -> HalBuffer:
 # Recycled storage is zero-filled again, as IREE's heap buffers are (its aligned host
 # allocation goes through iree_allocator_malloc, a calloc with the system allocator).
 
+_RECYCLE_MAX = 4096  # bytes: a memset costs less than numpy's allocation up to here
 _RECYCLE_DEPTH = 8  # entries per size
 _RECYCLE_SIZES = 64  # sizes tracked (a bound on the memory kept: 64 * 8 * 4 KiB)
 _recycled: dict[int, deque] = {}
@@ -599,18 +586,16 @@ def _free_counts() -> tuple[int, int]:
 _FREE_STORAGE, _FREE_BASE = _free_counts()
 
 
-def _keep(buffer: HalBuffer) -> None:
-    """Remembers a fresh whole-allocation buffer's storage for recycling."""
-    size = buffer.length
-    pool = _recycled.get(size)
-    if pool is None:
-        if len(_recycled) >= _RECYCLE_SIZES:
-            return
-        pool = _recycled.setdefault(size, deque(maxlen=_RECYCLE_DEPTH))
-    storage = buffer.allocation.array
-    pool.append((storage, buffer.address, memoryview(storage), bytes(size)))
-
-
+def buffer_copy_of(array: np.ndarray, usage: int, allocator) -> HalBuffer:
+    """`HalBuffer.over(Allocation.copy_of(array), 0, usage, allocator)` for a
+    C-contiguous array (see Allocation.copy_of for why arguments are copied)."""
+    size = array.nbytes
+    if size > _BYTES_COPY_MAX:
+        return HalBuffer.over(Allocation.copy_of(array), 0, usage, allocator)
+    buffer = _aligned_buffer(_empty(size + ALIGNMENT, _U8), size, 0, usage, allocator)
+    if size:
+        memoryview(buffer.allocation.array)[:] = array.tobytes()
+    return buffer
 
 
 def _aligned_buffer(
