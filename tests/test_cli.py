@@ -310,6 +310,17 @@ def test_translate_prints_a_summary_and_quiet_silences_it(tensor_vmfb, tmp_path)
     assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout.strip() == str(tmp_path / "pkg")
 
 
+def test_no_fuse_keeps_one_call_per_op(tensor_vmfb, tmp_path):
+    fused = run_cli(tensor_vmfb, "-o", tmp_path / "on", "--name", "pkg", "-q")
+    plain = run_cli(tensor_vmfb, "-o", tmp_path / "off", "--name", "pkg", "-q", "--no-fuse")
+    assert fused.returncode == plain.returncode == 0, (fused.stderr, plain.stderr)
+    on = (tmp_path / "on" / "pkg" / "__init__.py").read_text()
+    off = (tmp_path / "off" / "pkg" / "__init__.py").read_text()
+    assert "submit_alloca_execute_indirect(" in on
+    assert "= hal_fence_await(" not in on and "= hal_fence_await(" in off
+    assert "submit_" not in off
+
+
 def test_package_help_and_dir_show_the_api(tensor_vmfb, tmp_path):
     run_cli(tensor_vmfb, "-o", tmp_path, "--name", "pkg", "-q")
     code = (

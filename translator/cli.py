@@ -85,6 +85,13 @@ def _parser() -> argparse.ArgumentParser:
         "calls it makes (`# pc 0x42-0x9a hal.fence.create, hal.fence.await`); without this "
         "flag only functions that have no source locations get them",
     )
+    p.add_argument(
+        "--no-fuse",
+        action="store_true",
+        help="one call per VM op for each dispatch's submission (fence.create, queue.alloca, "
+        "queue.execute, fence.await), instead of one call of the fused helper "
+        "(runtime_support/hal/fused.py); the same behaviour, slower",
+    )
     return p
 
 
@@ -211,6 +218,7 @@ def _translate(args, path) -> int:
             source_name=Path(path).name,
             provenance=args.provenance,
             pipeline=Pipeline(module),
+            fuse_submissions=not args.no_fuse,
         )
         print(out)
         if not args.quiet:
