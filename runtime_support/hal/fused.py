@@ -339,4 +339,157 @@ def execute(create, execute, await_):
     return submit
 
 
-__all__ = ["ALLOCATED", "alloca_execute_indirect", "execute", "execute_indirect"]
+def chain(create, alloca, join, execute, dealloca):
+    """The helper for a queue chain (translator/analyses/chains.py): per transient buffer
+    fence.create + queue.alloca, all waiting on `wait`; fence.join of their fences when
+    there are several; fence.create + queue.execute.indirect; optionally fence.create +
+    queue.dealloca. Every fence but the last is private; the last is returned:
+
+        *buffers, fence = submit(device, wait, allocas, join_flags, create_flags,
+                                 affinity, command_buffer, exec_flags, table, slots,
+                                 dealloca)
+
+    `allocas`: per alloca (fence flags, affinity, pool, memory types, usage, size, flags);
+    `join_flags`: None with fewer than two allocas; `slots`: (table entry, alloca index)
+    of each entry holding `ALLOCATED`; `dealloca`: None or (fence flags, affinity,
+    buffer, flags, alloca index or -1 for the outside buffer given). `join`/`dealloca`
+    may be None when the module imports neither (then no call site needs them).
+    """
+
+    def general(device, wait, allocas, join_flags, create_flags, affinity, command_buffer,
+                exec_flags, table, slots, dealloca_args):
+        buffers, fences = [], []
+        for fence_flags, aff, pool, memory_types, usage, size, flags in allocas:
+            f = create(device, fence_flags)
+            buffers.append(alloca(device, aff, wait, f, pool, memory_types, usage, size, flags))
+            fences.append(f)
+        if join_flags is not None:
+            w = join(join_flags, fences)
+        else:
+            w = fences[0] if fences else wait
+        fx = create(device, create_flags)
+        for k, j in slots:
+            _, offset, length = table[k]
+            table[k] = (buffers[j], offset, length)
+        execute(device, affinity, w, fx, command_buffer, exec_flags, table)
+        return (*buffers, _dealloca(device, fx, buffers, dealloca_args))
+
+    def _dealloca(device, fx, buffers, dealloca_args):
+        """The optional tail through the imports, after the execute signalled `fx`."""
+        if dealloca_args is None:
+            return fx
+        fence_flags, aff, buffer, flags, which = dealloca_args
+        fd = create(device, fence_flags)
+        dealloca(device, aff, fx, fd, buffers[which] if which >= 0 else buffer, flags)
+        return fd
+
+    owner = getattr(create, "__self__", None)
+    if not _fast_ok(create, alloca, execute, getattr(owner, "fence_await", None)) or not all(
+        bound is None or (getattr(bound, "__self__", None) is owner
+                          and getattr(bound, "__func__", None) is getattr(type(owner), name, None)
+                          and getattr(bound, "__func__", None) is _hal_method(name))
+        for bound, name in ((join, "fence_join"), (dealloca, "device_queue_dealloca"))
+    ):
+        return general
+
+    def submit(device, wait, allocas, join_flags, create_flags, affinity, command_buffer,
+               exec_flags, table, slots, dealloca_args):
+        # The imports' checks, made up front: any that would fail takes the general path
+        # from the start, which raises at the op that raises, after what ran before it.
+        if not (
+            type(device) is LocalDevice
+            and type(command_buffer) is HalCommandBuffer
+            and (
+                wait is None
+                or (type(wait) is Fence and (wait.state == REACHED or wait.reached_now()))
+            )
+            and not device.queue._draining
+            and (dealloca_args is None or dealloca_args[4] >= 0
+                 or type(dealloca_args[2]) is HalBuffer)
+        ):
+            return general(device, wait, allocas, join_flags, create_flags, affinity,
+                           command_buffer, exec_flags, table, slots, dealloca_args)
+        for a in allocas:
+            if a[2] != 0 or a[5] < 0:
+                return general(device, wait, allocas, join_flags, create_flags, affinity,
+                               command_buffer, exec_flags, table, slots, dealloca_args)
+        for entry in table:
+            if type(entry[0]) not in _CHAIN_TABLE_TYPES:
+                return general(device, wait, allocas, join_flags, create_flags, affinity,
+                               command_buffer, exec_flags, table, slots, dealloca_args)
+        # hal.device.queue.alloca on a LocalDevice, each fence reached at once (and so
+        # their join)
+        allocator = device.allocator
+        buffers = []
+        for _, _, _, memory_types, usage, size, _ in allocas:
+            buffers.append(fresh_buffer(size, memory_types & _M32, usage & _M32, allocator))
+            allocator.bytes_allocated += size
+        for k, j in slots:
+            _, offset, length = table[k]
+            table[k] = (buffers[j], offset, length)
+        # hal.device.queue.execute.indirect: LocalQueue.call with its wait fence reached
+        # (nothing ran since the check above: the queue is still idle on this thread)
+        queue = device.queue
+        lock = queue._lock
+        lock.acquire()
+        if queue._draining:  # another thread took the queue meanwhile: the imports
+            lock.release()
+            fx = Fence()
+            fx.signal()  # (what the allocas and join left: the execute's wait, reached)
+            f = create(device, create_flags)
+            execute(device, affinity, fx, f, command_buffer, exec_flags, table)
+            return (*buffers, _dealloca(device, f, buffers, dealloca_args))
+        queue._draining = True
+        lock.release()
+        error = None
+        try:
+            try:
+                plan = command_buffer._plan  # as in alloca_execute_indirect
+                if plan:
+                    command_buffer.executions += 1
+                    if not plan.run(table, getattr(command_buffer.device, "worker_count", 1)):
+                        command_buffer.executions -= 1
+                        command_buffer.execute(table)
+                else:
+                    command_buffer.execute(table)
+            except VMError as exc:
+                error = exc
+            except Exception as exc:  # noqa: BLE001  (as LocalQueue.call routes it)
+                error = _internal(_EXECUTE_INDIRECT, exc)
+        finally:
+            lock.acquire()
+            if queue._ready:
+                lock.release()
+                queue._drain()
+            else:
+                queue._draining = False
+                lock.release()
+        fx = Fence()  # the execute's signal fence, as LocalQueue.call leaves it
+        if error is None:
+            fx.signal()
+            if dealloca_args is None or not queue._draining:
+                # hal.device.queue.dealloca on a LocalDevice: ordering only; its fence
+                # is signalled at once on an idle queue
+                if dealloca_args is not None:
+                    fx = Fence()
+                    fx.signal()
+                return (*buffers, fx)
+        else:
+            fx.fail(error)
+        return (*buffers, _dealloca(device, fx, buffers, dealloca_args))
+
+    submit.general = general
+    return submit
+
+
+def _hal_method(name):
+    from .module import HalModule
+
+    return getattr(HalModule, name)
+
+
+# The chain's table check: `ALLOCATED` marks an entry the call fills in itself.
+_CHAIN_TABLE_TYPES = _TABLE_TYPES | {_Allocated}
+
+
+__all__ = ["ALLOCATED", "alloca_execute_indirect", "chain", "execute", "execute_indirect"]

@@ -25,7 +25,7 @@ from translator.codegen.names import NameTable
 from translator.codegen.ops import HELPER_MODULES, OpRenderer
 from translator.codegen.passes import MessageTable, tidy_ifs, tidy_releases, trim_ref_init
 from translator.codegen.printer import Printer
-from translator.analyses import submissions
+from translator.analyses import chains, submissions
 from translator.codegen.view import (
     ExportRow,
     FunctionView,
@@ -287,7 +287,7 @@ def generate(
         global_refs=module.global_ref_count,
         functions=views,
         fused=[
-            FusedRow(local, kind, [names.import_name(_import_ordinal(module, i)) for i in _FUSED_IMPORTS[kind]])
+            FusedRow(local, kind, [_import_local(names, module, i) for i in _FUSED_IMPORTS[kind]])
             for kind, local in sorted(renderer.fused.items())
         ],
     )
@@ -309,15 +309,32 @@ _FUSED_IMPORTS = {
         submissions.FENCE_AWAIT,
     ),
     "execute": (submissions.FENCE_CREATE, submissions.QUEUE_EXECUTE, submissions.FENCE_AWAIT),
+    "chain": (
+        submissions.FENCE_CREATE,
+        submissions.QUEUE_ALLOCA,
+        chains.FENCE_JOIN,
+        submissions.EXECUTE_INDIRECT,
+        chains.QUEUE_DEALLOCA,
+    ),
 }
+
+
+def _import_local(names: NameTable, module: Module, want: tuple[str, str]) -> str:
+    """The `_bind` local of the import a fused helper is built from; "None" for one the
+    module lacks (a `chain` helper whose call sites need no join or dealloca)."""
+    k = _import_ordinal(module, want)
+    return "None" if k is None else names.import_name(k)
 
 
 def _import_ordinal(module: Module, want: tuple[str, str]) -> int:
     """The ordinal of the required import (full name, cconv) a submission group calls."""
     return next(
-        i.ordinal
-        for i in module.imports
-        if not i.optional and (i.full_name, i.signature.calling_convention) == want
+        (
+            i.ordinal
+            for i in module.imports
+            if not i.optional and (i.full_name, i.signature.calling_convention) == want
+        ),
+        None,
     )
 
 

@@ -18,7 +18,7 @@ from translator.cconv import CConv
 from translator.analyses import cfg
 from translator.analyses.layout import parameter_names
 from translator.analyses.liveness import RefLiveness
-from translator.analyses import submissions
+from translator.analyses import chains, submissions
 from translator.codegen.hal_enums import const_notes
 from translator.codegen.ops import OpRenderer, Terminator
 from translator.analyses.regkinds import HIGH, RegisterKinds
@@ -75,6 +75,13 @@ class FunctionEmitter:
         self.groups = (
             submissions.find(renderer.module, fn, self.live) if renderer.fuse_submissions else {}
         )
+        # Queue chains inside blocks (first op's pc -> chain), lowered as one fused call.
+        self.chains = (
+            chains.find(renderer.module, fn, self.live, {k: len(g.ops) for k, g in self.groups.items()})
+            if renderer.fuse_submissions
+            else {}
+        )
+        self.in_chain = {op.pc for c in self.chains.values() for op in c.ops[1:]}
 
     # -- pieces shared by both strategies --------------------------------------------
     def block_ops(self, index: int) -> list[Stmt]:
@@ -85,7 +92,17 @@ class FunctionEmitter:
             ops = ops[: len(ops) - 1 - len(group.ops)] + [group.ops[0]]
         out: list[Stmt] = []
         for op, nxt in zip(ops[:-1], ops[1:]):
-            overwritten = _overwritten_by(nxt) if nxt is not (group and group.ops[0]) else frozenset()
+            if op.pc in self.in_chain:
+                continue
+            chain = self.chains.get(op.pc)
+            if chain is not None:
+                out += self.r.lower_chain(self.fn, chain, self.live.dies_at)
+                continue
+            overwritten = (
+                _overwritten_by(nxt)
+                if nxt is not (group and group.ops[0]) and nxt.pc not in self.chains
+                else frozenset()
+            )
             stmts = self.r.lower_op(self.fn, op, overwritten, self.live.dies_at(op))
             note = self.notes.get(op.pc)
             if note and stmts and isinstance(stmts[0], Assign):

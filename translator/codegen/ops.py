@@ -441,6 +441,75 @@ class OpRenderer:
             stmts.append(Release(provs[-1], released))
         return Terminator(provs[-1], stmts, None, self._edges(term, index_of, [None]))
 
+    def lower_chain(self, fn: Function, chain, dead) -> list[Stmt]:
+        """A queue chain (analyses/chains.py) as one call of the context's `chain` helper
+        (runtime_support/hal/fused.py): the allocated buffers and the last fence are its
+        results; table entries and a dealloca of a buffer allocated in the same call read
+        `ALLOCATED`. Afterwards the registers the ops released, and those left holding a
+        private fence, are released (never a result)."""
+        local = self.fused.get("chain")
+        if local is None:
+            local = self.fused["chain"] = self.names.fused_local("chain")
+            self.use("fused", "chain")
+        ops = chain.ops
+        reg = self.reg
+        ex = [reg(r) for r in chain.execute["operands"]]
+        table = [ex[i : i + 3] for i in range(6, len(ex), 3)]
+        allocated = self.use("fused", "ALLOCATED") if chain.slots or chain.dealloca_of >= 0 else ""
+        for k, _ in chain.slots:
+            table[k] = [allocated] + table[k][1:]
+        table_text = "[" + ", ".join("(" + ", ".join(e) + ")" for e in table) + "]"
+        create_of = {id(ops[k + 1]): ops[k] for k in range(len(ops) - 1)}  # op -> its fence.create
+        wait = reg(chain.allocas[0]["operands"][2]) if chain.allocas else ex[2]
+        args = [(ex[0], "device"), (wait, "wait fence")]
+        allocas = ""
+        for k, al in enumerate(chain.allocas):
+            a = [reg(r) for r in al["operands"]]
+            flags = reg(create_of[id(al)]["operands"][1])
+            allocas += f"({flags}, {a[1]}, {a[4]}, {a[5]}, {a[6]}, {a[7]}, {a[8]}),  # queue.alloca {k}\n"
+        args.append((f"(\n{allocas})", "the queue.allocas"))
+        if chain.join is not None:
+            args.append((reg(chain.join["operands"][0]), "flags (fence.join)"))
+        else:
+            args.append(("None", "no fence.join"))
+        args += [
+            (reg(create_of[id(chain.execute)]["operands"][1]), "flags (fence.create)"),
+            (ex[1], "affinity (queue.execute.indirect)"),
+            (ex[4], "command buffer"),
+            (ex[5], "flags"),
+            (table_text, "binding table"),
+            (_tuple(f"({k}, {j})" for k, j in chain.slots), "(table entry, queue.alloca) of each ALLOCATED"),
+        ]
+        if chain.dealloca is not None:
+            d = [reg(r) for r in chain.dealloca["operands"]]
+            buffer = allocated if chain.dealloca_of >= 0 else d[4]
+            flags = reg(create_of[id(chain.dealloca)]["operands"][1])
+            args.append((f"({flags}, {d[1]}, {buffer}, {d[5]}, {chain.dealloca_of})", "queue.dealloca"))
+        else:
+            args.append(("None", "no queue.dealloca"))
+        call = f"{local}(\n" + "".join(f"{a},  # {label}\n" for a, label in args) + ")"
+        provs = [self.provenance(fn, op) for op in ops]
+        names = ", ".join(p.callee.removeprefix("hal.") for p in provs)
+        reads = frozenset(n for a, _ in args for n in _REGISTER.findall(a))
+        targets = tuple(f"r{t}" for t in chain.targets)
+        legend = "queue.alloca: (fence flags, affinity, pool, memory types, usage, size, flags)"
+        if chain.dealloca is not None:
+            legend += "; queue.dealloca: (fence flags, affinity, buffer, flags, of queue.alloca or -1)"
+        stmts: list[Stmt] = [
+            Comment(provs[0], f"fused: {names}"),
+            Comment(provs[0], legend),
+            Assign(self.provenance(fn, chain.execute), targets, call, reads),
+        ]
+        released: list[str] = []
+        for op, prov in zip(ops, provs):
+            for r in self.moves_after(op, prov, frozenset(), dead(op)):
+                released += r.names
+        released += [f"r{r}" for r in chain.private]
+        released = [r for r in dict.fromkeys(released) if r not in targets]
+        if released:
+            stmts.append(Release(provs[-1], released))
+        return stmts
+
     # -- control flow -----------------------------------------------------------------
     def lower_remap(self, pairs, kinds, prov: Provenance | None) -> list[Stmt]:
         """Sequential slot copies, as the VM does them; i64 halves travel with the low slot."""
@@ -500,3 +569,10 @@ class OpRenderer:
 
 
 __all__ = ["Edge", "OpRenderer", "Terminator", "helper_name"]
+
+
+def _tuple(items) -> str:
+    """A tuple literal without a trailing comma where Python needs none (black keeps it
+    on one line)."""
+    items = list(items)
+    return f"({items[0]},)" if len(items) == 1 else "(" + ", ".join(items) + ")"
