@@ -1,0 +1,297 @@
+"""Queue chains fused into one call (translator/analyses/chains.py, runtime_support/hal/
+fused.py `chain`): what the analysis finds, the fast path against the general one (the
+imports in order) on results, accounting, errors and the escaping fence, and the fused
+package against the unfused one and iree.runtime."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench.programs import PROGRAM_DIR
+from runtime_support.errors import StatusCode, VMError
+from runtime_support.hal import fused
+from runtime_support.hal.buffer import HalBuffer
+from runtime_support.hal.command_buffer import HalCommandBuffer
+from runtime_support.hal.device import LocalDevice
+from runtime_support.hal.fence import REACHED, Fence
+from runtime_support.run_cli import import_package_as
+from tests.helpers_compile import LLVM_CPU_FLAGS, compile_mlir
+from translator.analyses import cfg, chains
+from translator.analyses.liveness import RefLiveness
+from translator.codegen import write_package
+from translator.pipeline import Pipeline
+from translator.reader import read_module_file
+
+# The host loop, smaller: the same per-iteration chain (two allocas, join, execute, dealloca).
+LOOP = (PROGRAM_DIR / "host_loop.mlir").read_text().replace("256x256", "16x16").replace("256", "16")
+
+
+@pytest.fixture(scope="module")
+def vmfb(tmp_path_factory):
+    return compile_mlir(LOOP, tmp_path_factory.mktemp("chain_vmfb"), LLVM_CPU_FLAGS, "loop")
+
+
+@pytest.fixture(scope="module")
+def packages(vmfb, tmp_path_factory):
+    out = tmp_path_factory.mktemp("chain_pkgs")
+    return {
+        fuse: import_package_as(
+            f"_chain_test_{fuse}",
+            write_package(read_module_file(vmfb), out / str(fuse), "loop", fuse_submissions=fuse),
+        )
+        for fuse in (True, False)
+    }
+
+
+def _main_chains(vmfb, live_extra=frozenset()):
+    pipeline = Pipeline(read_module_file(vmfb))
+    fn = next(fn for fn in pipeline.functions if fn.name == "main")
+    live = RefLiveness(fn, cfg.analyze(fn))
+    if live_extra:
+        after = live.after
+        live.after = lambda op: after(op) | live_extra
+    return chains.find(pipeline.module, fn, live)
+
+
+def test_host_loop_chain_found(vmfb):
+    found = list(_main_chains(vmfb).values())
+    assert len(found) == 1
+    c = found[0]
+    assert len(c.allocas) == 2 and c.join is not None and c.dealloca is not None
+    assert len(c.ops) == 9 and len(c.targets) == 3
+    assert sorted(j for _, j in c.slots) == [0, 1] and c.dealloca_of in (0, 1)
+    assert c.private  # the alloca, join and execute fences' registers
+
+
+def test_not_found_when_a_private_fence_stays_live(vmfb):
+    c = next(iter(_main_chains(vmfb).values()))
+    for r in c.private:
+        assert not _main_chains(vmfb, frozenset({r}))
+
+
+def test_generated_code_calls_the_chain_helper(packages):
+    text = open(packages[True].__file__).read()
+    assert "submit_chain(" in text and "ALLOCATED" in text
+    assert "# fused: fence.create, device.queue.alloca" in text
+    assert "submit_chain(" not in open(packages[False].__file__).read()
+
+
+# -- fast path == general path ------------------------------------------------------------
+
+
+def _capture(packages, monkeypatch, device="local-sync"):
+    """A fresh context of the fused package and the arguments of its chain helper's
+    first call (the table as given, before the helper fills it in)."""
+    calls = []
+    real = fused.chain
+
+    def spy(*imports):
+        helper = real(*imports)
+
+        def submit(*args):
+            calls.append((*args[:8], list(args[8]), *args[9:]))
+            return helper(*args)
+
+        submit.helper = helper
+        return submit
+
+    monkeypatch.setattr(packages[True], "chain", spy)
+    ctx = packages[True].load(device=device)
+    ctx.main(np.eye(16, dtype=np.float32), np.arange(16, dtype=np.float32))
+    hal = ctx.modules["hal"]
+    return ctx, hal, calls[0]
+
+
+def _outcome(helper, args):
+    """What a call leaves: its results (buffer bytes, the fence's state and error) or
+    the error it raises."""
+    try:
+        *buffers, fence = helper(*args)
+    except VMError as e:
+        return ("error", e.code, e.message)
+    error = None if fence.error is None else (fence.error.code, fence.error.message)
+    return ("ok", [type(b).__name__ for b in buffers], fence.state == REACHED, error)
+
+
+def _both(packages, monkeypatch, change=lambda args: args):
+    out = []
+    for general in (False, True):
+        _, hal, args = _capture(packages, monkeypatch)
+        helper = fused.chain(
+            hal.fence_create, hal.device_queue_alloca, hal.fence_join,
+            hal.device_queue_execute_indirect, hal.device_queue_dealloca,
+        )
+        assert helper is not helper.general
+        args = list(change(list(args)))
+        device = args[0]
+        before = device.allocator.bytes_allocated
+        got = _outcome(helper.general if general else helper, args)
+        out.append((got, device.allocator.bytes_allocated - before))
+    return out
+
+
+def test_fast_path_equals_general(packages, monkeypatch):
+    (fast, fb), (gen, gb) = _both(packages, monkeypatch)
+    assert fast == gen and fb == gb
+    assert fast == ("ok", ["HalBuffer", "HalBuffer"], True, None)
+    assert fb > 0
+
+
+def test_fast_path_results_equal_general(packages, monkeypatch):
+    """The allocated buffers hold the same bytes."""
+    outs = []
+    for general in (False, True):
+        _, hal, args = _capture(packages, monkeypatch)
+        helper = fused.chain(
+            hal.fence_create, hal.device_queue_alloca, hal.fence_join,
+            hal.device_queue_execute_indirect, hal.device_queue_dealloca,
+        )
+        *buffers, fence = (helper.general if general else helper)(*args)
+        outs.append([b.read() for b in buffers])
+    assert outs[0] == outs[1]
+
+
+def _alloca(k, index, value):
+    def change(args):
+        allocas = [list(a) for a in args[2]]
+        allocas[k][index] = value
+        args[2] = tuple(tuple(a) for a in allocas)
+        return args
+
+    return change
+
+
+def _table(k, buffer):
+    def change(args):
+        table = list(args[8])
+        table[k] = (buffer, *table[k][1:])
+        args[8] = table
+        return args
+
+    return change
+
+
+def _dealloca_buffer(buffer):
+    def change(args):
+        flags, aff, _, dflags, _ = args[10]
+        args[10] = (flags, aff, buffer, dflags, -1)
+        return args
+
+    return change
+
+
+@pytest.mark.parametrize(
+    "change, code",
+    [
+        (_alloca(1, 2, 1), StatusCode.UNIMPLEMENTED),  # pool of the second alloca
+        (_alloca(0, 5, -1), StatusCode.INVALID_ARGUMENT),  # negative size
+        (_table(0, None), StatusCode.INVALID_ARGUMENT),  # a null input entry: the command buffer fails
+        (_table(0, Fence()), StatusCode.INVALID_ARGUMENT),  # wrong ref type: the import raises
+        (_alloca(0, 5, 8), StatusCode.OUT_OF_RANGE),  # a new buffer shorter than its slot
+        (_dealloca_buffer(None), StatusCode.INVALID_ARGUMENT),  # dealloca of null
+        (_dealloca_buffer(Fence()), StatusCode.INVALID_ARGUMENT),
+    ],
+    ids=["pool", "negative-size", "null-entry", "wrong-ref", "short-buffer", "null-dealloca",
+         "wrong-dealloca"],
+)
+def test_fast_path_errors_equal_general(packages, monkeypatch, change, code):
+    (fast, fb), (gen, gb) = _both(packages, monkeypatch, change)
+    assert fast == gen, (fast, gen)
+    assert fb == gb
+    # raised by an import, or carried by the escaping fence (a command-buffer failure)
+    if fast[0] == "error":
+        assert fast[1] == code, fast
+    else:
+        assert fast[3] is not None and fast[3][0] == code, fast
+
+
+def test_command_buffer_failure_fails_the_escaping_fence(packages, monkeypatch):
+    (fast, _), (gen, _) = _both(packages, monkeypatch, _alloca(0, 5, 8))
+    assert fast == gen
+    assert fast[0] == "ok" and not fast[2] and fast[3][0] == StatusCode.OUT_OF_RANGE
+
+
+def test_outside_dealloca_buffer_equals_general(packages, monkeypatch):
+    def change(args):
+        device = args[0]
+        from runtime_support.hal.buffer import fresh_buffer
+
+        return _dealloca_buffer(fresh_buffer(16, 0x30, 0xC03, device.allocator))(args)
+
+    (fast, fb), (gen, gb) = _both(packages, monkeypatch, change)
+    assert fast == gen and fb == gb and fast[0] == "ok"
+
+
+def test_unreached_wait_fence_takes_the_general_path(packages, monkeypatch):
+    results = []
+    for general in (False, True):
+        _, hal, args = _capture(packages, monkeypatch)
+        helper = fused.chain(
+            hal.fence_create, hal.device_queue_alloca, hal.fence_join,
+            hal.device_queue_execute_indirect, hal.device_queue_dealloca,
+        )
+        wait = Fence()
+        args = list(args)
+        args[1] = wait
+        *buffers, fence = (helper.general if general else helper)(*args)
+        early = fence.state == REACHED
+        wait.signal()  # the queued work runs now
+        results.append((early, fence.state == REACHED, [b.read() for b in buffers]))
+    assert results[0] == results[1]
+    assert results[0][:2] == (False, True)
+
+
+def test_foreign_imports_get_the_general_path_only(packages, monkeypatch):
+    _, hal, args = _capture(packages, monkeypatch)
+    calls = []
+
+    def spy(f):
+        return lambda *a: calls.append(f.__name__) or f(*a)
+
+    helper = fused.chain(
+        spy(hal.fence_create), spy(hal.device_queue_alloca), spy(hal.fence_join),
+        spy(hal.device_queue_execute_indirect), spy(hal.device_queue_dealloca),
+    )
+    assert not hasattr(helper, "general")
+    *_, fence = helper(*args)
+    assert fence.state == REACHED
+    assert calls == [
+        "fence_create", "device_queue_alloca", "fence_create", "device_queue_alloca",
+        "fence_join", "fence_create", "device_queue_execute_indirect", "fence_create",
+        "device_queue_dealloca",
+    ]
+
+
+def test_fast_path_taken_on_local_sync(packages, monkeypatch):
+    """The fused package's chain calls allocate through the fast path (fresh_buffer here)."""
+    _, hal, args = _capture(packages, monkeypatch)
+    allocs = []
+    real = fused.fresh_buffer
+    monkeypatch.setattr(fused, "fresh_buffer", lambda *a: allocs.append(a) or real(*a))
+    helper = fused.chain(
+        hal.fence_create, hal.device_queue_alloca, hal.fence_join,
+        hal.device_queue_execute_indirect, hal.device_queue_dealloca,
+    )
+    helper(*args)
+    assert len(allocs) == 2
+    assert isinstance(args[0], LocalDevice) and isinstance(args[6], HalCommandBuffer)
+    assert all(isinstance(e[0], (HalBuffer, type(fused.ALLOCATED))) for e in args[8])
+
+
+# -- differential: fused == unfused == iree.runtime ----------------------------------------
+
+
+@pytest.mark.parametrize("device, driver", [("local-sync", "local-sync"), ("local", "local-task")])
+def test_fused_loop_matches_iree(vmfb, packages, device, driver):
+    rt = pytest.importorskip("iree.runtime")
+    ctx = rt.SystemContext(config=rt.Config(driver))
+    ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, vmfb.read_bytes()))
+    ours = {fuse: packages[fuse].load(device=device).main for fuse in (True, False)}
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        w = (rng.standard_normal((16, 16)) * 0.3).astype(np.float32)
+        x = rng.standard_normal(16).astype(np.float32)
+        want = np.asarray(ctx.modules.module.main(w, x).to_host()).tobytes()
+        assert np.asarray(ours[True](w, x)).tobytes() == want
+        assert np.asarray(ours[False](w, x)).tobytes() == want
