@@ -11,7 +11,7 @@ import pytest
 from bench.programs import PROGRAM_DIR
 from runtime_support.errors import StatusCode, VMError
 from runtime_support.hal import fused
-from runtime_support.hal.buffer import HalBuffer
+from runtime_support.hal.buffer import HalBuffer, aligned_empty
 from runtime_support.hal.command_buffer import HalCommandBuffer
 from runtime_support.hal.device import LocalDevice
 from runtime_support.hal.fence import REACHED, Fence
@@ -66,7 +66,10 @@ def test_host_loop_chain_found(vmfb):
 
 def test_not_found_when_a_private_fence_stays_live(vmfb):
     c = next(iter(_main_chains(vmfb).values()))
-    for r in c.private:
+    fences = {op["results"][0].ordinal for op in (*c.ops[:-1],) if op is not c.execute
+              and op not in c.allocas and op["results"]} - set(c.targets)
+    assert fences
+    for r in fences:
         assert not _main_chains(vmfb, frozenset({r}))
 
 
@@ -80,7 +83,7 @@ def test_generated_code_calls_the_chain_helper(packages):
 # -- fast path == general path ------------------------------------------------------------
 
 
-def _capture(packages, monkeypatch, device="local-sync"):
+def _capture(packages, monkeypatch, device="local-sync", call=None):
     """A fresh context of the fused package and the arguments of its chain helper's
     first call (the table as given, before the helper fills it in)."""
     calls = []
@@ -98,7 +101,10 @@ def _capture(packages, monkeypatch, device="local-sync"):
 
     monkeypatch.setattr(packages[True], "chain", spy)
     ctx = packages[True].load(device=device)
-    ctx.main(np.eye(16, dtype=np.float32), np.arange(16, dtype=np.float32))
+    if call is None:
+        ctx.main(np.eye(16, dtype=np.float32), np.arange(16, dtype=np.float32))
+    else:
+        call(ctx)
     hal = ctx.modules["hal"]
     return ctx, hal, calls[0]
 
@@ -114,10 +120,10 @@ def _outcome(helper, args):
     return ("ok", [type(b).__name__ for b in buffers], fence.state == REACHED, error)
 
 
-def _both(packages, monkeypatch, change=lambda args: args):
+def _both(packages, monkeypatch, change=lambda args: args, call=None):
     out = []
     for general in (False, True):
-        _, hal, args = _capture(packages, monkeypatch)
+        _, hal, args = _capture(packages, monkeypatch, call=call)
         helper = fused.chain(
             hal.fence_create, hal.device_queue_alloca, hal.fence_join,
             hal.device_queue_execute_indirect, hal.device_queue_dealloca,
@@ -174,8 +180,8 @@ def _table(k, buffer):
 
 def _dealloca_buffer(buffer):
     def change(args):
-        flags, aff, _, dflags, _ = args[10]
-        args[10] = (flags, aff, buffer, dflags, -1)
+        flags, aff, _, dflags, _, signal = args[10]
+        args[10] = (flags, aff, buffer, dflags, -1, signal)
         return args
 
     return change
@@ -295,3 +301,129 @@ def test_fused_loop_matches_iree(vmfb, packages, device, driver):
         want = np.asarray(ctx.modules.module.main(w, x).to_host()).tobytes()
         assert np.asarray(ours[True](w, x)).tobytes() == want
         assert np.asarray(ours[False](w, x)).tobytes() == want
+
+
+# -- a coarse-fences export: the dealloca signals the caller's fence ----------------------
+
+ASYNC = """
+func.func @main_async(%a: !hal.buffer_view, %b: !hal.buffer_view, %c: !hal.buffer_view,
+                      %wait: !hal.fence, %signal: !hal.fence) -> !hal.buffer_view
+    attributes {iree.abi.model = "coarse-fences", iree.abi.stub} {
+  %x = hal.tensor.import wait(%wait) => %a : !hal.buffer_view -> tensor<4x8xf32>
+  %w1 = hal.tensor.import wait(%wait) => %b : !hal.buffer_view -> tensor<8x16xf32>
+  %w2 = hal.tensor.import wait(%wait) => %c : !hal.buffer_view -> tensor<16x4xf32>
+  %z = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<4x16xf32>
+  %f1 = linalg.fill ins(%z : f32) outs(%e1 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %h = linalg.matmul ins(%x, %w1 : tensor<4x8xf32>, tensor<8x16xf32>)
+                     outs(%f1 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %r = arith.maximumf %h, %f1 : tensor<4x16xf32>
+  %e2 = tensor.empty() : tensor<4x4xf32>
+  %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %y = linalg.matmul ins(%r, %w2 : tensor<4x16xf32>, tensor<16x4xf32>)
+                     outs(%f2 : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %yb = hal.tensor.barrier join(%y : tensor<4x4xf32>) => %signal : !hal.fence
+  %v = hal.tensor.export %yb : tensor<4x4xf32> -> !hal.buffer_view
+  return %v : !hal.buffer_view
+}
+"""
+
+
+def _async_inputs(seed=0):
+    r = np.random.default_rng(seed)
+    return [r.standard_normal(s).astype(np.float32) for s in ((4, 8), (8, 16), (16, 4))]
+
+
+def _views(ctx, arrays):
+    """Buffer views over aligned copies (the export has no ABI wrapper: VM values in)."""
+    out = []
+    for a in arrays:
+        c = aligned_empty(a.shape, a.dtype)
+        c[...] = a
+        out.append(ctx.wrap_array(c))
+    return out
+
+
+@pytest.fixture(scope="module")
+def async_packages(tmp_path_factory):
+    out = tmp_path_factory.mktemp("chain_async")
+    vmfb = compile_mlir(ASYNC, out, LLVM_CPU_FLAGS, "mlp_async")
+    return vmfb, {
+        fuse: import_package_as(
+            f"_chain_async_{fuse}",
+            write_package(read_module_file(vmfb), out / str(fuse), "mlp_async", fuse_submissions=fuse),
+        )
+        for fuse in (True, False)
+    }
+
+
+def test_outside_signal_chain_found(async_packages):
+    vmfb, pkgs = async_packages
+    pipeline = Pipeline(read_module_file(vmfb))
+    fn = next(fn for fn in pipeline.functions if fn.name == "main_async")
+    [c] = chains.find(pipeline.module, fn, RefLiveness(fn, cfg.analyze(fn))).values()
+    assert len(c.allocas) == 2 and c.dealloca is not None and c.targets[-1] == -1
+    assert c.dealloca_of >= 0
+    assert "submit_chain(" in open(pkgs[True].__file__).read()
+
+
+@pytest.mark.parametrize("device", ["local-sync", "local"])
+def test_outside_signal_fused_equals_unfused_and_numpy(async_packages, device):
+    _, pkgs = async_packages
+    x, w1, w2 = _async_inputs()
+    outs = []
+    for fuse in (True, False):
+        ctx = pkgs[fuse].load(device=device)
+        got = []
+        wait, signal = ctx.create_fence(), ctx.create_fence()
+        args = _views(ctx, (x, w1, w2))
+        view = ctx.call_vm("main_async", *args, wait, signal)
+        got.append(signal.is_reached)
+        wait.signal()
+        assert signal.wait(timeout=60)
+        got.append(view.to_numpy().tobytes())
+        first, second = ctx.create_fence(), ctx.create_fence()
+        ctx.call_vm("main_async", *args, None, first)
+        out = ctx.call_vm("main_async", *args, first, second)
+        assert second.wait(timeout=60)
+        got.append(out.to_numpy().tobytes())
+        outs.append(got)
+        ctx.close()
+    assert outs[0] == outs[1]
+    assert outs[0][0] is False
+    want = np.maximum(x @ w1, 0) @ w2
+    got = np.frombuffer(outs[0][1], np.float32).reshape(4, 4)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _async_call(ctx):
+    ctx.call_vm("main_async", *_views(ctx, _async_inputs()), None, ctx.create_fence())
+
+
+def _fresh_signal(args):
+    flags, aff, buffer, dflags, which, _ = args[10]
+    args[10] = (flags, aff, buffer, dflags, which, Fence())
+    return args
+
+
+@pytest.mark.parametrize(
+    "change, code",
+    [
+        (lambda a: a, None),
+        (lambda a: _alloca(1, 5, 8)(a), StatusCode.OUT_OF_RANGE),  # the command buffer fails
+        (_alloca(0, 2, 1), StatusCode.UNIMPLEMENTED),
+    ],
+    ids=["ok", "short-buffer", "pool"],
+)
+def test_outside_signal_fast_path_equals_general(async_packages, monkeypatch, change, code):
+    _, pkgs = async_packages
+    (fast, fb), (gen, gb) = _both(
+        pkgs, monkeypatch, lambda a: change(_fresh_signal(a)), call=_async_call
+    )
+    assert fast == gen and fb == gb, (fast, gen)
+    if code is None:
+        assert fast[0] == "ok" and fast[2] and fast[3] is None
+    elif fast[0] == "error":
+        assert fast[1] == code
+    else:  # the caller's fence carries the failure
+        assert not fast[2] and fast[3][0] == code

@@ -41,6 +41,7 @@ from .fence import REACHED, Fence
 from .queue import _internal
 
 _M32 = 0xFFFFFFFF
+_new = object.__new__
 _EXECUTE_INDIRECT = "device.queue.execute.indirect"
 _EXECUTE = "device.queue.execute"
 
@@ -352,8 +353,10 @@ def chain(create, alloca, join, execute, dealloca):
     `allocas`: per alloca (fence flags, affinity, pool, memory types, usage, size, flags);
     `join_flags`: None with fewer than two allocas; `slots`: (table entry, alloca index)
     of each entry holding `ALLOCATED`; `dealloca`: None or (fence flags, affinity,
-    buffer, flags, alloca index or -1 for the outside buffer given). `join`/`dealloca`
-    may be None when the module imports neither (then no call site needs them).
+    buffer, flags, alloca index or -1 for the outside buffer given, signal fence): fence
+    flags None when the dealloca signals the outside fence given last (then that is the
+    fence returned), else the chain creates it. `join`/`dealloca` may be None when the
+    module imports neither (then no call site needs them).
     """
 
     def general(device, wait, allocas, join_flags, create_flags, affinity, command_buffer,
@@ -378,8 +381,9 @@ def chain(create, alloca, join, execute, dealloca):
         """The optional tail through the imports, after the execute signalled `fx`."""
         if dealloca_args is None:
             return fx
-        fence_flags, aff, buffer, flags, which = dealloca_args
-        fd = create(device, fence_flags)
+        fence_flags, aff, buffer, flags, which, fd = dealloca_args
+        if fence_flags is not None:  # (else it signals the outside fence `fd`)
+            fd = create(device, fence_flags)
         dealloca(device, aff, fx, fd, buffers[which] if which >= 0 else buffer, flags)
         return fd
 
@@ -404,8 +408,14 @@ def chain(create, alloca, join, execute, dealloca):
                 or (type(wait) is Fence and (wait.state == REACHED or wait.reached_now()))
             )
             and not device.queue._draining
-            and (dealloca_args is None or dealloca_args[4] >= 0
-                 or type(dealloca_args[2]) is HalBuffer)
+            and (
+                dealloca_args is None
+                or (
+                    (dealloca_args[4] >= 0 or type(dealloca_args[2]) is HalBuffer)
+                    and (dealloca_args[0] is not None or dealloca_args[5] is None
+                         or type(dealloca_args[5]) is Fence)
+                )
+            )
         ):
             return general(device, wait, allocas, join_flags, create_flags, affinity,
                            command_buffer, exec_flags, table, slots, dealloca_args)
@@ -464,17 +474,25 @@ def chain(create, alloca, join, execute, dealloca):
             else:
                 queue._draining = False
                 lock.release()
-        fx = Fence()  # the execute's signal fence, as LocalQueue.call leaves it
         if error is None:
-            fx.signal()
             if dealloca_args is None or not queue._draining:
-                # hal.device.queue.dealloca on a LocalDevice: ordering only; its fence
-                # is signalled at once on an idle queue
-                if dealloca_args is not None:
-                    fx = Fence()
-                    fx.signal()
-                return (*buffers, fx)
+                # The execute's signal fence, reached as LocalQueue.call leaves it; or
+                # hal.device.queue.dealloca's on a LocalDevice (ordering only: signalled at
+                # once on an idle queue). Fence() + signal(), minus the lock: no one else
+                # can hold or wait on the new fence yet.
+                if dealloca_args is not None and dealloca_args[0] is None:
+                    fence = dealloca_args[5]  # the outside fence the dealloca signals
+                    if fence is not None:
+                        fence.signal()
+                    return (*buffers, fence)
+                fence = _new(Fence)
+                fence.state = REACHED
+                fence.error = fence.waiters = fence._set = None
+                return (*buffers, fence)
+            fx = Fence()
+            fx.signal()
         else:
+            fx = Fence()  # the execute's signal fence, failed as LocalQueue.call leaves it
             fx.fail(error)
         return (*buffers, _dealloca(device, fx, buffers, dealloca_args))
 

@@ -12,6 +12,9 @@ compiler emits runs like this one, inside a block, whose last fence outlives the
     %fd = hal.fence.create(%dev)            ; optional: a buffer returned in queue order
     hal.device.queue.dealloca(%dev, %aff, %fx, %fd, %ba)
 
+(the dealloca may signal an outside fence instead, as PyTorch models' `main_async` does
+with the fence its caller passes: then every fence of the run is private.)
+
 A chain is found when the ops are consecutive and non-terminators, each calls a required
 import with the cconv runtime_support/hal/fused.py's `chain` serves, one device register
 feeds them all, every alloca waits on the same outside fence, the join joins exactly the
@@ -48,8 +51,9 @@ class Chain:
     dealloca: Op | None
     slots: tuple[tuple[int, int], ...]  # (table entry, alloca index) of allocated buffers
     dealloca_of: int  # the alloca whose buffer the dealloca returns; -1: an outside one
-    targets: tuple[int, ...]  # result registers: one per alloca, then the last fence
-    private: tuple[int, ...]  # registers left holding a private fence (released after)
+    # result registers: one per alloca, then the last fence (-1: none, or dead after)
+    targets: tuple[int, ...]
+    private: tuple[int, ...]  # registers the run wrote that are no result (released after)
 
 
 def _ext(values: dict, reg) -> bool:
@@ -145,22 +149,25 @@ def _match(module, ops: list[Op], live: RefLiveness) -> Chain | None:
     i += 2
     last = kx
     dealloca, dealloca_of = None, -1
-    if i < len(ops):  # fence.create, queue.dealloca
-        if i + 2 != len(ops) or _callee(module, ops[i + 1]) != QUEUE_DEALLOCA:
+    if i < len(ops):  # [fence.create,] queue.dealloca (else it signals an outside fence)
+        outside = i + 1 == len(ops)
+        if not outside and i + 2 != len(ops):
             return None
-        kd = create(ops[i])
-        dealloca = ops[i + 1]
+        dealloca = ops[-1]
+        if _callee(module, dealloca) != QUEUE_DEALLOCA:
+            return None
+        kd = None if outside else create(ops[i])
         de = dealloca["operands"]
-        if kd is None or len(de) != 6 or not (de[0].is_ref and de[0].ordinal == dev):
+        if (not outside and kd is None) or len(de) != 6 or not (de[0].is_ref and de[0].ordinal == dev):
             return None
-        if not (fence(de[2], kx) and fence(de[3], kd) and de[4].is_ref):
+        if not (fence(de[2], kx) and (_ext(values, de[3]) if outside else fence(de[3], kd)) and de[4].is_ref):
             return None
         v = values.get(de[4].ordinal, ("ext",))
         if v[0] == "fence":
             return None
         dealloca_of = v[1] if v[0] == "buf" else -1
-        last = kd
-        i += 2
+        last = kd  # None: no fence of the run outlives it
+        i = len(ops)
     if i != len(ops):
         return None
     # Results: each buffer and the last fence must still be in a register at the end
@@ -172,13 +179,20 @@ def _match(module, ops: list[Op], live: RefLiveness) -> Chain | None:
         if r is None:
             return None
         targets.append(r)
-    if ("fence", last) not in held:
+    if last is None:
+        targets.append(-1)  # the dealloca signalled an outside fence: nothing to return
+    elif ("fence", last) not in held:
         return None
-    targets.append(held[("fence", last)])
+    else:
+        targets.append(held[("fence", last)])
     after = live.after(ops[-1])
     private = [r for r, v in values.items() if v[0] == "fence" and v[1] != last]
     if any(r in after for r in private):
         return None
+    # A result nothing reads afterwards is not assigned (`_`): its register is released
+    # with the private fences', as the unfused code's releases leave it.
+    targets = [r if r in after else -1 for r in targets]
+    private = [r for r in values if r not in targets]
     return Chain(
         tuple(ops), tuple(allocas), join, execute, dealloca, tuple(slots), dealloca_of,
         tuple(targets), tuple(sorted(private)),
@@ -201,7 +215,7 @@ def _runs(module, ops: list[Op]):
 
 
 def _split(run: list[Op], module) -> list[list[Op]]:
-    """A run cut after each execute's dealloca (or before the next chain's first create)."""
+    """A run cut after each chain's last op: the dealloca after an execute, else the execute."""
     out, cur = [], []
     for k, op in enumerate(run):
         cur.append(op)
@@ -209,8 +223,8 @@ def _split(run: list[Op], module) -> list[list[Op]]:
             out.append(cur)
             cur = []
         elif _callee(module, op) == EXECUTE_INDIRECT:
-            nxt = run[k + 2] if k + 2 < len(run) else None
-            if nxt is None or _callee(module, nxt) != QUEUE_DEALLOCA:
+            tail = [_callee(module, o) for o in run[k + 1 : k + 3]]
+            if tail[:1] != [QUEUE_DEALLOCA] and tail != [FENCE_CREATE, QUEUE_DEALLOCA]:
                 out.append(cur)
                 cur = []
     if cur:

@@ -483,18 +483,21 @@ class OpRenderer:
         if chain.dealloca is not None:
             d = [reg(r) for r in chain.dealloca["operands"]]
             buffer = allocated if chain.dealloca_of >= 0 else d[4]
-            flags = reg(create_of[id(chain.dealloca)]["operands"][1])
-            args.append((f"({flags}, {d[1]}, {buffer}, {d[5]}, {chain.dealloca_of})", "queue.dealloca"))
+            if chain.targets[-1] < 0:  # it signals an outside fence
+                flags, signal = "None", d[3]
+            else:
+                flags, signal = reg(create_of[id(chain.dealloca)]["operands"][1]), "None"
+            args.append((f"({flags}, {d[1]}, {buffer}, {d[5]}, {chain.dealloca_of}, {signal})", "queue.dealloca"))
         else:
             args.append(("None", "no queue.dealloca"))
         call = f"{local}(\n" + "".join(f"{a},  # {label}\n" for a, label in args) + ")"
         provs = [self.provenance(fn, op) for op in ops]
         names = ", ".join(p.callee.removeprefix("hal.") for p in provs)
         reads = frozenset(n for a, _ in args for n in _REGISTER.findall(a))
-        targets = tuple(f"r{t}" for t in chain.targets)
+        targets = tuple(f"r{t}" if t >= 0 else "_" for t in chain.targets)
         legend = "queue.alloca: (fence flags, affinity, pool, memory types, usage, size, flags)"
         if chain.dealloca is not None:
-            legend += "; queue.dealloca: (fence flags, affinity, buffer, flags, of queue.alloca or -1)"
+            legend += "; queue.dealloca: (fence flags, affinity, buffer, flags, of queue.alloca or -1, outside signal fence)"
         stmts: list[Stmt] = [
             Comment(provs[0], f"fused: {names}"),
             Comment(provs[0], legend),
