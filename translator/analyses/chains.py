@@ -91,7 +91,7 @@ def _match(module, ops: list[Op], live: RefLiveness) -> Chain | None:
         al, res = ops[i + 1]["operands"], ops[i + 1]["results"]
         if k is None or len(al) != 9 or len(res) != 1 or not res[0].is_ref:
             return None
-        if not (al[0].is_ref and al[0].ordinal == dev and _ext(values, al[2]) and fence(al[3], k)):
+        if not (_ext(values, al[0]) and al[0].ordinal == dev and _ext(values, al[2]) and fence(al[3], k)):
             return None
         if wait is None:
             wait = al[2].ordinal
@@ -129,7 +129,7 @@ def _match(module, ops: list[Op], live: RefLiveness) -> Chain | None:
     ex = execute["operands"]
     if kx is None or len(ex) < _EXECUTE_FIXED or (len(ex) - _EXECUTE_FIXED) % 3:
         return None
-    if not (ex[0].is_ref and ex[0].ordinal == dev and fence(ex[3], kx) and _ext(values, ex[4])):
+    if not (_ext(values, ex[0]) and ex[0].ordinal == dev and fence(ex[3], kx) and _ext(values, ex[4])):
         return None
     if exec_wait is None:
         if not _ext(values, ex[2]):
@@ -158,7 +158,7 @@ def _match(module, ops: list[Op], live: RefLiveness) -> Chain | None:
             return None
         kd = None if outside else create(ops[i])
         de = dealloca["operands"]
-        if (not outside and kd is None) or len(de) != 6 or not (de[0].is_ref and de[0].ordinal == dev):
+        if (not outside and kd is None) or len(de) != 6 or not (_ext(values, de[0]) and de[0].ordinal == dev):
             return None
         if not (fence(de[2], kx) and (_ext(values, de[3]) if outside else fence(de[3], kd)) and de[4].is_ref):
             return None
