@@ -38,7 +38,7 @@ from .buffer import HalBuffer, fresh_buffer
 from .command_buffer import HalCommandBuffer
 from .device import LocalDevice
 from .fence import REACHED, Fence
-from .queue import _internal
+from .queue import BUSY
 
 _M32 = 0xFFFFFFFF
 _new = object.__new__
@@ -60,6 +60,18 @@ ALLOCATED = _Allocated()
 # Table entry buffers the fast path takes as they are (any other type: general path,
 # where the import's check raises its own error).
 _TABLE_TYPES = frozenset({HalBuffer, type(None)})
+
+
+def run_command_buffer(command_buffer, table) -> None:
+    """`command_buffer.execute(table)`, its plan tried here first (one frame less per
+    dispatch; the same steps as HalCommandBuffer.execute's plan branch)."""
+    plan = command_buffer._plan
+    if plan:
+        command_buffer.executions += 1
+        if plan.run(table, command_buffer.device.worker_count):
+            return
+        command_buffer.executions -= 1  # (execute counts it again)
+    command_buffer.execute(table)
 
 
 def _fast_ok(create, alloca, execute, await_, execute_name="device_queue_execute_indirect") -> bool:
@@ -167,38 +179,10 @@ def alloca_execute_indirect(create, alloca, execute, await_):
                 return resume(device, create_flags, create_flags2, exec_affinity,
                               command_buffer, exec_flags, table, timeout, await_flags, buffer)
         # hal.device.queue.execute.indirect: LocalQueue.call with its wait fence reached
-        lock = queue._lock
-        lock.acquire()
-        if queue._draining:  # another thread runs the queue: queue up behind it
-            lock.release()
+        error = queue.run_now(run_command_buffer, command_buffer, table, _EXECUTE_INDIRECT)
+        if error is BUSY:  # another thread runs the queue: queue up behind it
             return resume(device, create_flags, create_flags2, exec_affinity,
                           command_buffer, exec_flags, table, timeout, await_flags, buffer)
-        queue._draining = True
-        lock.release()
-        error = None
-        try:
-            try:
-                # command_buffer.execute(table), its plan run here (one frame less)
-                plan = command_buffer._plan
-                if plan:
-                    command_buffer.executions += 1
-                    if not plan.run(table, getattr(command_buffer.device, "worker_count", 1)):
-                        command_buffer.executions -= 1  # (execute counts it again)
-                        command_buffer.execute(table)
-                else:
-                    command_buffer.execute(table)
-            except VMError as exc:
-                error = exc
-            except Exception as exc:  # noqa: BLE001  (as LocalQueue.call routes it)
-                error = _internal(_EXECUTE_INDIRECT, exc)
-        finally:
-            lock.acquire()
-            if queue._ready:
-                lock.release()
-                queue._drain()
-            else:
-                queue._draining = False
-                lock.release()
         if error is None:
             return buffer, 0  # hal.fence.await of a reached fence
         return buffer, _failed(error, await_, timeout, await_flags)
@@ -237,41 +221,13 @@ def execute_indirect(create, execute, await_):
                 if type(entry[0]) not in _TABLE_TYPES:
                     break
             else:
-                queue = device.queue
-                lock = queue._lock
-                lock.acquire()
-                if not queue._draining:
-                    queue._draining = True
-                    lock.release()
-                    error = None
-                    try:
-                        try:
-                            plan = command_buffer._plan  # as in alloca_execute_indirect
-                            if plan:
-                                command_buffer.executions += 1
-                                if not plan.run(
-                                    table, getattr(command_buffer.device, "worker_count", 1)
-                                ):
-                                    command_buffer.executions -= 1
-                                    command_buffer.execute(table)
-                            else:
-                                command_buffer.execute(table)
-                        except VMError as exc:
-                            error = exc
-                        except Exception as exc:  # noqa: BLE001  (as LocalQueue.call)
-                            error = _internal(_EXECUTE_INDIRECT, exc)
-                    finally:
-                        lock.acquire()
-                        if queue._ready:
-                            lock.release()
-                            queue._drain()
-                        else:
-                            queue._draining = False
-                            lock.release()
-                    if error is None:
-                        return 0
+                error = device.queue.run_now(
+                    run_command_buffer, command_buffer, table, _EXECUTE_INDIRECT
+                )
+                if error is None:
+                    return 0
+                if error is not BUSY:
                     return _failed(error, await_, timeout, await_flags)
-                lock.release()
         return general(
             device, create_flags, affinity, wait, command_buffer, exec_flags, table, timeout,
             await_flags,
@@ -306,32 +262,12 @@ def execute(create, execute, await_):
             wait is None
             or (type(wait) is Fence and (wait.state == REACHED or wait.reached_now()))
         ):
-            queue = device.queue
-            lock = queue._lock
-            lock.acquire()
-            if not queue._draining:  # LocalQueue.submit of `command_buffer.execute(None)`
-                queue._draining = True
-                lock.release()
-                error = None
-                try:
-                    try:
-                        command_buffer.execute(None)
-                    except VMError as exc:
-                        error = exc
-                    except Exception as exc:  # noqa: BLE001  (as LocalQueue.call)
-                        error = _internal(_EXECUTE, exc)
-                finally:
-                    lock.acquire()
-                    if queue._ready:
-                        lock.release()
-                        queue._drain()
-                    else:
-                        queue._draining = False
-                        lock.release()
-                if error is None:
-                    return 0
+            # LocalQueue.submit of `command_buffer.execute(None)`
+            error = device.queue.run_now(run_command_buffer, command_buffer, None, _EXECUTE)
+            if error is None:
+                return 0
+            if error is not BUSY:
                 return _failed(error, await_, timeout, await_flags)
-            lock.release()
         return general(
             device, create_flags, affinity, wait, command_buffer, exec_flags, timeout, await_flags
         )
@@ -440,40 +376,13 @@ def chain(create, alloca, join, execute, dealloca):
         # hal.device.queue.execute.indirect: LocalQueue.call with its wait fence reached
         # (nothing ran since the check above: the queue is still idle on this thread)
         queue = device.queue
-        lock = queue._lock
-        lock.acquire()
-        if queue._draining:  # another thread took the queue meanwhile: the imports
-            lock.release()
+        error = queue.run_now(run_command_buffer, command_buffer, table, _EXECUTE_INDIRECT)
+        if error is BUSY:  # another thread took the queue meanwhile: the imports
             fx = Fence()
             fx.signal()  # (what the allocas and join left: the execute's wait, reached)
             f = create(device, create_flags)
             execute(device, affinity, fx, f, command_buffer, exec_flags, table)
             return (*buffers, _dealloca(device, f, buffers, dealloca_args))
-        queue._draining = True
-        lock.release()
-        error = None
-        try:
-            try:
-                plan = command_buffer._plan  # as in alloca_execute_indirect
-                if plan:
-                    command_buffer.executions += 1
-                    if not plan.run(table, getattr(command_buffer.device, "worker_count", 1)):
-                        command_buffer.executions -= 1
-                        command_buffer.execute(table)
-                else:
-                    command_buffer.execute(table)
-            except VMError as exc:
-                error = exc
-            except Exception as exc:  # noqa: BLE001  (as LocalQueue.call routes it)
-                error = _internal(_EXECUTE_INDIRECT, exc)
-        finally:
-            lock.acquire()
-            if queue._ready:
-                lock.release()
-                queue._drain()
-            else:
-                queue._draining = False
-                lock.release()
         if error is None:
             if dealloca_args is None or not queue._draining:
                 # The execute's signal fence, reached as LocalQueue.call leaves it; or

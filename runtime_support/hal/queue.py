@@ -30,6 +30,10 @@ def _invoke(work: Callable[[], None]) -> None:
     work()
 
 
+# What LocalQueue.run_now returns when another thread holds the queue.
+BUSY = object()
+
+
 def _internal(name: str, exc: Exception) -> VMError:
     """A bug or a native failure inside an operation, reported as INTERNAL."""
     error = VMError(StatusCode.INTERNAL, f"{name}: {type(exc).__name__}: {exc}")
@@ -102,14 +106,7 @@ class LocalQueue:
                         else:
                             signal_fence.fail(error)
                 finally:
-                    # Run what became ready meanwhile, then give up the draining role.
-                    lock.acquire()
-                    if self._ready:
-                        lock.release()
-                        self._drain()
-                    else:
-                        self._draining = False
-                        lock.release()
+                    self._stop_draining()
                 if error is not None and signal_fence is None:
                     raise error
                 return
@@ -124,6 +121,42 @@ class LocalQueue:
             error = op.error
         if error is not None:
             raise error
+
+    def run_now(self, fn: Callable[[object, object], None], a, b, name: str):
+        """`fn(a, b)` run here and now, as `call` runs work whose wait fence is reached,
+        for callers that signal nothing (runtime_support/hal/fused.py: their fences are
+        private). Returns None when it ran, its error when it failed (a VMError; any other
+        exception becomes INTERNAL, as in `call`), or BUSY without running it when another
+        thread holds the queue (the caller then submits it through the imports)."""
+        lock = self._lock
+        lock.acquire()
+        if self._draining:
+            lock.release()
+            return BUSY
+        self._draining = True
+        lock.release()
+        error = None
+        try:
+            try:
+                fn(a, b)
+            except VMError as exc:
+                error = exc
+            except Exception as exc:  # a bug or a native failure: INTERNAL
+                error = _internal(name, exc)
+        finally:
+            self._stop_draining()
+        return error
+
+    def _stop_draining(self) -> None:
+        """Runs what became ready meanwhile, then gives up the draining role."""
+        lock = self._lock
+        lock.acquire()
+        if self._ready:
+            lock.release()
+            self._drain()
+        else:
+            self._draining = False
+            lock.release()
 
     def signal(
         self, wait_fence: Fence | None, signal_fence: Fence | None, name: str = "queue operation"
