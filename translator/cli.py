@@ -89,7 +89,8 @@ def _parser() -> argparse.ArgumentParser:
         "--no-fuse",
         action="store_true",
         help="one call per VM op for each dispatch's submission (fence.create, queue.alloca, "
-        "queue.execute, fence.await) and queue chain (queue.alloca ... queue.dealloca), "
+        "queue.execute, fence.await), queue chain (queue.alloca ... queue.dealloca) and "
+        "argument check (buffer_view.assert, buffer_view.buffer, buffer.assert), "
         "instead of one call of a fused helper "
         "(runtime_support/hal/fused.py); the same behaviour, slower",
     )

@@ -420,3 +420,99 @@ _CHAIN_TABLE_TYPES = _TABLE_TYPES | {_Allocated}
 
 
 __all__ = ["ALLOCATED", "alloca_execute_indirect", "chain", "execute", "execute_indirect"]
+
+
+# -- per-argument input checks ---------------------------------------------------------
+# hal.buffer_view.assert, hal.buffer_view.buffer, [hal.device.allocator,] hal.buffer.assert
+# on one argument (translator/analyses/arguments.py). GENERAL path: the bound imports in
+# sequence. FAST path, only where the imports are one HalModule's own methods: exact
+# types (a HalBufferView holding a HalBuffer, rodata messages, a HalAllocator or null) and
+# every check passing, done inline; anything else takes the general path, so an error is
+# the import's own (the checks read only, so running them again changes nothing).
+
+
+def _own(owner_of, pairs) -> bool:
+    from .module import HalModule
+
+    owner = getattr(owner_of, "__self__", None)
+    if not isinstance(owner, HalModule):
+        return False
+    return all(
+        getattr(b, "__self__", None) is owner and getattr(b, "__func__", None) is getattr(HalModule, n)
+        for b, n in pairs
+    )
+
+
+def _check_argument(view_assert, view_buffer, allocator_of, buffer_assert):
+    from ..vm.buffer import VMBuffer
+    from .allocator import HalAllocator
+    from .buffer_view import HalBufferView
+
+    with_allocator = allocator_of is not None
+
+    def general(view, message, element_type, encoding_type, shape, allocator, message2,
+                minimum_length, memory_types, usage):
+        view_assert(view, message, element_type, encoding_type, shape)
+        buffer = view_buffer(view)
+        if with_allocator:
+            allocator = allocator_of(allocator)  # (the device)
+            buffer_assert(buffer, message2, allocator, minimum_length, memory_types, usage)
+            return buffer, allocator
+        buffer_assert(buffer, message2, allocator, minimum_length, memory_types, usage)
+        return buffer
+
+    pairs = [(view_assert, "buffer_view_assert"), (view_buffer, "buffer_view_buffer"),
+             (buffer_assert, "buffer_assert")]
+    if with_allocator:
+        pairs.append((allocator_of, "device_allocator"))
+    if not _own(view_assert, pairs):
+        return general
+    module = view_assert.__self__
+
+    def fast(view, message, element_type, encoding_type, shape, allocator, message2,
+             minimum_length, memory_types, usage):
+        if (
+            type(view) is HalBufferView
+            and type(message) is VMBuffer
+            and type(message2) is VMBuffer
+            and view.element_type == element_type & _M32
+            and view.encoding_type == encoding_type & _M32
+            and view.shape == tuple(shape)
+        ):
+            buffer = view.buffer
+            if with_allocator:
+                device = allocator
+                if not isinstance(device, module.DEVICE_TYPES):
+                    return general(view, message, element_type, encoding_type, shape,
+                                   allocator, message2, minimum_length, memory_types, usage)
+                allocator = device.allocator
+            memory_types &= _M32
+            usage &= _M32
+            if (
+                type(buffer) is HalBuffer
+                and (allocator is None or type(allocator) is HalAllocator)
+                and buffer.length >= minimum_length
+                and buffer.memory_types & memory_types == memory_types
+                and buffer.allowed_usage & usage == usage
+            ):
+                return (buffer, allocator) if with_allocator else buffer
+            if with_allocator:
+                allocator = device
+        return general(view, message, element_type, encoding_type, shape, allocator,
+                       message2, minimum_length, memory_types, usage)
+
+    fast.general = general
+    return fast
+
+
+def check_argument(view_assert, view_buffer, buffer_assert):
+    """`buffer = check(view, message, element_type, encoding_type, shape, allocator,
+    message2, minimum_length, memory_types, usage)`."""
+    return _check_argument(view_assert, view_buffer, None, buffer_assert)
+
+
+def check_argument_allocator(view_assert, view_buffer, device_allocator, buffer_assert):
+    """`buffer, allocator = check(view, message, element_type, encoding_type, shape,
+    device, message2, minimum_length, memory_types, usage)`: device.allocator(device)
+    between the two checks."""
+    return _check_argument(view_assert, view_buffer, device_allocator, buffer_assert)

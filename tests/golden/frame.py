@@ -11,7 +11,12 @@ Generated code; regenerate with the command below rather than editing.
 from runtime_support.context import Export, Import, ModuleContext, describe_exports, vm_fail
 from runtime_support.vm.numerics import add_i64, trunc_i64_i32
 from runtime_support.vm.globals import global_store_ref
-from runtime_support.hal.fused import ALLOCATED, alloca_execute_indirect
+from runtime_support.hal.fused import (
+    ALLOCATED,
+    alloca_execute_indirect,
+    check_argument,
+    check_argument_allocator,
+)
 
 #: The VM module's own name (from the vmfb) and the package name it was written as.
 VM_MODULE_NAME = "module"
@@ -113,6 +118,10 @@ def _bind(ctx):
         hal_device_queue_alloca,
         hal_device_queue_execute_indirect,
         hal_fence_await,
+    )
+    check_input = check_argument(hal_buffer_view_assert, hal_buffer_view_buffer, hal_buffer_assert)
+    check_input_allocator = check_argument_allocator(
+        hal_buffer_view_assert, hal_buffer_view_buffer, hal_device_allocator, hal_buffer_assert
     )
     (
         rodata_hal_device_id,

@@ -25,7 +25,7 @@ from translator.codegen.names import NameTable
 from translator.codegen.ops import HELPER_MODULES, OpRenderer
 from translator.codegen.passes import MessageTable, tidy_ifs, tidy_releases, trim_ref_init
 from translator.codegen.printer import Printer
-from translator.analyses import chains, submissions
+from translator.analyses import arguments, chains, submissions
 from translator.codegen.view import (
     ExportRow,
     FunctionView,
@@ -309,6 +309,13 @@ _FUSED_IMPORTS = {
         submissions.FENCE_AWAIT,
     ),
     "execute": (submissions.FENCE_CREATE, submissions.QUEUE_EXECUTE, submissions.FENCE_AWAIT),
+    "check_argument": (arguments.VIEW_ASSERT, arguments.VIEW_BUFFER, arguments.BUFFER_ASSERT),
+    "check_argument_allocator": (
+        arguments.VIEW_ASSERT,
+        arguments.VIEW_BUFFER,
+        arguments.DEVICE_ALLOCATOR,
+        arguments.BUFFER_ASSERT,
+    ),
     "chain": (
         submissions.FENCE_CREATE,
         submissions.QUEUE_ALLOCA,

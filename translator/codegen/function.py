@@ -18,7 +18,7 @@ from translator.cconv import CConv
 from translator.analyses import cfg
 from translator.analyses.layout import parameter_names
 from translator.analyses.liveness import RefLiveness
-from translator.analyses import chains, submissions
+from translator.analyses import arguments, chains, submissions
 from translator.codegen.hal_enums import const_notes
 from translator.codegen.ops import OpRenderer, Terminator
 from translator.analyses.regkinds import HIGH, RegisterKinds
@@ -82,6 +82,9 @@ class FunctionEmitter:
             else {}
         )
         self.in_chain = {op.pc for c in self.chains.values() for op in c.ops[1:]}
+        # Each argument's checks (first op's pc -> group), lowered as one fused call.
+        self.arguments = arguments.find(renderer.module, fn) if renderer.fuse_submissions else {}
+        self.in_chain |= {op.pc for g in self.arguments.values() for op in g.ops[1:]}
 
     # -- pieces shared by both strategies --------------------------------------------
     def block_ops(self, index: int) -> list[Stmt]:
@@ -98,9 +101,13 @@ class FunctionEmitter:
             if chain is not None:
                 out += self.r.lower_chain(self.fn, chain, self.live.dies_at)
                 continue
+            argument = self.arguments.get(op.pc)
+            if argument is not None:
+                out += self.r.lower_argument(self.fn, argument, self.live.dies_at)
+                continue
             overwritten = (
                 _overwritten_by(nxt)
-                if nxt is not (group and group.ops[0]) and nxt.pc not in self.chains
+                if nxt is not (group and group.ops[0]) and nxt.pc not in self.chains and nxt.pc not in self.arguments
                 else frozenset()
             )
             stmts = self.r.lower_op(self.fn, op, overwritten, self.live.dies_at(op))

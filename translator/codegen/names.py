@@ -99,6 +99,9 @@ class NameTable:
     def fused_local(self, kind: str) -> str:
         """The `_bind` local holding a context's fused submission helper of `kind`
         (`alloca_execute_indirect` -> `submit_alloca_execute_indirect`)."""
+        # (`check_argument` -> `check_input`: the builder keeps its own name)
+        if kind.startswith("check_argument"):
+            return self._unique(kind.replace("check_argument", "check_input"))
         return self._unique(f"submit_{kind}")
 
     def import_name(self, i: int) -> str:

@@ -513,6 +513,46 @@ class OpRenderer:
             stmts.append(Release(provs[-1], released))
         return stmts
 
+    def lower_argument(self, fn: Function, group, dead) -> list[Stmt]:
+        """One argument's checks (analyses/arguments.py) as one call of the context's
+        `check_argument` helper (runtime_support/hal/fused.py), which returns the buffer
+        (and the allocator, when the device.allocator call is among the ops). The rodata
+        moves between go first: they cannot fail and nothing else in the group touches
+        their registers."""
+        kind = group.kind
+        local = self.fused.get(kind)
+        if local is None:
+            local = self.fused[kind] = self.names.fused_local(kind)
+            self.use("fused", kind)
+        reg = self.reg
+        a = [reg(r) for r in group.view_assert["operands"]]
+        c = [reg(r) for r in group.buffer_assert["operands"]]
+        args = [a[0], a[1], a[2], a[3], "[" + ", ".join(a[4:]) + "]"]
+        targets = [reg(group.view_buffer["results"][0])]
+        if group.allocator is not None:
+            args.append(reg(group.allocator["operands"][0]))
+            targets.append(reg(group.allocator["results"][0]))
+        else:
+            args.append(c[2])
+        args += [c[1], c[3], c[4], c[5]]
+        stmts: list[Stmt] = []
+        for op in group.rodata:
+            stmts += self.lower_op(fn, op, frozenset(), dead(op))
+        calls = [o for o in group.ops if all(o is not m for m in group.rodata)]
+        provs = [self.provenance(fn, op) for op in calls]
+        names = ", ".join(p.callee.removeprefix("hal.") for p in provs)
+        stmts.append(Comment(provs[0], f"fused: {names}"))
+        reads = frozenset(n for x in args for n in _REGISTER.findall(x))
+        stmts.append(Assign(provs[0], tuple(targets), f"{local}({', '.join(args)})", reads))
+        released: list[str] = []
+        for op, prov in zip(calls, provs):
+            for r in self.moves_after(op, prov, frozenset(), dead(op)):
+                released += r.names
+        released = [r for r in dict.fromkeys(released) if r not in targets]
+        if released:
+            stmts.append(Release(provs[-1], released))
+        return stmts
+
     # -- control flow -----------------------------------------------------------------
     def lower_remap(self, pairs, kinds, prov: Provenance | None) -> list[Stmt]:
         """Sequential slot copies, as the VM does them; i64 halves travel with the low slot."""

@@ -1,7 +1,7 @@
 # Golden 'elementwise': tensor_elementwise.mlir, one function. Covers: dispatches behind a fence wait; its failure arm as an early exit; HAL calls with enum arguments; command-buffer init function.
     def elementwise(r0, r1):
         "sync func @elementwise(%input0: tensor<2x5xf32>, %input1: tensor<2x5xf32>) -> (%output0: tensor<2x5xf32>, %output1: tensor<2x5xf32>, %output2: tensor<2x5xf32>)"
-        # pc 0x1-0x1d5 hal.buffer_view.assert, hal.buffer_view.buffer (+5 more)
+        # pc 0x1-0x1d5 hal.buffer_view.assert, hal.buffer.assert, hal.fence.create (+2 more)
         i0 = 16
         i1 = 1  # DENSE_ROW_MAJOR
         i2 = 553648160  # FLOAT_32
@@ -20,17 +20,13 @@
         r3 = refs.get(0)  # !hal.device
         r4 = refs.get(2)  # !hal.command_buffer
         r5 = rodata_input0
-        hal_buffer_view_assert(r0, r5, i2, i1, [i6, i8])
-        r5 = hal_buffer_view_buffer(r0)
-        r0 = hal_device_allocator(r3)
         r6 = rodata_tensor
-        hal_buffer_assert(r5, r6, r0, i10, i0, i3)
+        # fused: buffer_view.assert, buffer_view.buffer, device.allocator, buffer.assert
+        r5, r0 = check_input_allocator(r0, r5, i2, i1, [i6, i8], r3, r6, i10, i0, i3)
         r7 = rodata_input1
-        hal_buffer_view_assert(r1, r7, i2, i1, [i6, i8])
-        r7 = hal_buffer_view_buffer(r1)
-        r1 = None
-        hal_buffer_assert(r7, r6, r0, i10, i0, i3)
-        r6 = r0 = None
+        # fused: buffer_view.assert, buffer_view.buffer, buffer.assert
+        r7 = check_input(r1, r7, i2, i1, [i6, i8], r0, r6, i10, i0, i3)
+        r1 = r6 = r0 = None
         # fused: fence.create, device.queue.alloca, fence.create, device.queue.execute.indirect, fence.await
         r1, i0 = submit_alloca_execute_indirect(
             r3,  # device

@@ -1,7 +1,7 @@
 # Golden 'multi_export': multi_export.mlir, one function. Covers: several exports and internal calls; one export table.
     def scale_tensor(r0, i0):
         "sync func @scale_tensor(%input0: tensor<3xf32>, %input1: f32) -> (%output0: tensor<3xf32>)"
-        # pc 0x1-0x1e3 hal.buffer_view.assert, hal.buffer_view.buffer (+11 more)
+        # pc 0x1-0x1e3 hal.buffer_view.assert, hal.buffer.assert, hal.fence.create (+8 more)
         i1 = 13
         i2 = 28
         i3 = 0
@@ -20,11 +20,9 @@
         r2 = refs.get(0)  # !hal.device
         r3 = refs.get(1)  # !hal.executable
         r4 = rodata_input0
-        hal_buffer_view_assert(r0, r4, i7, i6, [i16])
-        r4 = hal_buffer_view_buffer(r0)
-        r0 = hal_device_allocator(r2)
         r5 = rodata_tensor
-        hal_buffer_assert(r4, r5, r0, i14, i5, i18)
+        # fused: buffer_view.assert, buffer_view.buffer, device.allocator, buffer.assert
+        r4, r0 = check_input_allocator(r0, r4, i7, i6, [i16], r2, r5, i14, i5, i18)
         r5 = None
         r0 = hal_fence_create(r2, i10)
         r5 = hal_device_queue_alloca(r2, i12, r1, r0, i10, i9, i18, i14, i10)
