@@ -123,14 +123,15 @@ def _cases(device):
     buf = fresh_buffer(16, 0x30, 0xC03, device.allocator)
     view = HalBufferView(buf, (4,), F32, DENSE)
     msg, msg2 = VMBuffer(b"input0"), VMBuffer(b"tensor")
-    ok = [view, msg, F32, DENSE, [4], device, msg2, 16, 0x10, 0x3]
+    ok = [view, msg, F32, DENSE, (4,), device, msg2, 16, 0x10, 0x3]  # (a tuple shape, as generated)
     changes = {
         "ok": {},
         "element type": {2: 0x20000010},
         "element type (negative i32)": {2: F32 - (1 << 32)},
         "encoding": {3: 7},
-        "rank": {4: [4, 1]},
-        "shape": {4: [5]},
+        "rank": {4: (4, 1)},
+        "shape": {4: (5,)},
+        "list shape (general path)": {4: [4]},
         "short buffer": {7: 17},
         "memory type": {8: 0x40},
         "usage": {9: 0x800},
@@ -176,6 +177,30 @@ def test_fast_equals_general(with_allocator):
             want = (args[0].buffer, device.allocator) if with_allocator else args[0].buffer
             assert fast == ("ok", want)
     assert kinds == {"ok", "error"}
+
+
+def _python_calls(run, args) -> list[str]:
+    import sys
+
+    seen = []
+    sys.setprofile(lambda frame, event, arg: event == "call" and seen.append(frame.f_code.co_name))
+    try:
+        run(*args)
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+def test_fast_path_calls_no_import():
+    """On success the fast path is one frame: none of the imports (nor `general`) runs."""
+    device = LocalDevice("local-sync")
+    hal = HalModule([device])
+    helper = fused.check_argument_allocator(
+        hal.buffer_view_assert, hal.buffer_view_buffer, hal.device_allocator, hal.buffer_assert
+    )
+    _, args = next(_cases(device))
+    assert _python_calls(helper, args) == ["fast"]
+    assert "buffer_assert" in _python_calls(helper.general, args)
 
 
 def test_foreign_imports_get_the_general_path():

@@ -467,39 +467,64 @@ def _check_argument(view_assert, view_buffer, allocator_of, buffer_assert):
         pairs.append((allocator_of, "device_allocator"))
     if not _own(view_assert, pairs):
         return general
-    module = view_assert.__self__
+    if with_allocator and not issubclass(LocalDevice, view_assert.__self__.DEVICE_TYPES):
+        return general
 
-    def fast(view, message, element_type, encoding_type, shape, allocator, message2,
-             minimum_length, memory_types, usage):
-        if (
-            type(view) is HalBufferView
-            and type(message) is VMBuffer
-            and type(message2) is VMBuffer
-            and view.element_type == element_type & _M32
-            and view.encoding_type == encoding_type & _M32
-            and view.shape == tuple(shape)
-        ):
-            buffer = view.buffer
-            if with_allocator:
-                device = allocator
-                if not isinstance(device, module.DEVICE_TYPES):
-                    return general(view, message, element_type, encoding_type, shape,
-                                   allocator, message2, minimum_length, memory_types, usage)
-                allocator = device.allocator
-            memory_types &= _M32
-            usage &= _M32
+    # (the shape arrives as a tuple: generated code writes it so, and the import's
+    # `tuple(shape)` of a tuple is equal to it)
+    if with_allocator:
+
+        def fast(view, message, element_type, encoding_type, shape, device, message2,
+                 minimum_length, memory_types, usage):
             if (
-                type(buffer) is HalBuffer
-                and (allocator is None or type(allocator) is HalAllocator)
-                and buffer.length >= minimum_length
-                and buffer.memory_types & memory_types == memory_types
-                and buffer.allowed_usage & usage == usage
+                type(view) is HalBufferView
+                and type(message) is VMBuffer
+                and type(message2) is VMBuffer
+                and type(device) is LocalDevice
+                and view.element_type == element_type & _M32
+                and view.encoding_type == encoding_type & _M32
+                and view.shape == shape
             ):
-                return (buffer, allocator) if with_allocator else buffer
-            if with_allocator:
-                allocator = device
-        return general(view, message, element_type, encoding_type, shape, allocator,
-                       message2, minimum_length, memory_types, usage)
+                buffer = view.buffer
+                allocator = device.allocator
+                memory_types &= _M32
+                usage &= _M32
+                if (
+                    type(buffer) is HalBuffer
+                    and type(allocator) is HalAllocator
+                    and buffer.length >= minimum_length
+                    and buffer.memory_types & memory_types == memory_types
+                    and buffer.allowed_usage & usage == usage
+                ):
+                    return buffer, allocator
+            return general(view, message, element_type, encoding_type, shape, device,
+                           message2, minimum_length, memory_types, usage)
+
+    else:
+
+        def fast(view, message, element_type, encoding_type, shape, allocator, message2,
+                 minimum_length, memory_types, usage):
+            if (
+                type(view) is HalBufferView
+                and type(message) is VMBuffer
+                and type(message2) is VMBuffer
+                and view.element_type == element_type & _M32
+                and view.encoding_type == encoding_type & _M32
+                and view.shape == shape
+            ):
+                buffer = view.buffer
+                memory_types &= _M32
+                usage &= _M32
+                if (
+                    type(buffer) is HalBuffer
+                    and (allocator is None or type(allocator) is HalAllocator)
+                    and buffer.length >= minimum_length
+                    and buffer.memory_types & memory_types == memory_types
+                    and buffer.allowed_usage & usage == usage
+                ):
+                    return buffer
+            return general(view, message, element_type, encoding_type, shape, allocator,
+                           message2, minimum_length, memory_types, usage)
 
     fast.general = general
     return fast

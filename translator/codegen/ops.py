@@ -527,7 +527,7 @@ class OpRenderer:
         reg = self.reg
         a = [reg(r) for r in group.view_assert["operands"]]
         c = [reg(r) for r in group.buffer_assert["operands"]]
-        args = [a[0], a[1], a[2], a[3], "[" + ", ".join(a[4:]) + "]"]
+        args = [a[0], a[1], a[2], a[3], _tuple(a[4:])]  # (the shape: a tuple, see fused.py)
         targets = [reg(group.view_buffer["results"][0])]
         if group.allocator is not None:
             args.append(reg(group.allocator["operands"][0]))

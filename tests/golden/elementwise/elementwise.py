@@ -22,10 +22,10 @@
         r5 = rodata_input0
         r6 = rodata_tensor
         # fused: buffer_view.assert, buffer_view.buffer, device.allocator, buffer.assert
-        r5, r0 = check_input_allocator(r0, r5, i2, i1, [i6, i8], r3, r6, i10, i0, i3)
+        r5, r0 = check_input_allocator(r0, r5, i2, i1, (i6, i8), r3, r6, i10, i0, i3)
         r7 = rodata_input1
         # fused: buffer_view.assert, buffer_view.buffer, buffer.assert
-        r7 = check_input(r1, r7, i2, i1, [i6, i8], r0, r6, i10, i0, i3)
+        r7 = check_input(r1, r7, i2, i1, (i6, i8), r0, r6, i10, i0, i3)
         r1 = r6 = r0 = None
         # fused: fence.create, device.queue.alloca, fence.create, device.queue.execute.indirect, fence.await
         r1, i0 = submit_alloca_execute_indirect(

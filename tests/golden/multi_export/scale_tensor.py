@@ -22,7 +22,7 @@
         r4 = rodata_input0
         r5 = rodata_tensor
         # fused: buffer_view.assert, buffer_view.buffer, device.allocator, buffer.assert
-        r4, r0 = check_input_allocator(r0, r4, i7, i6, [i16], r2, r5, i14, i5, i18)
+        r4, r0 = check_input_allocator(r0, r4, i7, i6, (i16,), r2, r5, i14, i5, i18)
         r5 = None
         r0 = hal_fence_create(r2, i10)
         r5 = hal_device_queue_alloca(r2, i12, r1, r0, i10, i9, i18, i14, i10)
