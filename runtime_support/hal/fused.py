@@ -1,4 +1,5 @@
-"""One call for the submission group a compiled program issues per dispatch.
+"""One call for the submission group a compiled program issues per dispatch (and, at the
+end of this file, for the checks of each input argument).
 
 For a dispatch whose result is transient, IREE's compiler emits, back to back:
 
