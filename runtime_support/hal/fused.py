@@ -75,27 +75,21 @@ def run_command_buffer(command_buffer, table) -> None:
     command_buffer.execute(table)
 
 
-def _fast_ok(create, alloca, execute, await_, execute_name="device_queue_execute_indirect") -> bool:
-    """Whether the bound imports are one `HalModule`'s own methods (not a subclass's
-    overrides) accepting a LocalDevice: then the fast path knows what each one does."""
+def _own(pairs, local_device: bool = True) -> bool:
+    """Whether every bound import of `pairs` ((bound, HalModule method name)) is one
+    `HalModule`'s own method (not a subclass's override), and, with `local_device`, that
+    module accepts a LocalDevice: then a fast path knows what each one does."""
     from .module import HalModule
 
-    owner = getattr(await_, "__self__", None)
+    owner = getattr(pairs[0][0], "__self__", None)
     if not isinstance(owner, HalModule):
         return False
-    for bound, name in (
-        (create, "fence_create"),
-        (alloca, "device_queue_alloca"),
-        (execute, execute_name),
-        (await_, "fence_await"),
-    ):
-        if bound is None and name == "device_queue_alloca":
-            continue
+    for bound, name in pairs:
         if getattr(bound, "__self__", None) is not owner or getattr(
             bound, "__func__", None
         ) is not getattr(HalModule, name):
             return False
-    return issubclass(LocalDevice, owner.DEVICE_TYPES)
+    return not local_device or issubclass(LocalDevice, owner.DEVICE_TYPES)
 
 
 def _failed(error, await_, timeout, await_flags):
@@ -132,7 +126,8 @@ def alloca_execute_indirect(create, alloca, execute, await_):
         execute(device, exec_affinity, f0, f1, command_buffer, exec_flags, table)
         return buffer, await_(timeout, await_flags, [f1])
 
-    if not _fast_ok(create, alloca, execute, await_):
+    if not _own([(await_, "fence_await"), (create, "fence_create"),
+                 (alloca, "device_queue_alloca"), (execute, "device_queue_execute_indirect")]):
         return general
 
     def resume(device, create_flags, create_flags2, exec_affinity, command_buffer, exec_flags,
@@ -207,7 +202,8 @@ def execute_indirect(create, execute, await_):
         execute(device, affinity, wait, f1, command_buffer, exec_flags, table)
         return await_(timeout, await_flags, [f1])
 
-    if not _fast_ok(create, None, execute, await_):
+    if not _own([(await_, "fence_await"), (create, "fence_create"),
+                 (execute, "device_queue_execute_indirect")]):
         return general
 
     def submit(
@@ -253,7 +249,8 @@ def execute(create, execute, await_):
         execute(device, affinity, wait, f1, command_buffer, exec_flags)
         return await_(timeout, await_flags, [f1])
 
-    if not _fast_ok(create, None, execute, await_, "device_queue_execute"):
+    if not _own([(await_, "fence_await"), (create, "fence_create"),
+                 (execute, "device_queue_execute")]):
         return general
 
     def submit(
@@ -324,13 +321,11 @@ def chain(create, alloca, join, execute, dealloca):
         dealloca(device, aff, fx, fd, buffers[which] if which >= 0 else buffer, flags)
         return fd
 
-    owner = getattr(create, "__self__", None)
-    if not _fast_ok(create, alloca, execute, getattr(owner, "fence_await", None)) or not all(
-        bound is None or (getattr(bound, "__self__", None) is owner
-                          and getattr(bound, "__func__", None) is getattr(type(owner), name, None)
-                          and getattr(bound, "__func__", None) is _hal_method(name))
-        for bound, name in ((join, "fence_join"), (dealloca, "device_queue_dealloca"))
-    ):
+    # (join and dealloca are None where the module imports neither: no call needs them)
+    optional = [(join, "fence_join"), (dealloca, "device_queue_dealloca")]
+    if not _own([(create, "fence_create"), (alloca, "device_queue_alloca"),
+                 (execute, "device_queue_execute_indirect")]
+                + [(b, n) for b, n in optional if b is not None]):
         return general
 
     def submit(device, wait, allocas, join_flags, create_flags, affinity, command_buffer,
@@ -410,17 +405,8 @@ def chain(create, alloca, join, execute, dealloca):
     return submit
 
 
-def _hal_method(name):
-    from .module import HalModule
-
-    return getattr(HalModule, name)
-
-
 # The chain's table check: `ALLOCATED` marks an entry the call fills in itself.
 _CHAIN_TABLE_TYPES = _TABLE_TYPES | {_Allocated}
-
-
-__all__ = ["ALLOCATED", "alloca_execute_indirect", "chain", "execute", "execute_indirect"]
 
 
 # -- per-argument input checks ---------------------------------------------------------
@@ -430,18 +416,6 @@ __all__ = ["ALLOCATED", "alloca_execute_indirect", "chain", "execute", "execute_
 # types (a HalBufferView holding a HalBuffer, rodata messages, a HalAllocator or null) and
 # every check passing, done inline; anything else takes the general path, so an error is
 # the import's own (the checks read only, so running them again changes nothing).
-
-
-def _own(owner_of, pairs) -> bool:
-    from .module import HalModule
-
-    owner = getattr(owner_of, "__self__", None)
-    if not isinstance(owner, HalModule):
-        return False
-    return all(
-        getattr(b, "__self__", None) is owner and getattr(b, "__func__", None) is getattr(HalModule, n)
-        for b, n in pairs
-    )
 
 
 def _check_argument(view_assert, view_buffer, allocator_of, buffer_assert):
@@ -466,9 +440,7 @@ def _check_argument(view_assert, view_buffer, allocator_of, buffer_assert):
              (buffer_assert, "buffer_assert")]
     if with_allocator:
         pairs.append((allocator_of, "device_allocator"))
-    if not _own(view_assert, pairs):
-        return general
-    if with_allocator and not issubclass(LocalDevice, view_assert.__self__.DEVICE_TYPES):
+    if not _own(pairs, local_device=with_allocator):
         return general
 
     # (the shape arrives as a tuple: generated code writes it so, and the import's
@@ -542,3 +514,14 @@ def check_argument_allocator(view_assert, view_buffer, device_allocator, buffer_
     device, message2, minimum_length, memory_types, usage)`: device.allocator(device)
     between the two checks."""
     return _check_argument(view_assert, view_buffer, device_allocator, buffer_assert)
+
+
+__all__ = [
+    "ALLOCATED",
+    "alloca_execute_indirect",
+    "chain",
+    "check_argument",
+    "check_argument_allocator",
+    "execute",
+    "execute_indirect",
+]

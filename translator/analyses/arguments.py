@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from translator.analyses.submissions import _callee
+from translator.analyses.submissions import callee
 from translator.ir import Function, Op
 
 VIEW_ASSERT = ("hal.buffer_view.assert", "0rriiCID_v")
@@ -55,7 +55,7 @@ def _refs(regs) -> set[int]:
 
 def _match(module, ops: list[Op], i: int) -> Argument | None:
     a = ops[i]
-    if i + 2 >= len(ops) or _callee(module, ops[i + 1]) != VIEW_BUFFER:
+    if i + 2 >= len(ops) or callee(module, ops[i + 1]) != VIEW_BUFFER:
         return None
     b = ops[i + 1]
     view = a["operands"][0]
@@ -72,12 +72,12 @@ def _match(module, ops: list[Op], i: int) -> Argument | None:
         op = ops[j]
         if op.spec.emit == "rodata":
             rodata.append(op)
-        elif allocator is None and _callee(module, op) == DEVICE_ALLOCATOR:
+        elif allocator is None and callee(module, op) == DEVICE_ALLOCATOR:
             allocator = op
         else:
             break
         j += 1
-    if j >= len(ops) or _callee(module, ops[j]) != BUFFER_ASSERT:
+    if j >= len(ops) or callee(module, ops[j]) != BUFFER_ASSERT:
         return None
     c = ops[j]
     co = c["operands"]
@@ -113,7 +113,7 @@ def find(module, fn: Function) -> dict[int, Argument]:
         ops = block.ops
         i = 0
         while i < len(ops) - 1:  # (never the terminator)
-            found = _match(module, ops, i) if _callee(module, ops[i]) == VIEW_ASSERT else None
+            found = _match(module, ops, i) if callee(module, ops[i]) == VIEW_ASSERT else None
             if found is not None and found.ops[-1] is not ops[-1]:
                 out[ops[i].pc] = found
                 i += len(found.ops)

@@ -31,13 +31,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from translator.analyses.liveness import RefLiveness
-from translator.analyses.submissions import EXECUTE_INDIRECT, FENCE_CREATE, QUEUE_ALLOCA, _callee
+from translator.analyses.submissions import (
+    EXECUTE_FIXED,
+    EXECUTE_INDIRECT,
+    FENCE_CREATE,
+    QUEUE_ALLOCA,
+    callee,
+)
 from translator.ir import Function, Op
 
 FENCE_JOIN = ("hal.fence.join", "0ICrD_r")
 QUEUE_DEALLOCA = ("hal.device.queue.dealloca", "0rIrrrI_v")
 
-_EXECUTE_FIXED = 6
 
 
 @dataclass(frozen=True)
@@ -73,7 +78,7 @@ def _match(module, ops: list[Op], live: RefLiveness) -> Chain | None:
         nonlocal fence_n, dev
         res = op["results"]
         a = op["operands"]
-        if _callee(module, op) != FENCE_CREATE or len(res) != 1 or not res[0].is_ref:
+        if callee(module, op) != FENCE_CREATE or len(res) != 1 or not res[0].is_ref:
             return None
         if not _ext(values, a[0]) or (dev is not None and a[0].ordinal != dev):
             return None
@@ -86,7 +91,7 @@ def _match(module, ops: list[Op], live: RefLiveness) -> Chain | None:
         return reg.is_ref and values.get(reg.ordinal) == ("fence", k)
 
     # (fence.create, queue.alloca)*
-    while i + 1 < len(ops) and _callee(module, ops[i + 1]) == QUEUE_ALLOCA:
+    while i + 1 < len(ops) and callee(module, ops[i + 1]) == QUEUE_ALLOCA:
         k = create(ops[i])
         al, res = ops[i + 1]["operands"], ops[i + 1]["results"]
         if k is None or len(al) != 9 or len(res) != 1 or not res[0].is_ref:
@@ -105,7 +110,7 @@ def _match(module, ops: list[Op], live: RefLiveness) -> Chain | None:
         return None
     join = None
     if len(allocas) >= 2:  # fence.join of exactly the alloca fences, in order
-        if i >= len(ops) or _callee(module, ops[i]) != FENCE_JOIN:
+        if i >= len(ops) or callee(module, ops[i]) != FENCE_JOIN:
             return None
         join = ops[i]
         jo, res = join["operands"], join["results"]
@@ -117,27 +122,22 @@ def _match(module, ops: list[Op], live: RefLiveness) -> Chain | None:
         values[res[0].ordinal] = ("fence", fence_n)
         exec_wait = ("fence", fence_n)
         i += 1
-    elif allocas:
-        exec_wait = ("fence", alloca_fences[0])
     else:
-        exec_wait = None  # an outside fence
+        exec_wait = ("fence", alloca_fences[0])
     # fence.create, queue.execute.indirect
-    if i + 1 >= len(ops) or _callee(module, ops[i + 1]) != EXECUTE_INDIRECT:
+    if i + 1 >= len(ops) or callee(module, ops[i + 1]) != EXECUTE_INDIRECT:
         return None
     kx = create(ops[i])
     execute = ops[i + 1]
     ex = execute["operands"]
-    if kx is None or len(ex) < _EXECUTE_FIXED or (len(ex) - _EXECUTE_FIXED) % 3:
+    if kx is None or len(ex) < EXECUTE_FIXED or (len(ex) - EXECUTE_FIXED) % 3:
         return None
     if not (_ext(values, ex[0]) and ex[0].ordinal == dev and fence(ex[3], kx) and _ext(values, ex[4])):
         return None
-    if exec_wait is None:
-        if not _ext(values, ex[2]):
-            return None
-    elif not (ex[2].is_ref and values.get(ex[2].ordinal) == exec_wait):
+    if not (ex[2].is_ref and values.get(ex[2].ordinal) == exec_wait):
         return None
     slots = []
-    for k in range(_EXECUTE_FIXED, len(ex), 3):
+    for k in range(EXECUTE_FIXED, len(ex), 3):
         b = ex[k]
         if not b.is_ref:
             return None
@@ -145,7 +145,7 @@ def _match(module, ops: list[Op], live: RefLiveness) -> Chain | None:
         if v[0] == "fence":
             return None
         if v[0] == "buf":
-            slots.append(((k - _EXECUTE_FIXED) // 3, v[1]))
+            slots.append(((k - EXECUTE_FIXED) // 3, v[1]))
     i += 2
     last = kx
     dealloca, dealloca_of = None, -1
@@ -154,7 +154,7 @@ def _match(module, ops: list[Op], live: RefLiveness) -> Chain | None:
         if not outside and i + 2 != len(ops):
             return None
         dealloca = ops[-1]
-        if _callee(module, dealloca) != QUEUE_DEALLOCA:
+        if callee(module, dealloca) != QUEUE_DEALLOCA:
             return None
         kd = None if outside else create(ops[i])
         de = dealloca["operands"]
@@ -204,7 +204,7 @@ def _runs(module, ops: list[Op]):
     kinds = {FENCE_CREATE, QUEUE_ALLOCA, FENCE_JOIN, EXECUTE_INDIRECT, QUEUE_DEALLOCA}
     run: list[Op] = []
     for op in ops:
-        if _callee(module, op) in kinds:
+        if callee(module, op) in kinds:
             run.append(op)
             continue
         if run:
@@ -219,11 +219,11 @@ def _split(run: list[Op], module) -> list[list[Op]]:
     out, cur = [], []
     for k, op in enumerate(run):
         cur.append(op)
-        if _callee(module, op) == QUEUE_DEALLOCA:
+        if callee(module, op) == QUEUE_DEALLOCA:
             out.append(cur)
             cur = []
-        elif _callee(module, op) == EXECUTE_INDIRECT:
-            tail = [_callee(module, o) for o in run[k + 1 : k + 3]]
+        elif callee(module, op) == EXECUTE_INDIRECT:
+            tail = [callee(module, o) for o in run[k + 1 : k + 3]]
             if tail[:1] != [QUEUE_DEALLOCA] and tail != [FENCE_CREATE, QUEUE_DEALLOCA]:
                 out.append(cur)
                 cur = []

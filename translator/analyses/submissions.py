@@ -35,8 +35,9 @@ EXECUTE_INDIRECT = ("hal.device.queue.execute.indirect", "0rIrrrICrIID_v")
 QUEUE_EXECUTE = ("hal.device.queue.execute", "0rIrrrI_v")
 FENCE_AWAIT = ("hal.fence.await", "0iICrD_i")
 
-# Fixed operands of execute.indirect before its (buffer, offset, length) table entries.
-_EXECUTE_FIXED = 6
+# Fixed operands of execute.indirect before its (buffer, offset, length) table entries
+# (analyses/chains.py and codegen/ops.py read the table by it too).
+EXECUTE_FIXED = 6
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class Submission:
         return self.ops[-1]
 
 
-def _callee(module, op: Op) -> tuple[str, str] | None:
+def callee(module, op: Op) -> tuple[str, str] | None:
     """(full name, cconv) of a required import an op calls; None for anything else."""
     if op.spec.emit not in CALL_KINDS:
         return None
@@ -81,20 +82,20 @@ def _one_ref(regs: list[Reg]) -> int | None:
 
 def _match(module, ops: list[Op], term: Op, live: RefLiveness, out_live) -> Submission | None:
     with_alloca = len(ops) == 4
-    callees = [_callee(module, op) for op in ops]
+    callees = [callee(module, op) for op in ops]
     direct = callees[-1] == QUEUE_EXECUTE and not with_alloca  # no table, no alloca form
     want = ([FENCE_CREATE, QUEUE_ALLOCA] if with_alloca else []) + [
         FENCE_CREATE, QUEUE_EXECUTE if direct else EXECUTE_INDIRECT
     ]
-    if callees != want or _callee(module, term) != FENCE_AWAIT:
+    if callees != want or callee(module, term) != FENCE_AWAIT:
         return None
     execute = ops[-1]
     create1 = ops[-2]
     ex = execute["operands"]
-    if len(ex) < _EXECUTE_FIXED or (len(ex) - _EXECUTE_FIXED) % 3 or (direct and len(ex) != _EXECUTE_FIXED):
+    if len(ex) < EXECUTE_FIXED or (len(ex) - EXECUTE_FIXED) % 3 or (direct and len(ex) != EXECUTE_FIXED):
         return None
-    dev, _aff, wait, signal, cmd, _flags = ex[:_EXECUTE_FIXED]
-    entries = [ex[i : i + 3] for i in range(_EXECUTE_FIXED, len(ex), 3)]
+    dev, _aff, wait, signal, cmd, _flags = ex[:EXECUTE_FIXED]
+    entries = [ex[i : i + 3] for i in range(EXECUTE_FIXED, len(ex), 3)]
     if not (dev.is_ref and wait.is_ref and signal.is_ref and cmd.is_ref):
         return None
     f1 = _one_ref(create1["results"])
@@ -159,7 +160,7 @@ def find(module, fn: Function, live: RefLiveness) -> dict[int, Submission]:
     out: dict[int, Submission] = {}
     for block in fn.blocks:
         term = block.ops[-1]
-        if _callee(module, term) != FENCE_AWAIT:
+        if callee(module, term) != FENCE_AWAIT:
             continue
         body = block.ops[:-1]
         for n in (4, 2):
@@ -171,4 +172,4 @@ def find(module, fn: Function, live: RefLiveness) -> dict[int, Submission]:
     return out
 
 
-__all__ = ["Submission", "find"]
+__all__ = ["EXECUTE_FIXED", "Submission", "callee", "find"]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from translator.codegen.escape import comment_text, string_literal as lit
 from translator.codegen.names import NameTable
 from translator.analyses.regkinds import HIGH
+from translator.analyses.submissions import EXECUTE_FIXED
 from translator.codegen.stmt import (
     Assign,
     Call,
@@ -342,6 +343,25 @@ class OpRenderer:
         return [Assign(prov, outs, expr, self.reads(op))]
 
     # -- fused submissions ----------------------------------------------------------------
+    def _fused_local(self, kind: str) -> str:
+        """The context's local for a helper of runtime_support/hal/fused.py (bound once)."""
+        local = self.fused.get(kind)
+        if local is None:
+            local = self.fused[kind] = self.names.fused_local(kind)
+            self.use("fused", kind)
+        return local
+
+    def _binding_table(self, ex: list[str], allocated_entries) -> str:
+        """execute.indirect's table entries (its operands after the fixed ones) as a list
+        literal, the buffer the fused call allocates reading `ALLOCATED` in the entries
+        given."""
+        table = [ex[i : i + 3] for i in range(EXECUTE_FIXED, len(ex), 3)]
+        if allocated_entries:
+            allocated = self.use("fused", "ALLOCATED")
+            for k in allocated_entries:
+                table[k] = [allocated] + table[k][1:]
+        return "[" + ", ".join("(" + ", ".join(e) + ")" for e in table) + "]"
+
     def lower_submission(self, fn: Function, group, dead, index_of: dict[int, int]) -> Terminator:
         """A submission group (analyses/submissions.py) as one call of the context's fused
         helper (runtime_support/hal/fused.py), its arguments in the ops' order with the
@@ -349,21 +369,13 @@ class OpRenderer:
         Afterwards every register the ops left null is released (the fences included)."""
         term = group.await_op
         kind = group.kind
-        local = self.fused.get(kind)
-        if local is None:
-            local = self.fused[kind] = self.names.fused_local(kind)
-            self.use("fused", kind)
+        local = self._fused_local(kind)
         ops = group.ops
         execute = group.execute
         ex = [self.reg(r) for r in execute["operands"]]
-        table = [ex[i : i + 3] for i in range(6, len(ex), 3)]
-        if group.slots:
-            allocated = self.use("fused", "ALLOCATED")
-            for k in group.slots:
-                table[k] = [allocated] + table[k][1:]
-        table_text = "[" + ", ".join("(" + ", ".join(e) + ")" for e in table) + "]"
+        table_text = self._binding_table(ex, group.slots)
         create_flags = self.reg(ops[-2]["operands"][1])
-        device, affinity, wait, _signal, cmd, flags = ex[:6]
+        device, affinity, wait, _signal, cmd, flags = ex[:EXECUTE_FIXED]
         timeout, await_flags = (self.reg(r) for r in term["operands"][:2])
         if kind == "alloca_execute_indirect":
             al = [self.reg(r) for r in group.alloca["operands"]]
@@ -447,20 +459,14 @@ class OpRenderer:
         results; table entries and a dealloca of a buffer allocated in the same call read
         `ALLOCATED`. Afterwards the registers the ops released, and those left holding a
         private fence, are released (never a result)."""
-        local = self.fused.get("chain")
-        if local is None:
-            local = self.fused["chain"] = self.names.fused_local("chain")
-            self.use("fused", "chain")
+        local = self._fused_local("chain")
         ops = chain.ops
         reg = self.reg
         ex = [reg(r) for r in chain.execute["operands"]]
-        table = [ex[i : i + 3] for i in range(6, len(ex), 3)]
-        allocated = self.use("fused", "ALLOCATED") if chain.slots or chain.dealloca_of >= 0 else ""
-        for k, _ in chain.slots:
-            table[k] = [allocated] + table[k][1:]
-        table_text = "[" + ", ".join("(" + ", ".join(e) + ")" for e in table) + "]"
+        table_text = self._binding_table(ex, [k for k, _ in chain.slots])
+        allocated = self.use("fused", "ALLOCATED") if chain.dealloca_of >= 0 else ""
         create_of = {id(ops[k + 1]): ops[k] for k in range(len(ops) - 1)}  # op -> its fence.create
-        wait = reg(chain.allocas[0]["operands"][2]) if chain.allocas else ex[2]
+        wait = reg(chain.allocas[0]["operands"][2])  # (a chain has at least one alloca)
         args = [(ex[0], "device"), (wait, "wait fence")]
         allocas = ""
         for k, al in enumerate(chain.allocas):
@@ -520,10 +526,7 @@ class OpRenderer:
         moves between go first: they cannot fail and nothing else in the group touches
         their registers."""
         kind = group.kind
-        local = self.fused.get(kind)
-        if local is None:
-            local = self.fused[kind] = self.names.fused_local(kind)
-            self.use("fused", kind)
+        local = self._fused_local(kind)
         reg = self.reg
         a = [reg(r) for r in group.view_assert["operands"]]
         c = [reg(r) for r in group.buffer_assert["operands"]]
