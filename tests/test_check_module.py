@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import re
-import shutil
 import subprocess
 
 import numpy as np
@@ -19,6 +18,7 @@ from runtime_support.hal import HalBuffer, HalBufferView, LocalDevice
 from runtime_support.hal import element_types as et
 from runtime_support.modules import CheckModule
 from runtime_support.modules import check as check_mod
+from iree_tools import find_tool  # IREE tools on PATH or in the iree packages
 
 DEVICE = LocalDevice("local-sync")
 
@@ -83,7 +83,7 @@ func.func @t() {
 """
 
 
-@pytest.mark.skipif(shutil.which("iree-compile") is None, reason="iree-compile not installed")
+@pytest.mark.skipif(find_tool("iree-compile") is None, reason="iree-compile not installed")
 def test_imports_match_compiled_module(tmp_path):
     from helpers_compile import compile_mlir, dump_module
 

@@ -6,7 +6,6 @@ import ctypes
 import dataclasses
 import inspect
 import re
-import shutil
 import subprocess
 import threading
 import time
@@ -29,6 +28,7 @@ from runtime_support.hal import (
 )
 from runtime_support.hal import element_types as et
 from runtime_support.hal.command_buffer import Binding, BufferRef, resolve_ref
+from iree_tools import find_tool  # IREE tools on PATH or in the iree packages
 
 F32 = et.FLOAT_32
 DENSE = et.ENCODING_DENSE_ROW_MAJOR
@@ -955,7 +955,7 @@ func.func @mul(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
 
 @pytest.fixture(scope="module")
 def mul_vmfb(tmp_path_factory) -> Path:
-    compiler = shutil.which("iree-compile")
+    compiler = find_tool("iree-compile")
     if compiler is None:
         pytest.skip("iree-compile not installed")
     work = tmp_path_factory.mktemp("mul")

@@ -7,7 +7,6 @@ semantics and errors against IREE 3.13's runtime/src/iree/modules/hal/{inline,lo
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from runtime_support.loaders import supported_formats
 from runtime_support.modules.hal_inline import HalInlineModule
 from runtime_support.modules.hal_loader import MAX_BINDINGS, HalLoaderModule
 from runtime_support.vm.buffer import VMBuffer
+from iree_tools import find_tool  # IREE tools on PATH or in the iree packages
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -187,7 +187,7 @@ func.func @dyn(%a: tensor<?xi32>) -> tensor<?xi32> {
 """
 
 
-@pytest.mark.skipif(shutil.which("iree-run-module") is None, reason="iree-base-runtime missing")
+@pytest.mark.skipif(find_tool("iree-run-module") is None, reason="iree-base-runtime missing")
 def test_inline_program_matches_iree_run_module(tmp_path, compile_mlir):
     src = tmp_path / "inline.mlir"
     src.write_text(INLINE_PROGRAM)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shutil
 import struct
 import subprocess
 from pathlib import Path
@@ -30,6 +29,7 @@ from runtime_support.vm import refs as R
 from runtime_support.vm.buffer import VMBuffer, siphash24
 from runtime_support.vm.list import VMList
 from runtime_support.vm.numerics import NAN, NEG_NAN, f32
+from iree_tools import find_tool  # IREE tools on PATH or in the iree packages
 
 VM_FLAGS = (
     "--compile-mode=vm",
@@ -411,7 +411,7 @@ def _same(a, b) -> bool:
 
 def _skip_without_iree():
     pytest.importorskip("iree.runtime")
-    if shutil.which("iree-compile") is None:
+    if find_tool("iree-compile") is None:
         pytest.skip("iree-compile not available")
 
 

@@ -24,7 +24,6 @@ import json
 import math
 import random
 import re
-import shutil
 import struct
 import subprocess
 from pathlib import Path
@@ -35,6 +34,7 @@ from runtime_support.errors import StatusCode, VMError
 from runtime_support.vm import numerics as N
 
 from conftest import SHARED_DIR
+from iree_tools import find_tool  # IREE tools on PATH or in the iree packages
 
 ISA_PATH = SHARED_DIR / "reference" / "isa.json"  # ../shared beside the checkout
 
@@ -176,7 +176,7 @@ class IreeModule:
 @pytest.fixture(scope="module")
 def ops_module(tmp_path_factory):
     pytest.importorskip("iree.runtime")
-    if shutil.which("iree-compile") is None:
+    if find_tool("iree-compile") is None:
         pytest.skip("iree-compile not available")
     src = "vm.module @m {\n"
     for m in _compiled_ops():
@@ -314,7 +314,7 @@ def test_ops_table_matches_isa():
 
 def test_compiled_functions_contain_their_op(ops_module):
     path, _ = ops_module
-    if shutil.which("iree-dump-module") is None:
+    if find_tool("iree-dump-module") is None:
         pytest.skip("iree-dump-module not available")
     text = subprocess.run(
         ["iree-dump-module", "--output=disassembly", str(path)],
