@@ -315,6 +315,10 @@ DIFFERENT_SIZES = NEVER_JOINS.replace(
     "hal.command_buffer_collective(cb, channel, 0x00090101, 0, 0, 0, send, recv, 0, 16, 0, 16, 4)",
     "n = 4 if channel.rank == 0 else 2\n"
     "hal.command_buffer_collective(cb, channel, 0x00090101, 0, 0, 0, send, recv, 0, 16, 0, 16, n)",
+).replace(
+    # Both ranks fail here; a rank's nonzero exit makes mpiexec kill the other, so each waits
+    # until both have printed their error.
+    "    os._exit(3)", "    channel.comm.Barrier()\n    os._exit(3)",
 )
 
 
