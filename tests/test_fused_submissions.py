@@ -277,8 +277,10 @@ def _submit(helper, hal, device, cmd, *, table=None, pool=0, size=16, wait=None,
     return ("ok", buffer, status)
 
 
-def _both(mul4_parts, packages, cmd=None, **kw):
-    """The fast helper and its general path, each on its own fresh context."""
+def _both(mul4_parts, packages, cmd=None, warm=False, **kw):
+    """The fast helper and its general path, each on its own fresh context. `warm`: the
+    fast helper ran once before, so the command buffer has its native plan and the call
+    goes through the plan's compiled submit (plan_runner.compile_submit)."""
     out = []
     for general in (False, True):
         hal, device, own_cmd = mul4_parts if not general else _fresh(packages)
@@ -288,6 +290,10 @@ def _both(mul4_parts, packages, cmd=None, **kw):
             hal.fence_await,
         )
         assert helper is not helper.general  # a fast path was built
+        if warm and not general:
+            for _ in range(2):
+                assert _submit(helper, hal, device, own_cmd)[0] == "ok"
+            assert own_cmd._plan.submits[(2,)] is not None
         before = device.allocator.bytes_allocated
         got = _submit(helper.general if general else helper, hal, device, cmd, **kw)
         out.append((got, device.allocator.bytes_allocated - before))
@@ -299,12 +305,14 @@ def _fresh(packages):
     return ctx.modules["hal"], _refs_of(ctx, LocalDevice), _refs_of(ctx, HalCommandBuffer)
 
 
-def test_fast_path_result_and_accounting_equal_general(mul4_parts, packages, monkeypatch):
+@pytest.mark.parametrize("warm", [False, True], ids=["first-call", "compiled-submit"])
+def test_fast_path_result_and_accounting_equal_general(mul4_parts, packages, monkeypatch, warm):
     allocs = []
     real = fused.fresh_buffer
     monkeypatch.setattr(fused, "fresh_buffer", lambda *a: allocs.append(a) or real(*a))
-    (fast, fast_bytes), (gen, gen_bytes) = _both(mul4_parts, packages)
-    assert len(allocs) == 1  # the fast path allocated, the general one went to the import
+    (fast, fast_bytes), (gen, gen_bytes) = _both(mul4_parts, packages, warm=warm)
+    # the fast path allocated (its warm-up call too), the general one went to the import
+    assert len(allocs) == 1 + 2 * warm
     assert fast[0] == gen[0] == "ok" and fast[2] == gen[2] == 0
     assert fast[1].read() == gen[1].read() == np.float32([5, 12, 21, 32]).tobytes()
     assert fast_bytes == gen_bytes  # inputs + the allocated buffer
@@ -321,8 +329,9 @@ def test_fast_path_result_and_accounting_equal_general(mul4_parts, packages, mon
     ],
     ids=["pool", "negative-size", "null-slot", "wrong-ref-type", "short-buffer"],
 )
-def test_fast_path_errors_equal_general(mul4_parts, packages, kw, code):
-    (fast, fast_bytes), (gen, gen_bytes) = _both(mul4_parts, packages, **kw)
+@pytest.mark.parametrize("warm", [False, True], ids=["first-call", "compiled-submit"])
+def test_fast_path_errors_equal_general(mul4_parts, packages, kw, code, warm):
+    (fast, fast_bytes), (gen, gen_bytes) = _both(mul4_parts, packages, warm=warm, **kw)
     assert fast == gen, (fast, gen)
     assert fast[0] == "error" and fast[1] == code
     assert fast_bytes == gen_bytes

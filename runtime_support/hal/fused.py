@@ -39,6 +39,7 @@ from .buffer import HalBuffer, fresh_buffer
 from .command_buffer import HalCommandBuffer
 from .device import LocalDevice
 from .fence import REACHED, Fence
+from .plan_runner import BUSY_QUEUE, MISMATCH, TYPE, compile_submit
 from .queue import BUSY
 
 _M32 = 0xFFFFFFFF
@@ -73,6 +74,16 @@ def run_command_buffer(command_buffer, table) -> None:
             return
         command_buffer.executions -= 1  # (execute counts it again)
     command_buffer.execute(table)
+
+
+_UNSEEN = object()
+
+
+def _submit_for(plan, slots, table, placed):
+    """The plan's compiled submit for a call site's `slots` (None: the general steps),
+    compiled at the site's first call."""
+    run = plan.submits[slots] = compile_submit(plan, len(table), placed)
+    return run
 
 
 def _own(pairs, local_device: bool = True) -> bool:
@@ -166,10 +177,26 @@ def alloca_execute_indirect(create, alloca, execute, await_):
         allocator = device.allocator
         buffer = fresh_buffer(size, memory_types & _M32, usage & _M32, allocator)
         allocator.bytes_allocated += size
+        queue = device.queue
+        plan = command_buffer._plan
+        if plan:
+            run = plan.submits.get(slots, _UNSEEN)
+            if run is _UNSEEN:
+                run = _submit_for(plan, slots, table, tuple((k, 0) for k in slots))
+            if run is not None:
+                # (the steps below in one compiled function: plan_runner.compile_submit)
+                error = run(command_buffer, queue, table, device.worker_count, buffer)
+                if error is None:
+                    return buffer, 0
+                if error is not MISMATCH:
+                    if error is TYPE or error is BUSY_QUEUE:
+                        return resume(device, create_flags, create_flags2, exec_affinity,
+                                      command_buffer, exec_flags, table, timeout,
+                                      await_flags, buffer)
+                    return buffer, _failed(error, await_, timeout, await_flags)
         for k in slots:
             _, offset, length = table[k]
             table[k] = (buffer, offset, length)
-        queue = device.queue
         for entry in table:
             if type(entry[0]) not in _TABLE_TYPES:  # the import's check raises
                 return resume(device, create_flags, create_flags2, exec_affinity,
@@ -214,17 +241,27 @@ def execute_indirect(create, execute, await_):
             wait is None
             or (type(wait) is Fence and (wait.state == REACHED or wait.reached_now()))
         ):
-            for entry in table:
-                if type(entry[0]) not in _TABLE_TYPES:
-                    break
-            else:
-                error = device.queue.run_now(
-                    run_command_buffer, command_buffer, table, _EXECUTE_INDIRECT
-                )
-                if error is None:
-                    return 0
-                if error is not BUSY:
-                    return _failed(error, await_, timeout, await_flags)
+            plan = command_buffer._plan
+            error = MISMATCH
+            if plan:
+                run = plan.submits.get((), _UNSEEN)
+                if run is _UNSEEN:
+                    run = _submit_for(plan, (), table, ())
+                if run is not None:  # (the steps below in one function, as above)
+                    error = run(command_buffer, device.queue, table, device.worker_count)
+            if error is MISMATCH:
+                for entry in table:
+                    if type(entry[0]) not in _TABLE_TYPES:
+                        error = TYPE
+                        break
+                else:
+                    error = device.queue.run_now(
+                        run_command_buffer, command_buffer, table, _EXECUTE_INDIRECT
+                    )
+            if error is None:
+                return 0
+            if error is not BUSY and error is not BUSY_QUEUE and error is not TYPE:
+                return _failed(error, await_, timeout, await_flags)
         return general(
             device, create_flags, affinity, wait, command_buffer, exec_flags, table, timeout,
             await_flags,
@@ -366,14 +403,23 @@ def chain(create, alloca, join, execute, dealloca):
         for _, _, _, memory_types, usage, size, _ in allocas:
             buffers.append(fresh_buffer(size, memory_types & _M32, usage & _M32, allocator))
             allocator.bytes_allocated += size
-        for k, j in slots:
-            _, offset, length = table[k]
-            table[k] = (buffers[j], offset, length)
         # hal.device.queue.execute.indirect: LocalQueue.call with its wait fence reached
         # (nothing ran since the check above: the queue is still idle on this thread)
         queue = device.queue
-        error = queue.run_now(run_command_buffer, command_buffer, table, _EXECUTE_INDIRECT)
-        if error is BUSY:  # another thread took the queue meanwhile: the imports
+        plan = command_buffer._plan
+        error = MISMATCH
+        if plan:
+            run = plan.submits.get(slots, _UNSEEN)
+            if run is _UNSEEN:
+                run = _submit_for(plan, slots, table, slots)
+            if run is not None:  # (the steps below in one function, as above)
+                error = run(command_buffer, queue, table, device.worker_count, *buffers)
+        if error is MISMATCH or error is TYPE:  # (TYPE: checked above, cannot happen)
+            for k, j in slots:
+                _, offset, length = table[k]
+                table[k] = (buffers[j], offset, length)
+            error = queue.run_now(run_command_buffer, command_buffer, table, _EXECUTE_INDIRECT)
+        if error is BUSY or error is BUSY_QUEUE:  # another thread took the queue: the imports
             fx = Fence()
             fx.signal()  # (what the allocas and join left: the execute's wait, reached)
             f = create(device, create_flags)

@@ -62,6 +62,8 @@ class Plan:
         self._pool = None  # the process's pool they name (a fork() replaces it)
         self.run_plan = native.native_runtime().run_plan_args
         self._token = [True]  # taken while a thread runs the plan (plan_runner)
+        # fused.py's compiled submits, by the call site's `slots` (plan_runner.compile_submit)
+        self.submits: dict = {}
 
     # -- building ------------------------------------------------------------------------
 

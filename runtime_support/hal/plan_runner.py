@@ -20,38 +20,38 @@ from ..loaders import native, statistics
 from .buffer import WHOLE_BUFFER
 
 
-def _slot_lines(slot: int, k: int, end: int, writable: bool, align: int):
-    """The checks of one table slot (`table` is a non-empty sequence), leaving its
-    table entry in `a{k}` (address) and `n{k}` (length).
+def _slot_lines(b: str, o: str, n: str, a: str, end: int, writable: bool, align: int,
+                decline: str) -> list[str]:
+    """The checks of one table slot whose entry is unpacked into `b, o, n` (buffer,
+    offset, length), leaving its (address, length) in `a` and `n`; a failing check runs
+    `decline`.
 
     The common case (an explicit length, at least `end`) takes the fewest bytecodes:
     WHOLE_BUFFER (-1) is below every `end` (>= 0), so it is resolved inside the length
     check. A null entry (None has no `length`) raises AttributeError, which the caller
     turns into declining: IREE's submission validation rejects a slot a command uses
     without a buffer (INVALID_ARGUMENT), which the Python path raises."""
-    n = f"n{k}"
     lines = [
-        f"b, o, {n} = table[{slot}]",
         f"if {n} < {end}:",
         f"    if {n} != {WHOLE_BUFFER}:",
-        "        return False",
-        f"    {n} = b.length - o",
+        f"        {decline}",
+        f"    {n} = {b}.length - {o}",
         f"    if {n} < {end}:",
-        "        return False",
+        f"        {decline}",
         # (the usual offset is 0: one test, then the length alone against the buffer's)
-        "if o:",
-        f"    if o < 0 or o + {n} > b.length:",
-        "        return False",
-        f"    a{k} = b.address + o",
-        f"elif {n} > b.length:",
-        "    return False",
+        f"if {o}:",
+        f"    if {o} < 0 or {o} + {n} > {b}.length:",
+        f"        {decline}",
+        f"    {a} = {b}.address + {o}",
+        f"elif {n} > {b}.length:",
+        f"    {decline}",
         "else:",
-        f"    a{k} = b.address",
+        f"    {a} = {b}.address",
     ]
     if writable:
-        lines += ["if b.allocation.readonly:", "    return False"]
+        lines += [f"if {b}.allocation.readonly:", f"    {decline}"]
     if align > 1:
-        lines += [f"if o % {align}:", "    return False"]
+        lines += [f"if {o} % {align}:", f"    {decline}"]
     return lines
 
 
@@ -88,7 +88,8 @@ def compile_run(plan):
         body += [f"if e{k}._closed:", "    return False"]
     fill, values = [], []
     for k, (slot, _i, end, _nonnull, writable, align) in enumerate(plan.checks):
-        fill += _slot_lines(slot, k, end, writable, align)
+        fill.append(f"b, o, n{k} = table[{slot}]")
+        fill += _slot_lines("b", "o", f"n{k}", f"a{k}", end, writable, align, "return False")
         values += [f"a{k}", f"n{k}"]
     if plan.checks:
         ns["fill_table"] = struct.Struct(_table_format(plan.checks)).pack_into
@@ -131,3 +132,113 @@ def _compiled(source: str):
     filename = f"<plan runner {zlib.crc32(source.encode()):08x}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     return compile(source, filename, "exec")
+
+
+# -- the fused submission's execute, per plan and call-site shape --------------------------
+#
+# runtime_support/hal/fused.py runs `queue.execute.indirect` of a reached wait fence as
+# LocalQueue.run_now(run_command_buffer, ...): five frames (run_now, run_command_buffer,
+# plan.run, _stop_draining and the helper) and the table built twice (the helper puts the
+# allocated buffers into it, then plan.run reads it back). `compile_submit` writes those
+# steps as one function per (plan, slots): each entry unpacked once, the allocated buffers
+# used where their entries are, the queue's draining role taken and given back inline.
+# Every check still runs in the same order; whatever `run` would decline, and every other
+# path (a busy queue, an entry of another type), puts the buffers into the table and goes
+# the way the unfused code goes.
+
+# What a compiled submit returns besides None (ran) or a VMError (ran and failed):
+TYPE = "type"  # an entry is neither a HalBuffer nor null: the import path raises (table filled)
+BUSY_QUEUE = "busy"  # another thread holds the queue (table filled)
+MISMATCH = "mismatch"  # the table has another shape: nothing done
+
+
+class _Decline(Exception):
+    """A check `run` would decline on: the Python path runs instead."""
+
+
+def compile_submit(plan, entries: int, placed):
+    """`submit(command_buffer, queue, table, workers, *allocated) -> MISMATCH | None |
+    VMError | TYPE | BUSY_QUEUE` for tables of `entries` entries, `placed` ((entry, index
+    into allocated), ...) naming the entries that hold `ALLOCATED`. MISMATCH (nothing done)
+    for a table of another length; None when this plan cannot use one (no table slots,
+    or slots past `entries`): the caller keeps the general steps."""
+    from ..errors import VMError
+    from .buffer import HalBuffer
+    from .queue import _internal
+
+    if not plan.checks or entries <= plan.max_slot:
+        return None
+    own = dict(placed)
+    allocated = max(own.values(), default=-1) + 1
+    ns = {
+        "take": plan._token.pop, "give": plan._token.append, "t": plan.table,
+        "run_plan": plan.run_plan, "args_address": plan.args_address, "plan": plan,
+        "native": native, "statistics": statistics, "HalBuffer": HalBuffer,
+        "VMError": VMError, "_internal": _internal, "_Decline": _Decline, "TYPE": TYPE,
+        "BUSY_QUEUE": BUSY_QUEUE, "MISMATCH": MISMATCH,
+    }
+    targets = ", ".join(
+        f"(_, o{k}, n{k})" if k in own else f"(b{k}, o{k}, n{k})" for k in range(entries)
+    )
+    params = "".join(f", x{j}" for j in range(allocated))
+    place = [f"table[{k}] = (x{j}, o{k}, n{k})" for k, j in own.items()] or ["pass"]
+    typed = [f"type(b{k}) is not HalBuffer and b{k} is not None"
+             for k in range(entries) if k not in own]
+    lines = [
+        f"def submit(cb, queue, table, workers{params}, *_):",
+        "    try:",
+        f"        ({targets},) = table",
+        "    except (TypeError, ValueError):  # another table shape",
+        "        return MISMATCH",
+    ]
+    lines += [f"    b{k} = x{j}" for k, j in own.items()]
+    if typed:
+        lines += [f"    if {' or '.join(typed)}:"] + [f"        {x}" for x in place]
+        lines += ["        return TYPE"]
+    # LocalQueue.run_now's draining role, taken ...
+    lines += ["    lock = queue._lock", "    lock.acquire()", "    if queue._draining:",
+              "        lock.release()"]
+    lines += [f"        {x}" for x in place] + ["        return BUSY_QUEUE"]
+    lines += ["    queue._draining = True", "    lock.release()", "    error = None"]
+    # ... plan.run's steps on the unpacked entries ...
+    checks = []
+    for k, exe in enumerate(plan.executables):
+        ns[f"e{k}"] = exe
+        checks += [f"if e{k}._closed:", "    raise _Decline"]
+    values = []
+    for slot, _i, end, _nonnull, writable, align in plan.checks:
+        checks += _slot_lines(f"b{slot}", f"o{slot}", f"n{slot}", f"a{slot}", end, writable,
+                              align, "raise _Decline")
+        values += [f"a{slot}", f"n{slot}"]
+    ns["fill_table"] = struct.Struct(_table_format(plan.checks)).pack_into
+    checks.append(f"fill_table(t, 0, {', '.join(values)})")
+    run = []
+    if plan.parallel:
+        run += ["if workers != plan._workers or native._pool is not plan._pool:",
+                "    plan._use_workers(workers)"]
+    run += ["cb.executions += 1", "if statistics.enabled:", "    plan._run_counted()", "else:",
+            "    result = run_plan(args_address)", "    if result:", "        plan._raise(result)"]
+    lines += ["    try:", "        try:", "            take()", "        except IndexError:",
+              "            raise _Decline  # another thread is running this plan",
+              "        try:", "            try:"]
+    lines += [f"                {x}" for x in checks]
+    lines += ["            except AttributeError:  # a null entry",
+              "                raise _Decline"]
+    lines += [f"            {x}" for x in run]
+    lines += ["        finally:", "            give(1)"]
+    # ... the Python path wherever plan.run declines (it raises the exact error) ...
+    lines += ["    except _Decline:"] + [f"        {x}" for x in place]
+    lines += ["        try:", "            cb.execute(table, workers)",
+              "        except VMError as exc:", "            error = exc",
+              "        except Exception as exc:  # a bug or a native failure: INTERNAL",
+              "            error = _internal(NAME, exc)",
+              "    except VMError as exc:", "        error = exc",
+              "    except Exception as exc:", "        error = _internal(NAME, exc)"]
+    # ... and given back as LocalQueue._stop_draining does.
+    lines += ["    finally:", "        lock.acquire()", "        if queue._ready:",
+              "            lock.release()", "            queue._drain()", "        else:",
+              "            queue._draining = False", "            lock.release()",
+              "    return error"]
+    ns["NAME"] = "device.queue.execute.indirect"
+    exec(_compiled("\n".join(lines)), ns)
+    return ns["submit"]
