@@ -34,13 +34,16 @@ buffer there before the table is used.
 
 from __future__ import annotations
 
-from ..errors import VMError
+import ctypes
+
+from ..errors import StatusCode, VMError
 from .buffer import HalBuffer, fresh_buffer
 from .command_buffer import HalCommandBuffer
 from .device import LocalDevice
 from .fence import REACHED, Fence
 from .plan_runner import BUSY_QUEUE, MISMATCH, TYPE, compile_submit
 from .queue import BUSY
+from .runs import Run
 
 _M32 = 0xFFFFFFFF
 _new = object.__new__
@@ -77,6 +80,7 @@ def run_command_buffer(command_buffer, table) -> None:
 
 
 _UNSEEN = object()
+_memset = ctypes.memset
 
 
 def _submit_for(plan, slots, table, placed):
@@ -212,6 +216,108 @@ def alloca_execute_indirect(create, alloca, execute, await_):
 
     submit.general = general
     return submit
+
+
+def run(create, alloca, execute, await_):
+    """The helper for a run of `alloca_execute_indirect` groups (runtime_support/hal/
+    runs.py; translator/codegen/runs.py), its imports those of one group:
+
+        *buffers, status = submit(layout, device, command_buffers, outside, fences, scalars)
+
+    `layout` (a `runs.Run`) says, per step, which of `scalars` (ints), `fences` (wait
+    fences) and buffers (`outside`: from before the run; or allocated by an earlier step)
+    its operands are; the call returns the buffers of `layout.outputs` and the status of
+    the last step run. GENERAL path: each step through the group helper in turn, stopping
+    at a non-zero status. FAST path: the run's combined plan (built per context and
+    command buffers/scalars, then cached) in one native call, where the group helper's
+    fast path would run each step and nothing can tell the difference: a LocalDevice with
+    an idle queue, every wait fence null or reached, every outside buffer a HalBuffer,
+    the combined plan's checks passing (else nothing ran: the general path runs)."""
+    from . import runs  # (Run, imported above, is the generated code's layout class)
+
+    step = alloca_execute_indirect(create, alloca, execute, await_)
+    own_table = runs.OWN
+
+    def general(layout, device, cbs, outside, fences, scalars):
+        results = [None] * len(layout.steps)
+        for j, s in enumerate(layout.steps):
+            table = [
+                (
+                    outside[source] if source >= 0
+                    else ALLOCATED if source == own_table else results[-2 - source],
+                    scalars[o],
+                    scalars[n],
+                )
+                for source, o, n in s[runs.TABLE]
+            ]
+            results[j], status = step(
+                device, scalars[s[0]], scalars[s[1]], fences[s[2]], scalars[s[3]],
+                scalars[s[4]], scalars[s[5]], scalars[s[6]], scalars[s[7]], scalars[s[8]],
+                scalars[s[9]], cbs[j], scalars[s[10]], table, layout.slots[j],
+                scalars[s[11]], scalars[s[12]],
+            )
+            if status:
+                return (*[results[k] for k in layout.outputs], status)
+        return (*[results[k] for k in layout.outputs], 0)
+
+    if step is step.general:  # (not the hal module's own imports)
+        return general
+
+    cache: dict = {}  # layout -> runs.Combined for the last command buffers and scalars
+    last = runs.AWAIT_FLAGS
+
+    def submit(layout, device, cbs, outside, fences, scalars):
+        if type(device) is not LocalDevice:
+            return general(layout, device, cbs, outside, fences, scalars)
+        entry = cache.get(layout)
+        if entry is None or entry.cbs != cbs or entry.scalars != scalars:
+            entry = cache[layout] = runs.build(
+                layout, cbs, scalars, len(outside), device.worker_count
+            )
+        plan = entry.plan
+        if plan is None:
+            return general(layout, device, cbs, outside, fences, scalars)
+        for f in fences:
+            if f is not None and not (
+                type(f) is Fence and (f.state == REACHED or f.reached_now())
+            ):
+                return general(layout, device, cbs, outside, fences, scalars)
+        for b in outside:
+            if type(b) is not HalBuffer:
+                return general(layout, device, cbs, outside, fences, scalars)
+        allocator = device.allocator
+        made = [fresh_buffer(size, types & _M32, usage & _M32, allocator)
+                for size, types, usage in entry.made]
+        table = [(b, 0, -1) for b in outside]
+        table += [(b, 0, -1) for b in made]
+        if entry.arena_length:
+            _memset(entry.arena.address, 0, entry.arena_length)  # as new buffers are
+        error = device.queue.run_now(
+            _run_plan, plan, (table, device.worker_count), _EXECUTE_INDIRECT
+        )
+        if error is BUSY or type(error) is _Declined:  # nothing ran: step by step
+            return general(layout, device, cbs, outside, fences, scalars)
+        allocator.bytes_allocated += entry.total
+        # the run's outputs: each step's new buffer, returned in `layout.outputs` order
+        if error is None:
+            return (*made, 0)
+        # A failed step fails its fence; its await (any step's: the status is the error's
+        # code whatever the timeout and flags) reports it, as in the unfused sequence.
+        s = layout.steps[-1]
+        return (*made, _failed(error, await_, scalars[s[runs.TIMEOUT]], scalars[s[last]]))
+
+    submit.general = general
+    return submit
+
+
+class _Declined(VMError):
+    """The combined plan declined (a per-call check failed): nothing ran."""
+
+
+def _run_plan(plan, args) -> None:
+    """A run's combined plan, under LocalQueue.run_now (which captures its errors)."""
+    if not plan.run(*args):
+        raise _Declined(StatusCode.INTERNAL, "combined plan declined")
 
 
 def execute_indirect(create, execute, await_):
@@ -570,4 +676,6 @@ __all__ = [
     "check_argument_allocator",
     "execute",
     "execute_indirect",
+    "run",
+    "Run",
 ]

@@ -189,9 +189,10 @@ class Plan:
         )
 
 
-def build_plan(commands, workers: int) -> Plan | None:
+def build_plan(commands, workers: int, slot_ends: dict[int, int] | None = None) -> Plan | None:
     """A native plan for `commands` (command_buffer._Fill/_Update/_Copy/_Dispatch), or
-    None when they must run in Python."""
+    None when they must run in Python. `slot_ends`: per table slot, a length its entry
+    must have beyond what the commands need (runs.py: a submission's whole entry)."""
     runtime = native.native_runtime()
     if runtime is None:
         return None
@@ -225,6 +226,9 @@ def build_plan(commands, workers: int) -> Plan | None:
                 raise _Unsupported
     except (_Unsupported, VMError):
         return None
+    for slot, end in (slot_ends or {}).items():
+        needs = plan._needs(slot)
+        needs.end = max(needs.end, end)
     _build_states(plan, blocks, max_local)
     plan.finish()
     return plan

@@ -24,6 +24,7 @@ from translator.codegen.function import FunctionEmitter
 from translator.codegen.names import NameTable
 from translator.codegen.ops import HELPER_MODULES, OpRenderer
 from translator.codegen.passes import MessageTable, tidy_ifs, tidy_releases, trim_ref_init
+from translator.codegen.runs import RunTable
 from translator.codegen.printer import Printer
 from translator.analyses import arguments, chains, submissions
 from translator.codegen.view import (
@@ -203,6 +204,7 @@ def generate(
     renderer.unchecked_ref_loads = unchecked_ref_loads(module, functions)
     renderer.fuse_submissions = fuse_submissions
     messages = MessageTable()
+    runs = RunTable(lambda: renderer._fused_local("run"), renderer.use)
     views = []
     structured = fallback = 0
     for k, fn in enumerate(functions):
@@ -210,6 +212,8 @@ def generate(
         tree = FunctionEmitter(renderer, fn, cconvs[k], ref_count, pipeline.cfg(k)).generate()
         body = tidy_releases(trim_ref_init(tree.body))
         tidy_ifs(body)
+        if fuse_submissions:
+            body = runs.merge(body)
         messages.hoist(body)
         printer = Printer(provenance=provenance or not locations.has_locations(k))
         views.append(
@@ -283,6 +287,7 @@ def generate(
         ],
         rodata=[RodataRow(names.rodata(s.ordinal), off, length) for s, (off, length) in zip(module.rodata, table)],
         messages=messages.constants(),
+        runs=runs.constants,
         global_bytes=module.global_bytes_capacity,
         global_refs=module.global_ref_count,
         functions=views,
@@ -309,6 +314,13 @@ _FUSED_IMPORTS = {
         submissions.FENCE_AWAIT,
     ),
     "execute": (submissions.FENCE_CREATE, submissions.QUEUE_EXECUTE, submissions.FENCE_AWAIT),
+    # (a run's steps are alloca_execute_indirect groups: codegen/runs.py)
+    "run": (
+        submissions.FENCE_CREATE,
+        submissions.QUEUE_ALLOCA,
+        submissions.EXECUTE_INDIRECT,
+        submissions.FENCE_AWAIT,
+    ),
     "check_argument": (arguments.VIEW_ASSERT, arguments.VIEW_BUFFER, arguments.BUFFER_ASSERT),
     "check_argument_allocator": (
         arguments.VIEW_ASSERT,

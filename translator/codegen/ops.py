@@ -30,6 +30,7 @@ from translator.codegen.stmt import (
     Release,
     Return,
     Stmt,
+    Submit,
 )
 from translator.ir import IMPORT_BIT, Function, Op, Reg
 from runtime_support.vm.numerics import INLINE as NUMERIC_INLINE
@@ -435,9 +436,16 @@ class OpRenderer:
         # also writes, e.g. a wait fence in the register the second fence goes to, is
         # read before: the arguments are evaluated first).
         reads = frozenset(n for a, _ in args for n in _REGISTER.findall(a))
+        step = ()
+        if kind == "alloca_execute_indirect":
+            table = tuple(
+                (None if k in group.slots else e[0], e[1], e[2])
+                for k, e in enumerate(ex[i : i + 3] for i in range(EXECUTE_FIXED, len(ex), 3))
+            )
+            step = tuple(a for a, _ in args[:13]) + (table, group.slots) + (timeout, await_flags)
         stmts: list[Stmt] = [
             Comment(provs[0], f"fused: {names}"),
-            Assign(provs[-2], targets, call, reads),
+            Submit(provs[-2], targets, call, reads, step=step),
         ]
         # What the ops release (moved or last read; the new buffer only if the execute
         # was its last reader), and the fences, which nothing reads afterwards.

@@ -26,6 +26,7 @@ from translator.codegen.stmt import (
     Release,
     Return,
     Stmt,
+    Submit,
     While,
 )
 
@@ -129,7 +130,7 @@ class Printer:
         self._mark(s, indent)
         out = self.lines
         t = type(s)
-        if t is Assign:
+        if t is Assign or t is Submit:
             line = S["Assign"].format(targets=SEPARATOR.join(s.targets), value=s.value)
             if s.note:
                 line = S["Note"].format(statement=line, text=comment_text(s.note))

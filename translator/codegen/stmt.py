@@ -46,6 +46,16 @@ class Assign(Stmt):
 
 
 @dataclass(slots=True)
+class Submit(Assign):
+    """A fused submission call (ops.py `lower_submission`), with its operands kept apart
+    for codegen/runs.py: `step` holds the `alloca_execute_indirect` helper's arguments in
+    order as expression text, the table a tuple of (buffer, offset, length) with None for
+    `ALLOCATED`; empty for the other kinds."""
+
+    step: tuple = ()
+
+
+@dataclass(slots=True)
 class Call(Stmt):
     """A call whose result (if any) is dropped."""
 

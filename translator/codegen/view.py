@@ -69,3 +69,4 @@ class ModuleView:
     global_refs: int
     functions: list[FunctionView]
     fused: list[FusedRow]
+    runs: list[tuple[str, list[str]]]  # (constant name, source lines: ints and fixed text)
