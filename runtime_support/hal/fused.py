@@ -34,8 +34,6 @@ buffer there before the table is used.
 
 from __future__ import annotations
 
-import ctypes
-
 from ..errors import StatusCode, VMError
 from .buffer import HalBuffer, fresh_buffer
 from .command_buffer import HalCommandBuffer
@@ -80,7 +78,6 @@ def run_command_buffer(command_buffer, table) -> None:
 
 
 _UNSEEN = object()
-_memset = ctypes.memset
 
 
 def _submit_for(plan, slots, table, placed):
@@ -290,8 +287,6 @@ def run(create, alloca, execute, await_):
                 for size, types, usage in entry.made]
         table = [(b, 0, -1) for b in outside]
         table += [(b, 0, -1) for b in made]
-        if entry.arena_length:
-            _memset(entry.arena.address, 0, entry.arena_length)  # as new buffers are
         error = device.queue.run_now(
             _run_plan, plan, (table, device.worker_count), _EXECUTE_INDIRECT
         )

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from ..errors import VMError
 from .buffer import WHOLE_BUFFER, Allocation, HalBuffer
-from .command_buffer import BufferRef, HalCommandBuffer
+from .command_buffer import BufferRef, HalCommandBuffer, _Fill
 
 # A step of `Run.steps`: indices into the call's scalars, except WAIT (into its wait
 # fences) and TABLE ((source, offset index, length index) per binding-table entry).
@@ -40,6 +40,10 @@ from .command_buffer import BufferRef, HalCommandBuffer
 # allocates; -2 - j the buffer step j allocated.
 OWN = -1
 _ALIGN = 64
+# Inner buffers share one arena per combined plan, kept with it; past this size a run's
+# inner buffers stay separate allocations (the general path), as unfused code would
+# free each when it dies.
+ARENA_MAX = 16 << 20
 
 
 class Run:
@@ -66,7 +70,7 @@ class Run:
 class Combined:
     """A run's plan for one set of command buffers and scalars (the cache key)."""
 
-    __slots__ = ("cbs", "scalars", "plan", "made", "total", "arena", "arena_length")
+    __slots__ = ("cbs", "scalars", "plan", "made", "total", "arena")
 
     def __init__(self, cbs: tuple, scalars: tuple) -> None:
         self.cbs = cbs
@@ -74,8 +78,7 @@ class Combined:
         self.plan = None  # None: the general path
         self.made = ()  # per output: (size, memory types, usage) of its new buffer
         self.total = 0  # bytes the run's allocas add to the allocator's count
-        self.arena = None
-        self.arena_length = 0
+        self.arena = None  # the inner buffers' storage (the plan also keeps it)
 
 
 class _Unprovable(Exception):
@@ -94,13 +97,22 @@ def build(run: Run, cbs: tuple, scalars: tuple, outside: int, workers: int) -> C
         return entry
     arena = None
     if arena_length:
-        arena = HalBuffer.over(Allocation.allocate(arena_length), 0, 0, None)
-        commands = [_at_arena(c, arena) for c in commands]
+        if arena_length > ARENA_MAX:
+            return entry
+        try:
+            arena = HalBuffer.over(Allocation.allocate(arena_length), 0, 0, None)
+        except VMError:  # (RESOURCE_EXHAUSTED: the steps' own allocas will say so)
+            return entry
+        # Zero-filled first, inside the plan (so under its one-thread guard), as new
+        # buffers are; a fill records no statistics.
+        commands = [_Fill(BufferRef(arena, 0, 0, arena_length), 0, 4)] + [
+            _at_arena(c, arena) for c in commands
+        ]
     plan = build_plan(commands, workers, slot_ends)
     if plan is None:
         return entry
     entry.plan, entry.made, entry.total = plan, made, total
-    entry.arena, entry.arena_length = arena, arena_length
+    entry.arena = arena
     return entry
 
 
