@@ -247,6 +247,7 @@ def run(create, alloca, execute, await_):
                 )
                 for source, o, n in s[runs.TABLE]
             ]
+            # (s: runs.CREATE_FLAGS .. runs.AWAIT_FLAGS, the group helper's order)
             results[j], status = step(
                 device, scalars[s[0]], scalars[s[1]], fences[s[2]], scalars[s[3]],
                 scalars[s[4]], scalars[s[5]], scalars[s[6]], scalars[s[7]], scalars[s[8]],
@@ -261,7 +262,6 @@ def run(create, alloca, execute, await_):
         return general
 
     cache: dict = {}  # layout -> runs.Combined for the last command buffers and scalars
-    last = runs.AWAIT_FLAGS
 
     def submit(layout, device, cbs, outside, fences, scalars):
         if type(device) is not LocalDevice:
@@ -296,10 +296,11 @@ def run(create, alloca, execute, await_):
         # the run's outputs: each step's new buffer, returned in `layout.outputs` order
         if error is None:
             return (*made, 0)
-        # A failed step fails its fence; its await (any step's: the status is the error's
-        # code whatever the timeout and flags) reports it, as in the unfused sequence.
+        # A failed step fails its fence, and its await raises the error, as in the unfused
+        # sequence (any step's await: the timeout and flags do not change what it raises).
         s = layout.steps[-1]
-        return (*made, _failed(error, await_, scalars[s[runs.TIMEOUT]], scalars[s[last]]))
+        return (*made, _failed(error, await_, scalars[s[runs.TIMEOUT]],
+                               scalars[s[runs.AWAIT_FLAGS]]))
 
     submit.general = general
     return submit
