@@ -331,3 +331,20 @@ def test_pass_merges_inside_nested_bodies():
     inner = _two_steps()
     out, table = _merge([If(None, "i9", inner)])
     assert len(table.constants) == 1 and "submit_run" in out[0].body[1].value
+
+
+def test_a_few_combined_plans_are_kept_per_run(recorded):
+    """Scalars that change per call (sizes of dynamic shapes) each get a combined plan,
+    up to runs.ENTRIES_PER_RUN, the oldest dropped first."""
+    helper, args = recorded
+    device = args[1]
+    outside = (_input_buffer(device), _input_buffer(device))
+    cells = dict(zip(helper.__code__.co_freevars, helper.__closure__))
+    cache = cells["cache"].cell_contents
+    layout, dev, cbs, _, fences, scalars = args
+    for k in range(hal_runs.ENTRIES_PER_RUN + 2):  # (unused trailing scalars: other keys)
+        out = helper(layout, dev, cbs, outside, fences, scalars + (k,))
+        assert out[-1] == 0
+        assert len(cache[layout]) == min(k + 2, hal_runs.ENTRIES_PER_RUN)
+    assert scalars + (hal_runs.ENTRIES_PER_RUN + 1,) in cache[layout]
+    assert scalars not in cache[layout]

@@ -261,14 +261,21 @@ def run(create, alloca, execute, await_):
     if step is step.general:  # (not the hal module's own imports)
         return general
 
-    cache: dict = {}  # layout -> runs.Combined for the last command buffers and scalars
+    # layout -> {scalars: runs.Combined}: a few per layout, for sizes that change per call
+    # (dynamic shapes); each entry is for one set of command buffers
+    cache: dict = {}
 
     def submit(layout, device, cbs, outside, fences, scalars):
         if type(device) is not LocalDevice:
             return general(layout, device, cbs, outside, fences, scalars)
-        entry = cache.get(layout)
-        if entry is None or entry.cbs != cbs or entry.scalars != scalars:
-            entry = cache[layout] = runs.build(
+        entries = cache.get(layout)
+        if entries is None:
+            entries = cache[layout] = {}
+        entry = entries.get(scalars)
+        if entry is None or entry.cbs != cbs:
+            if len(entries) >= runs.ENTRIES_PER_RUN:
+                del entries[next(iter(entries))]  # the oldest
+            entry = entries[scalars] = runs.build(
                 layout, cbs, scalars, len(outside), device.worker_count
             )
         plan = entry.plan
@@ -283,8 +290,11 @@ def run(create, alloca, execute, await_):
             if type(b) is not HalBuffer:
                 return general(layout, device, cbs, outside, fences, scalars)
         allocator = device.allocator
-        made = [fresh_buffer(size, types & _M32, usage & _M32, allocator)
-                for size, types, usage in entry.made]
+        try:
+            made = [fresh_buffer(size, types & _M32, usage & _M32, allocator)
+                    for size, types, usage in entry.made]
+        except VMError:  # (out of memory: the step whose alloca fails raises, in order)
+            return general(layout, device, cbs, outside, fences, scalars)
         table = [(b, 0, -1) for b in outside]
         table += [(b, 0, -1) for b in made]
         error = device.queue.run_now(

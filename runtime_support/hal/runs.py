@@ -43,7 +43,10 @@ _ALIGN = 64
 # Inner buffers share one arena per combined plan, kept with it; past this size a run's
 # inner buffers stay separate allocations (the general path), as unfused code would
 # free each when it dies.
-ARENA_MAX = 16 << 20
+ARENA_MAX = 4 << 20
+# Combined plans a context keeps per run (by the call's scalars: sizes that change with
+# dynamic shapes each get one); the oldest goes first.
+ENTRIES_PER_RUN = 4
 
 
 class Run:
@@ -236,4 +239,4 @@ def _at_arena(command, arena: HalBuffer):
     return command._replace(**changes) if changes else command
 
 
-__all__ = ["OWN", "Combined", "Run", "build"]
+__all__ = ["ARENA_MAX", "ENTRIES_PER_RUN", "OWN", "Combined", "Run", "build"]
