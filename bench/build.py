@@ -98,21 +98,24 @@ def _translator_key() -> str:
     return h.hexdigest()[:16]
 
 
-def translate(vmfb: Path, cache: Path, name: str, *, reuse: bool = True) -> tuple[Path, float, bool]:
+def translate(
+    vmfb: Path, cache: Path, name: str, *, reuse: bool = True, merge_runs: bool = True
+) -> tuple[Path, float, bool]:
     """(package folder, seconds, reused): read + decode + verify + codegen + black + write.
 
-    Packages are kept in the cache keyed by the vmfb and the translator's sources; a reused
-    one reports the time its translation took when it was made."""
+    Packages are kept in the cache keyed by the vmfb, the translator's sources and the
+    options; a reused one reports the time its translation took when it was made."""
     from translator.codegen import write_package
     from translator.reader import read_module_file
 
-    key = hashlib.sha256(vmfb.read_bytes() + _translator_key().encode()).hexdigest()[:16]
+    options = b"" if merge_runs else b"no-runs"
+    key = hashlib.sha256(vmfb.read_bytes() + _translator_key().encode() + options).hexdigest()[:16]
     out_dir = cache / "packages" / f"{name}-{key}"
     record = out_dir / "translate.json"
     if reuse and record.is_file() and (out_dir / name / "__init__.py").is_file():
         return out_dir / name, json.loads(record.read_text())["seconds"], True
     t0 = time.perf_counter()
-    pkg = write_package(read_module_file(vmfb), out_dir, name)
+    pkg = write_package(read_module_file(vmfb), out_dir, name, merge_runs=merge_runs)
     seconds = time.perf_counter() - t0
     record.write_text(json.dumps({"seconds": seconds}) + "\n")
     return pkg, seconds, False

@@ -95,7 +95,8 @@ def run_program(program, args) -> list[dict]:
     base["compile_s"] = compile_s
     try:
         pkg_dir, base["translate_s"], base["translate_cached"] = build.translate(
-            vmfb, args.cache, program.name.replace("-", "_"), reuse=not args.retranslate
+            vmfb, args.cache, program.name.replace("-", "_"), reuse=not args.retranslate,
+            merge_runs=program.merge_runs,
         )
     except Exception as e:  # noqa: BLE001
         return [dict(base, status=f"does not translate: {one_line(e)}")]
@@ -178,19 +179,25 @@ def local_against_sync(module, setup, inputs, rows, args) -> None:
         row["pyree_local_direct"], row["pyree_sync_direct"] = timing.stats(ta), timing.stats(tb)
 
 
-def dispatch_costs(rows: list[dict]) -> list[dict]:
-    """Translated packages are cached too (keyed by the vmfb and the translator's sources); a
-cached one reports the translation time measured when it was made (`--retranslate` redoes
-it).
+# The chain rows host cost per dispatch comes from: (program, form of its submissions).
+CHAINS = (
+    (f"chain{CHAIN_LENGTH}", "one call per run"),
+    (f"chain{CHAIN_LENGTH}-steps", "one call per dispatch"),
+)
 
-Host cost per dispatch from the chain rows, per device pair and runtime."""
+
+def dispatch_costs(rows: list[dict]) -> list[dict]:
+    """Host cost per dispatch from the chain rows, per device pair, chain form and
+    runtime: (median(chainN) - median(chain1)) / (N - 1)."""
     out = []
     by = {(r["program"], r.get("pair")): r for r in rows}
-    for pair, (ours_device, theirs_device) in DEVICE_PAIRS.items():
-        one, many = by.get(("chain1", pair)), by.get((f"chain{CHAIN_LENGTH}", pair))
+    pairs = [(pair, chain) for pair in DEVICE_PAIRS for chain in CHAINS]
+    for pair, (chain, form) in pairs:
+        ours_device, theirs_device = DEVICE_PAIRS[pair]
+        one, many = by.get(("chain1", pair)), by.get((chain, pair))
         if one is None or many is None:
             continue
-        entry = {"pair": pair, "devices": f"{ours_device} / {theirs_device}"}
+        entry = {"pair": pair, "devices": f"{ours_device} / {theirs_device}", "form": form}
         for side in ("pyree", "iree"):
             if side in one and side in many:
                 entry[f"{side}_us"] = (
@@ -243,8 +250,9 @@ def select(args) -> list:
         unknown = [n for n in names if n not in BY_NAME]
         if unknown:
             raise SystemExit(f"unknown program(s) {', '.join(unknown)}; --list shows them")
-        if f"chain{CHAIN_LENGTH}" in names and "chain1" not in names:
-            names.insert(names.index(f"chain{CHAIN_LENGTH}"), "chain1")  # its baseline
+        chains = [n for n in names if n.startswith(f"chain{CHAIN_LENGTH}")]
+        if chains and "chain1" not in names:
+            names.insert(names.index(chains[0]), "chain1")  # their baseline
         chosen = [BY_NAME[n] for n in names]
     else:
         chosen = [p for p in PROGRAMS if p.quick or args.mode == "full"]

@@ -27,6 +27,7 @@ class Program:
     setup: Callable[[np.random.Generator], tuple] | None = None  # setup's, once per load
     quick: bool = True  # part of --quick
     model: str | None = None  # examples/models name, for the PyTorch models
+    merge_runs: bool = True  # translator option (codegen/runs.py); False: one call per dispatch
 
 
 def _f32(rng, *shape, scale=1.0):
@@ -63,6 +64,12 @@ PROGRAMS: tuple[Program, ...] = (
             lambda r: (_f32(r, 4), _f32(r, 4))),
     Program(f"chain{CHAIN_LENGTH}", f"{CHAIN_LENGTH} chained 4-element dispatches",
             _src(f"chain{CHAIN_LENGTH}"), lambda r: (_f32(r, 4), _f32(r, 4))),
+    # The same program translated with its run of submissions left as one fused call per
+    # dispatch: the per-dispatch host path that loops and non-straight-line code take.
+    Program(f"chain{CHAIN_LENGTH}-steps",
+            f"{CHAIN_LENGTH} chained dispatches, one submission call each (runs not merged)",
+            _src(f"chain{CHAIN_LENGTH}"), lambda r: (_f32(r, 4), _f32(r, 4)),
+            merge_runs=False),
     Program("host_loop", "50-iteration host loop (scf.while, 256-wide matvec+tanh)",
             _src("host_loop"), lambda r: (_f32(r, 256, 256, scale=1 / 16), _f32(r, 256))),
     Program("cnn", "small CNN (3x conv+relu+pool)", _src("cnn"),

@@ -50,15 +50,18 @@ def markdown(data: dict) -> str:
         n = m["chain_length"]
         lines += [
             "",
-            f"Host cost per dispatch: (median(chain{n}) − median(chain1)) / {n - 1}.",
+            f"Host cost per dispatch: (median(chain{n}) − median(chain1)) / {n - 1}; "
+            f"pyree's submissions as translated (one call per run of them), and as "
+            f"chain{n}-steps leaves them (one call per dispatch, as in loops).",
             "",
-            "| devices (pyree / IREE) | pyree | IREE | ratio |",
-            "|---|---|---|---|",
+            "| devices (pyree / IREE) | pyree submissions | pyree | IREE | ratio |",
+            "|---|---|---|---|---|",
         ]
         for d in data["dispatch_cost"]:
             pyree = "does not load" if d["pyree_us"] is None else _us(d["pyree_us"])
             lines.append(
-                f"| {d['devices']} | {pyree} | {_us(d['iree_us'])} | {_ratio(d.get('ratio'))} |"
+                f"| {d['devices']} | {d.get('form', '')} | {pyree} | {_us(d['iree_us'])} "
+                f"| {_ratio(d.get('ratio'))} |"
             )
     if data["local_vs_sync"]:
         lines += [

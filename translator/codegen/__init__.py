@@ -185,12 +185,15 @@ def generate(
     provenance: bool = False,
     pipeline: Pipeline | None = None,
     fuse_submissions: bool = True,
+    merge_runs: bool = True,
 ) -> GeneratedPackage:
     """`pipeline`: the module's front end (decoded, verified functions and their analyses);
     made here when not given. `provenance`: VM comments (`# pc 0x42 hal.fence.await`) on
     every function; without it, only on functions that show no source location.
     `fuse_submissions`: each per-dispatch submission group with private fences becomes
-    one call of a fused helper (analyses/submissions.py); False keeps one call per op."""
+    one call of a fused helper (analyses/submissions.py); False keeps one call per op.
+    `merge_runs`: runs of such calls become one call (codegen/runs.py); False keeps one
+    per dispatch (the benchmark measures both)."""
     if pipeline is None:
         pipeline = Pipeline(module)
     # Translate-time checks of the module's imports and exports run before any code is generated.
@@ -212,7 +215,7 @@ def generate(
         tree = FunctionEmitter(renderer, fn, cconvs[k], ref_count, pipeline.cfg(k)).generate()
         body = tidy_releases(trim_ref_init(tree.body))
         tidy_ifs(body)
-        if fuse_submissions:
+        if fuse_submissions and merge_runs:
             body = runs.merge(body)
         messages.hoist(body)
         printer = Printer(provenance=provenance or not locations.has_locations(k))
@@ -373,6 +376,7 @@ def write_package(
     provenance: bool = False,
     pipeline: Pipeline | None = None,
     fuse_submissions: bool = True,
+    merge_runs: bool = True,
 ) -> Path:
     """Writes OUT_DIR/NAME/{__init__.py, rodata.bin}; returns the package directory.
 
@@ -382,7 +386,7 @@ def write_package(
     """
     pkg = generate(
         module, name, source_name, provenance=provenance, pipeline=pipeline,
-        fuse_submissions=fuse_submissions,
+        fuse_submissions=fuse_submissions, merge_runs=merge_runs,
     )
     source = format_source(pkg.source) if format_code else pkg.source
     out_dir = Path(out_dir)
