@@ -79,3 +79,19 @@ def test_an_iree_failure_is_a_row(tmp_path, capsys, monkeypatch):
     (row,) = data["rows"]
     assert row["status"] == "IREE fails: RuntimeError: no such driver"
     assert "pyree" not in row and "iree" not in row
+
+
+def test_host_cost_per_dispatch_for_both_chain_forms():
+    """dispatch_costs: (median(chainN) - median(chain1)) / (N - 1) for the chain as
+    translated and for chainN-steps, per device pair."""
+    def row(program, pair, ours, theirs):
+        return {"program": program, "pair": pair, "status": "ok",
+                "pyree": {"median_us": ours}, "iree": {"median_us": theirs}}
+
+    n = CHAIN_LENGTH
+    rows = [row("chain1", "sync", 5.0, 8.0), row(f"chain{n}", "sync", 5.0 + (n - 1) * 0.1, 8.0 + (n - 1)),
+            row(f"chain{n}-steps", "sync", 5.0 + (n - 1) * 2.0, 8.0 + (n - 1))]
+    costs = cli.dispatch_costs(rows)
+    assert [(c["form"], round(c["pyree_us"], 6), round(c["iree_us"], 6)) for c in costs] == [
+        ("one call per run", 0.1, 1.0), ("one call per dispatch", 2.0, 1.0)]
+    assert costs[1]["ratio"] == pytest.approx(2.0)
