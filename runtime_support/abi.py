@@ -716,7 +716,78 @@ def tensor_result(ty: ArgType | None, calibrated: bool = True):
             out = out.reshape(shape)
         return out if exclusive else out.copy()
 
+    # What result_lines writes the common case above inline with.
+    to_numpy.shape, to_numpy.element_type, to_numpy.nbytes = shape, element_type, nbytes
+    to_numpy.dtype, to_numpy.reshape = dtype, reshape
     return to_numpy
+
+
+def result_lines(convert) -> list[str] | None:
+    """Source lines for a generated export wrapper: its one result (local `result`) back
+    as numpy, the common case of `convert` (a converter tensor_result specialized: a
+    view of the declared shape and type over the whole of storage nothing else reaches)
+    written inline, returning the storage itself; anything else drops the locals it made
+    and returns `view_to_numpy(result)` (`convert`, which then sees what it would have
+    seen without these lines) or `from_vm(result, result_type)` as before. None when
+    `convert` is not specialized. Namespace names: result_names(convert)."""
+    if not hasattr(convert, "nbytes"):
+        return None
+    v, b, a, r = _RESULT_INLINE
+    n = int(convert.nbytes)
+    out = "_rst.view(_rdt).reshape(_rs)" if convert.reshape else "_rst.view(_rdt)"
+    return [
+        "if type(result) is HalBufferView:",
+        "    _rb = result.buffer",
+        "    _ra = _rb.allocation",
+        "    _rst = None",
+        f"    if (type(_ra) is _Allocation and result.shape == _rs"
+        f" and result.element_type == {int(convert.element_type)}"
+        f" and result.encoding_type == {int(_DENSE)} and _rb.length == {n}"
+        f" and _rb.offset == 0 and _count(result) == {v} and _count(_rb) == {b}"
+        f" and _count(_ra) == {a} and (_rst := _ra.array).shape[0] == {n}"
+        f" and _count(_rst.base) == {r} and _ra.owner is None and not _ra.readonly"
+        f" and _ra.preserve_count == 1):",
+        f"        return {out}",
+        "    _rb = _ra = _rst = None",
+        "    return view_to_numpy(result)",
+        "return from_vm(result, result_type)",
+    ]
+
+
+def result_names(convert) -> dict:
+    """The namespace result_lines needs besides the wrapper's own names."""
+    return {
+        "_Allocation": Allocation,
+        "_rs": getattr(convert, "shape", None),
+        "_rdt": getattr(convert, "dtype", None),
+        "_count": sys.getrefcount,
+    }
+
+
+def _result_counts() -> tuple:
+    """What result_lines counts for a result view held by one local of the function
+    running them (measured through the same steps); an impossible count (never inline)
+    when a fresh allocation's storage is not the only reference to its base array."""
+    source = [
+        "def probe(make):",
+        "    result = make()",
+        "    _rb = result.buffer",
+        "    _ra = _rb.allocation",
+        "    _rst = _ra.array",
+        "    return (_count(result), _count(_rb), _count(_ra), _count(_rst.base))",
+    ]
+    ns = {"_count": sys.getrefcount}
+    exec(compile("\n".join(source), "<result probe>", "exec"), ns)
+
+    def make():
+        buffer = HalBuffer(Allocation.allocate(4))
+        return HalBufferView(buffer, (1,), _ELEMENT_TYPES["f32"])
+
+    counts = ns["probe"](make)
+    alone = sys.getrefcount(object())
+    if counts[3] != alone + 1:
+        return (-1,) * 4
+    return counts
 
 
 _DENSE = element_types.ENCODING_DENSE_ROW_MAJOR
@@ -742,4 +813,5 @@ def _calibrate(convert) -> tuple:
 _EXCLUSIVE = _calibrate(view_to_numpy)
 _EXCLUSIVE_RESULT = _calibrate(tensor_result(parse_type("tensor<1xf32>"), False))
 _KEEP_INLINE = _keep_counts(False)
+_RESULT_INLINE = _result_counts()
 keep_spare = _compile_keep_spare()

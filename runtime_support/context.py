@@ -563,9 +563,14 @@ class ModuleContext:
             lines.append("    return to_numpy(box.pop())")
         elif tensor_results[0]:
             # One local holds the view when view_to_numpy counts its references.
-            lines.append("    if type(result) is HalBufferView:")
-            lines.append("        return view_to_numpy(result)")
-            lines.append("    return from_vm(result, result_type)")
+            inline = abi.result_lines(result_converters[0])
+            if inline is None:
+                inline = [
+                    "if type(result) is HalBufferView:",
+                    "    return view_to_numpy(result)",
+                    "return from_vm(result, result_type)",
+                ]
+            lines += [f"    {line}" for line in inline]
         else:
             lines.append("    return to_numpy(result)")
         ns = {
@@ -585,6 +590,8 @@ class ModuleContext:
         }
         for i, c in enumerate(converters):
             ns.update(abi.argument_names(i, c))
+        if result_converters:
+            ns.update(abi.result_names(result_converters[0]))
         exec(compile("\n".join(lines), f"<export {python_name(name)}>", "exec"), ns)
         return ns["export"]
 

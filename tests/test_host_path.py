@@ -428,6 +428,77 @@ def test_declared_result_converter_matches_view_to_numpy():
     assert bytes(host) == np.arange(4, dtype=np.float32).tobytes()
 
 
+def test_inline_result_lines_match_the_converter():
+    """abi.result_lines (the export wrapper's inline form of a declared result's
+    converter) hands out the storage only where the converter would, without calling it,
+    and leaves everything else to the converter, seeing what it would have seen."""
+    from runtime_support import abi
+    from runtime_support.hal.buffer import Allocation, HalBuffer
+    from runtime_support.hal.buffer_view import HalBufferView
+
+    convert = abi.tensor_result(abi.parse_type("tensor<2x2xf32>"))
+    calls = []
+
+    def counting(view):
+        calls.append(1)
+        return convert(view)
+
+    lines = abi.result_lines(convert)
+    source = "\n".join(
+        ["def run(make, hold):", "    result = make()", "    kept = hold(result)"]
+        + [f"    {line}" for line in lines]
+    )
+    ns = {
+        "HalBufferView": HalBufferView,
+        "view_to_numpy": counting,
+        "from_vm": abi.from_vm,
+        "result_type": None,
+        **abi.result_names(convert),
+    }
+    exec(compile(source, "<result lines>", "exec"), ns)
+    run = ns["run"]
+
+    def fresh(offset=0, shape=(2, 2)):
+        buffer = HalBuffer(Allocation.allocate(16 + offset), offset, 16)
+        buffer.write(0, np.arange(4, dtype=np.float32).tobytes())
+        return HalBufferView(buffer, shape, 0x21000020)
+
+    addresses = []
+
+    def make():  # (remembers the address only: nothing else holds the view)
+        view = fresh()
+        addresses.append(view.buffer.address)
+        return view
+
+    out = run(make, lambda v: None)
+    assert calls == [] and out.shape == (2, 2) and out.tolist() == [[0, 1], [2, 3]]
+    assert not out.flags.owndata and out.ctypes.data == addresses.pop()
+    holds = {
+        "view": lambda v: v,
+        "buffer": lambda v: v.buffer,
+        "allocation": lambda v: v.buffer.allocation,
+        "storage": lambda v: v.buffer.allocation.array,
+        "bytes": lambda v: v.buffer.bytes_view(),
+    }
+    # Against the converter called on the same state: (the storage array alone is not
+    # counted by either: the recycling pool of fresh_buffer holds it, and counts its base)
+    for what, hold in holds.items():
+        out = run(fresh, hold)
+        kept = hold(view := fresh())
+        expected = convert(view)
+        del kept, view
+        assert out.tolist() == expected.tolist() == [[0, 1], [2, 3]], what
+        assert out.flags.owndata == expected.flags.owndata, what
+        assert calls == ([] if what == "storage" else [1]), what
+        assert out.flags.owndata == (what != "storage"), what
+        calls.clear()
+    for other in (lambda: fresh(offset=16), lambda: fresh(shape=(4,))):
+        got = run(other, lambda v: None)
+        assert calls == [1] and got.tobytes() == np.arange(4, dtype=np.float32).tobytes()
+        calls.clear()
+    assert run(lambda: 7, lambda v: None) == 7 and calls == []
+
+
 def test_undeclared_argument_converter():
     """A ref argument with no declared type (iree-turbine exports) converts by its own
     shape and dtype, and offers no spare (shapes vary from call to call)."""
