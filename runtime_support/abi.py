@@ -8,6 +8,7 @@ call raises `TypeError`/`ValueError` naming the argument and no kernel is launch
 
 from __future__ import annotations
 
+import ctypes
 import re
 import sys
 from dataclasses import dataclass
@@ -370,7 +371,9 @@ def tensor_argument(name: str, ty: TensorType | None, device, general=None):
     for d in shape:
         count *= d
     nbytes = count * element_types.byte_count(ty.element_type)
-    spare: list = []  # views an earlier call gave back (keep_spare), exclusively ours
+    # Copies an earlier call gave back (keep_spare), exclusively ours: (view, writer),
+    # `writer` a byte memoryview over the copy's storage (see _writer).
+    spare: list = []
     pop = spare.pop
     small = nbytes <= 4096
 
@@ -383,14 +386,14 @@ def tensor_argument(name: str, ty: TensorType | None, device, general=None):
         ):
             if spare:
                 try:
-                    view = pop()
+                    view, writer = pop()
                 except IndexError:  # (another thread took it)
                     pass
                 else:  # a fresh copy as far as anything can tell: nothing else reaches it
                     if small:  # (through bytes: one memcpy more, less call overhead)
-                        view.buffer.allocation.array.data[:] = value.tobytes()
+                        writer[:] = value.tobytes()
                     else:
-                        _refill(view.buffer.allocation.array, value)
+                        refill(writer, value)
                     allocator.bytes_allocated += nbytes
                     return view
             buffer = copy(value, USAGE_DEFAULT, allocator)
@@ -403,6 +406,9 @@ def tensor_argument(name: str, ty: TensorType | None, device, general=None):
     if shape and 0 < nbytes <= _SPARE_MAX and element_types.bit_count(ty.element_type) % 8 == 0:
         convert.spare = spare  # the export wrapper hands views back (keep_spare_lines)
         convert.shape = shape
+        # What argument_lines writes the fast path above inline with.
+        convert.first, convert.dtypes, convert.nbytes = first, dtypes, nbytes
+        convert.allocator, convert.small = allocator, small
     return convert
 
 
@@ -411,12 +417,67 @@ def tensor_argument(name: str, ty: TensorType | None, device, general=None):
 _SPARE_MAX = 1 << 16
 
 
-def _refill(storage: np.ndarray, value: np.ndarray) -> None:
-    """Copies a C-contiguous array's bytes into `storage` (as many) at once."""
+def _refill(target: memoryview, value: np.ndarray) -> None:
+    """Copies a C-contiguous array's bytes into the byte memoryview `target` (as many)."""
     try:  # memoryview slice assignment: one memcpy, no numpy dispatch
-        storage.data[:] = memoryview(value).cast("B")
+        target[:] = memoryview(value).cast("B")
     except (TypeError, ValueError, NotImplementedError):  # formats memoryview lacks
-        storage[:] = value.reshape(-1).view(np.uint8)
+        target[:] = value.tobytes()
+
+
+def _writer(view: HalBufferView) -> memoryview:
+    """A writable byte memoryview over an argument copy's storage, kept beside the view in
+    its spare entry so a refill is one slice assignment. It reaches the memory through a
+    ctypes array at its address, which holds no reference to the storage: the counts
+    keep_spare decides by are the same with or without it, and the view beside it in the
+    entry (or in the refilling caller's local) keeps the storage alive while it is used."""
+    buffer = view.buffer
+    return memoryview((ctypes.c_char * buffer.length).from_address(buffer.address)).cast("B")
+
+
+def argument_lines(index: int, convert) -> list[str]:
+    """Source lines for a generated export wrapper: argument `index` (local `_a<index>`)
+    converted by `convert`, a converter `tensor_argument` made, into local `_v<index>`,
+    its fast path with a spare (see tensor_argument) written inline and everything else
+    through `convert` itself. `_w<index>` is left the spare's writer or None (for
+    keep_spare_lines). Namespace names: those of argument_names(index, convert)."""
+    a, v, w, i = f"_a{index}", f"_v{index}", f"_w{index}", index
+    if not hasattr(convert, "spare"):
+        return [f"{v} = _c{i}({a})", f"{w} = None"]
+    fill = f"{w}[:] = {a}.tobytes()" if convert.small else f"_refill({w}, {a})"
+    return [
+        f"if (type({a}) is _ndarray and ((_d := {a}.dtype) is _f{i} or _d in _ds{i})"
+        f" and {a}.shape == _h{i} and {a}.flags.c_contiguous and _s{i}):",
+        "    try:",
+        f"        {v}, {w} = _p{i}()",
+        "    except IndexError:  # (another thread took it)",
+        f"        {v} = _c{i}({a})",
+        f"        {w} = None",
+        "    else:",
+        f"        {fill}",
+        f"        _al{i}.bytes_allocated += {int(convert.nbytes)}",
+        "else:",
+        f"    {v} = _c{i}({a})",
+        f"    {w} = None",
+    ]
+
+
+def argument_names(index: int, convert) -> dict:
+    """The namespace argument_lines and keep_spare_lines need for argument `index`."""
+    i = index
+    ns = {f"_c{i}": convert, "_ndarray": np.ndarray, "_refill": _refill, "_writer": _writer}
+    if hasattr(convert, "spare"):
+        ns.update(
+            {
+                f"_s{i}": convert.spare,
+                f"_p{i}": convert.spare.pop,
+                f"_h{i}": convert.shape,
+                f"_f{i}": convert.first,
+                f"_ds{i}": convert.dtypes,
+                f"_al{i}": convert.allocator,
+            }
+        )
+    return ns
 
 
 def _dynamic_argument(ty: TensorType, dtypes: frozenset, allocator, general):
@@ -474,9 +535,10 @@ def _undeclared_argument(allocator, general):
     return convert
 
 
-def keep_spare_lines(view: str, spare: str, shape: str) -> list[str]:
+def keep_spare_lines(view: str, spare: str, shape: str, writer: str = "None") -> list[str]:
     """Source lines for a generated export wrapper: after a call, put an argument's copy
-    (local `view`) in list `spare` for the next call to refill, when the fast path of
+    (local `view`) in list `spare` for the next call to refill (as `(view, writer)`, with
+    the writer local `writer` holds, else a new one: see _writer), when the fast path of
     `tensor_argument` made it (its shape is that converter's `shape` object, named by
     `shape`: not a view the caller passed nor one the general path made, whose buffers
     may differ) and nothing but that one local reaches it: no global, list, result,
@@ -484,18 +546,21 @@ def keep_spare_lines(view: str, spare: str, shape: str) -> list[str]:
     or storage (CPython reference counts, calibrated below by running these same lines),
     and its preserve count is untouched. Such a buffer is as good as a fresh copy to the
     next call; anything else is left to be freed. The wrapper's namespace needs `_count`
-    (sys.getrefcount); the lines leave its locals `_kb`, `_ka`, `_km` None."""
-    return _keep_lines(view, spare, shape, _KEEP_INLINE)
+    (sys.getrefcount) and `_writer`; the lines leave its locals `_kb`, `_ka`, `_km` None."""
+    return _keep_lines(view, spare, shape, _KEEP_INLINE, writer)
 
 
-def _keep_lines(view: str, spare: str, shape: str, counts) -> list[str]:
+def _keep_lines(view: str, spare: str, shape: str, counts, writer: str = "None") -> list[str]:
     v, b, a, m, r = counts
+    entry = f"({view}, _writer({view}))"
+    if writer != "None":
+        entry = f"({view}, {writer} if {writer} is not None else _writer({view}))"
     return [
         f"if ({view}.shape is {shape} and _count({view}) == {v}"
         f" and _count(_kb := {view}.buffer) == {b}"
         f" and _count(_ka := _kb.allocation) == {a} and _count(_km := _ka.array) == {m}"
         f" and _count(_km.base) == {r} and _ka.preserve_count == 1 and not {spare}):",
-        f"    {spare}.append({view})",
+        f"    {spare}.append({entry})",
         "_kb = _ka = _km = None",
     ]
 
@@ -538,7 +603,7 @@ def _keep_counts(held_by_caller: bool) -> tuple:
 def _compile_keep_spare():
     lines = _keep_lines("view", "spare", "shape", _keep_counts(True))
     source = "\n".join(["def keep_spare(view, spare, shape):", *("    " + line for line in lines)])
-    ns = {"_count": sys.getrefcount}
+    ns = {"_count": sys.getrefcount, "_writer": _writer}
     exec(compile(source, "<keep_spare>", "exec"), ns)
     keep_spare = ns["keep_spare"]
     keep_spare.__doc__ = "`keep_spare_lines` as a function: `keep_spare(view, spare, shape)`."
@@ -651,7 +716,78 @@ def tensor_result(ty: ArgType | None, calibrated: bool = True):
             out = out.reshape(shape)
         return out if exclusive else out.copy()
 
+    # What result_lines writes the common case above inline with.
+    to_numpy.shape, to_numpy.element_type, to_numpy.nbytes = shape, element_type, nbytes
+    to_numpy.dtype, to_numpy.reshape = dtype, reshape
     return to_numpy
+
+
+def result_lines(convert) -> list[str] | None:
+    """Source lines for a generated export wrapper: its one result (local `result`) back
+    as numpy, the common case of `convert` (a converter tensor_result specialized: a
+    view of the declared shape and type over the whole of storage nothing else reaches)
+    written inline, returning the storage itself; anything else drops the locals it made
+    and returns `view_to_numpy(result)` (`convert`, which then sees what it would have
+    seen without these lines) or `from_vm(result, result_type)` as before. None when
+    `convert` is not specialized. Namespace names: result_names(convert)."""
+    if not hasattr(convert, "nbytes"):
+        return None
+    v, b, a, r = _RESULT_INLINE
+    n = int(convert.nbytes)
+    out = "_rst.view(_rdt).reshape(_rs)" if convert.reshape else "_rst.view(_rdt)"
+    return [
+        "if type(result) is HalBufferView:",
+        "    _rb = result.buffer",
+        "    _ra = _rb.allocation",
+        "    _rst = None",
+        f"    if (type(_ra) is _Allocation and result.shape == _rs"
+        f" and result.element_type == {int(convert.element_type)}"
+        f" and result.encoding_type == {int(_DENSE)} and _rb.length == {n}"
+        f" and _rb.offset == 0 and _count(result) == {v} and _count(_rb) == {b}"
+        f" and _count(_ra) == {a} and (_rst := _ra.array).shape[0] == {n}"
+        f" and _count(_rst.base) == {r} and _ra.owner is None and not _ra.readonly"
+        f" and _ra.preserve_count == 1):",
+        f"        return {out}",
+        "    _rb = _ra = _rst = None",
+        "    return view_to_numpy(result)",
+        "return from_vm(result, result_type)",
+    ]
+
+
+def result_names(convert) -> dict:
+    """The namespace result_lines needs besides the wrapper's own names."""
+    return {
+        "_Allocation": Allocation,
+        "_rs": getattr(convert, "shape", None),
+        "_rdt": getattr(convert, "dtype", None),
+        "_count": sys.getrefcount,
+    }
+
+
+def _result_counts() -> tuple:
+    """What result_lines counts for a result view held by one local of the function
+    running them (measured through the same steps); an impossible count (never inline)
+    when a fresh allocation's storage is not the only reference to its base array."""
+    source = [
+        "def probe(make):",
+        "    result = make()",
+        "    _rb = result.buffer",
+        "    _ra = _rb.allocation",
+        "    _rst = _ra.array",
+        "    return (_count(result), _count(_rb), _count(_ra), _count(_rst.base))",
+    ]
+    ns = {"_count": sys.getrefcount}
+    exec(compile("\n".join(source), "<result probe>", "exec"), ns)
+
+    def make():
+        buffer = HalBuffer(Allocation.allocate(4))
+        return HalBufferView(buffer, (1,), _ELEMENT_TYPES["f32"])
+
+    counts = ns["probe"](make)
+    alone = sys.getrefcount(object())
+    if counts[3] != alone + 1:
+        return (-1,) * 4
+    return counts
 
 
 _DENSE = element_types.ENCODING_DENSE_ROW_MAJOR
@@ -677,4 +813,5 @@ def _calibrate(convert) -> tuple:
 _EXCLUSIVE = _calibrate(view_to_numpy)
 _EXCLUSIVE_RESULT = _calibrate(tensor_result(parse_type("tensor<1xf32>"), False))
 _KEEP_INLINE = _keep_counts(False)
+_RESULT_INLINE = _result_counts()
 keep_spare = _compile_keep_spare()

@@ -536,7 +536,8 @@ class ModuleContext:
         lines.append("        return general(*args)")
         if arity:
             lines.append(f"    {', '.join(params)}{',' if arity == 1 else ''} = args")
-            lines += [f"    {v} = _c{i}({a})" for i, (v, a) in enumerate(zip(values, params))]
+            for i, c in enumerate(converters):  # (each converter's fast path inline)
+                lines += [f"    {line}" for line in abi.argument_lines(i, c)]
         # Several results come back as a tuple that to_numpy must hold alone (it lets go
         # of it before counting references to each view): passed in a box it empties.
         several = result_count > 1
@@ -552,19 +553,24 @@ class ModuleContext:
         # Argument copies nothing kept go back to their converter for the next call.
         spares = {i: c for i, c in enumerate(converters) if hasattr(c, "spare")}
         for i in spares:
-            keep = abi.keep_spare_lines(values[i], f"_s{i}", f"_h{i}")
+            keep = abi.keep_spare_lines(values[i], f"_s{i}", f"_h{i}", f"_w{i}")
             lines += [f"    {line}" for line in keep]
         if arity:
-            lines.append(f"    del {', '.join(values)}")
+            lines.append(f"    del {', '.join(values)}, {', '.join(f'_w{i}' for i in range(arity))}")
         if result_count == 0:
             lines.append("    return None")
         elif several:
             lines.append("    return to_numpy(box.pop())")
         elif tensor_results[0]:
             # One local holds the view when view_to_numpy counts its references.
-            lines.append("    if type(result) is HalBufferView:")
-            lines.append("        return view_to_numpy(result)")
-            lines.append("    return from_vm(result, result_type)")
+            inline = abi.result_lines(result_converters[0])
+            if inline is None:
+                inline = [
+                    "if type(result) is HalBufferView:",
+                    "    return view_to_numpy(result)",
+                    "return from_vm(result, result_type)",
+                ]
+            lines += [f"    {line}" for line in inline]
         else:
             lines.append("    return to_numpy(result)")
         ns = {
@@ -581,10 +587,11 @@ class ModuleContext:
             "result_type": result_types[0] if result_types else None,
             "to_numpy": to_numpy,
             "_count": sys.getrefcount,
-            **{f"_c{i}": c for i, c in enumerate(converters)},
-            **{f"_s{i}": c.spare for i, c in spares.items()},
-            **{f"_h{i}": c.shape for i, c in spares.items()},
         }
+        for i, c in enumerate(converters):
+            ns.update(abi.argument_names(i, c))
+        if result_converters:
+            ns.update(abi.result_names(result_converters[0]))
         exec(compile("\n".join(lines), f"<export {python_name(name)}>", "exec"), ns)
         return ns["export"]
 

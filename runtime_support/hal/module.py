@@ -261,9 +261,12 @@ class HalModule:
                 source_length = buffer.length - source_offset
             buffer = buffer.subspan(source_offset, source_length)
         shape = tuple(shape)
-        if shape and min(shape) < 0:
-            i = next(i for i, dim in enumerate(shape) if dim < 0)
-            raise _invalid("buffer_view.create", f"shape dimension {i} is negative ({shape[i]})")
+        for dim in shape:  # (a loop: less than min() for the usual rank 1 to 4)
+            if dim < 0:
+                i = next(i for i, dim in enumerate(shape) if dim < 0)
+                raise _invalid(
+                    "buffer_view.create", f"shape dimension {i} is negative ({shape[i]})"
+                )
         # (dims are VM integers and both codes arrive masked to u32: nothing to convert;
         # _trusted_view's body, inline: this runs per call for every result)
         view = _new_object(HalBufferView)
