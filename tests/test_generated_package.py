@@ -39,6 +39,7 @@ GOLDEN = {
     "multi_export": ("multi_export", "several exports and internal calls; one export table"),
     "dynamic_shapes": ("dyn_shape_2d", "dynamic dimensions: i64 index arithmetic, shape lists"),
     "vm_branches": ("vm_branches", "VM dialect: br_table as if/elif, counted loop, i64 compares"),
+    "runs": ("tensor_barrier_chain", "a run of awaited submissions as one call; its layout constant in _runs.py"),
 }
 FRAME_CASE = "elementwise"
 _DEF = re.compile(r"^    def (\w+)\(")
@@ -92,6 +93,16 @@ def _translate(compile_mlir, program: str, out: Path, name: str = "pkg", **kw) -
     return write_package(module, out, name, **kw)
 
 
+def _runs_block(frame: str) -> str:
+    """The frame's runs of submissions (translator/codegen/runs.py): their comment and
+    `RUN_k = Run(...)` constants, up to the next blank line pair."""
+    start = frame.find("\n# Runs of submissions")
+    if start < 0:
+        return ""
+    end = frame.find("\n\n\n", start + 1)
+    return frame[start + 1 : end].rstrip("\n") + "\n"
+
+
 def _check_golden(path: Path, text: str, header: str, update: bool) -> None:
     text = header + text
     if update:
@@ -116,6 +127,9 @@ def test_golden_generated_code(golden, compile_mlir, tmp_path, update_golden):
         for stale in case_dir.glob("*.py"):
             if stale.stem not in functions:
                 stale.unlink()
+    runs = _runs_block(frame)
+    if runs:  # the runs' layouts are module constants: their own golden, beside the functions
+        functions["_runs"] = runs
     header = f"# Golden {golden!r}: {program}.mlir, one function. Covers: {covers}.\n"
     for name, text in functions.items():
         _check_golden(case_dir / f"{name}.py", text, header, update_golden)

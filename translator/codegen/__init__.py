@@ -216,7 +216,10 @@ def generate(
         body = tidy_releases(trim_ref_init(tree.body))
         tidy_ifs(body)
         if fuse_submissions and merge_runs:
+            merged = len(runs.constants)
             body = runs.merge(body)
+            if len(runs.constants) > merged:  # (a run's steps' releases, once more)
+                body = tidy_releases(body)
         messages.hoist(body)
         printer = Printer(provenance=provenance or not locations.has_locations(k))
         views.append(
