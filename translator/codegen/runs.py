@@ -49,35 +49,40 @@ class _Run:
     scalars: dict[str, int] = field(default_factory=dict)
     layout: list[tuple] = field(default_factory=list)
 
-    def copy(self) -> "_Run":
-        return _Run(
-            self.device, self.status, self.check, list(self.steps), dict(self.holder),
-            dict(self.emptied), dict(self.outside), dict(self.fences), dict(self.scalars),
-            list(self.layout),
-        )
-
     def release(self, names) -> None:
         for n in names:
             self.holder.pop(n, None)
             self.emptied[n] = None
 
-    def add(self, s: Submit) -> bool:
-        """Takes step `s` if the run stays the same program (see module docstring)."""
+    def fits(self, s: Submit, before: list[str]) -> bool:
+        """Whether step `s`, after the releases `before`, keeps the run the same program
+        (see module docstring). Reads the run's state only: linear in the step's size."""
         step = s.step
-        written = set(self.holder) | set(self.emptied) | {self.status}
-        plain = [step[k] for k in range(len(step)) if k not in (TABLE, SLOTS)]
-        if step[DEVICE] != self.device or any(
-            n in written for e in plain for n in _REGISTER.findall(e)
-        ):
+        if step[DEVICE] != self.device:
             return False
+        gone = set(before)
+        for k, text in enumerate(step):
+            if k in (TABLE, SLOTS):
+                continue
+            for n in _REGISTER.findall(text):
+                if n == self.status or n in self.holder or n in self.emptied or n in gone:
+                    return False
+        for buffer, _, _ in step[TABLE]:
+            if buffer is None or (buffer in self.holder and buffer not in gone):
+                continue
+            if buffer in gone or buffer in self.emptied or not _REGISTER.fullmatch(buffer):
+                return False
+        return True
+
+    def add(self, s: Submit) -> None:
+        """Takes step `s` (which `fits`)."""
+        step = s.step
         table = []
         for buffer, offset, length in step[TABLE]:
             if buffer is None:
                 source = OWN
             elif buffer in self.holder:
                 source = -2 - self.holder[buffer]
-            elif buffer in self.emptied or not _REGISTER.fullmatch(buffer):
-                return False
             else:
                 source = self.outside.setdefault(buffer, len(self.outside))
             table.append((source, self._scalar(offset), self._scalar(length)))
@@ -90,7 +95,6 @@ class _Run:
         self.steps.append(s)
         self.holder[s.targets[0]] = j
         self.emptied.pop(s.targets[0], None)
-        return True
 
     def _scalar(self, text: str) -> int:
         return self.scalars.setdefault(text, len(self.scalars))
@@ -165,8 +169,9 @@ class RunTable:
             return None, i
         s, check, released, after = first
         run = _Run(s.step[DEVICE], s.targets[1], check)
-        if not run.add(s):
+        if not run.fits(s, []):
             return None, i
+        run.add(s)
         run.release(released)
         end = after
         gap: list[str] = []
@@ -177,15 +182,14 @@ class RunTable:
                     gap += body[j].names
                 j += 1
             nxt = _step_at(body, j)
-            if nxt is None or not _same_raise(nxt[1], check):
+            if nxt is None or not _same_raise(nxt[1], check) or not run.fits(nxt[0], gap):
                 break
-            trial = run.copy()
-            trial.release(gap)
-            if not trial.add(nxt[0]):
-                break
-            trial.release(nxt[2])
-            trial.check = nxt[1]  # (the same statement as the first's, at its own pc)
-            run, end, gap, j = trial, nxt[3], [], nxt[3]
+            run.release(gap)
+            run.add(nxt[0])
+            run.release(nxt[2])
+            run.check = nxt[1]  # (the same statement as the first's, at its own pc)
+            end = j = nxt[3]
+            gap = []
         if len(run.steps) < MIN_STEPS:
             return None, i
         return run, end
