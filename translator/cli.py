@@ -92,7 +92,8 @@ def _parser() -> argparse.ArgumentParser:
         "queue.execute, fence.await), queue chain (queue.alloca ... queue.dealloca) and "
         "argument check (buffer_view.assert, buffer_view.buffer, buffer.assert), "
         "instead of one call of a fused helper "
-        "(runtime_support/hal/fused.py); the same behaviour, slower",
+        "(runtime_support/hal/fused.py), and no run of awaited submissions merged into one "
+        "call (translator/codegen/runs.py); the same behaviour, slower",
     )
     return p
 
