@@ -348,3 +348,35 @@ def test_a_few_combined_plans_are_kept_per_run(recorded):
         assert len(cache[layout]) == min(k + 2, hal_runs.ENTRIES_PER_RUN)
     assert scalars + (hal_runs.ENTRIES_PER_RUN + 1,) in cache[layout]
     assert scalars not in cache[layout]
+
+
+WIDE = """
+func.func @wide(%a: tensor<512x64xf32>, %b: tensor<512x64xf32>) -> tensor<512x64xf32> {
+  %0 = arith.addf %a, %b : tensor<512x64xf32>
+  %k0 = util.optimization_barrier %0 : tensor<512x64xf32>
+  %1 = arith.mulf %k0, %b : tensor<512x64xf32>
+  %k1 = util.optimization_barrier %1 : tensor<512x64xf32>
+  %2 = math.tanh %k1 : tensor<512x64xf32>
+  return %2 : tensor<512x64xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("device, driver", [("local-sync", "local-sync"), ("local", "local-task")])
+def test_a_run_of_many_workgroup_dispatches_equals_iree(compile_mlir, tmp_path, device, driver):
+    """Dispatches of many workgroups (spread over the worker pool on `local`) in one
+    combined plan, 128 KiB buffers inside the arena."""
+    rt = pytest.importorskip("iree.runtime")
+    src = tmp_path / "wide.mlir"
+    src.write_text(WIDE)
+    vmfb = compile_mlir(src, LLVM_CPU)
+    pkg = write_package(read_module_file(vmfb), tmp_path / "out", "wide")
+    assert "submit_run(" in (pkg / "__init__.py").read_text()
+    ours = import_package_as(f"_runs_test_wide_{device}", pkg).load(device=device)
+    ctx = rt.SystemContext(config=rt.Config(driver))
+    ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, vmfb.read_bytes()))
+    rng = np.random.default_rng(11)
+    for _ in range(3):
+        a, b = (rng.standard_normal((512, 64)).astype(np.float32) for _ in range(2))
+        want = np.asarray(ctx.modules.module.wide(a, b).to_host()).tobytes()
+        assert ours.wide(a, b).tobytes() == want
