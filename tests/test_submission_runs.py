@@ -380,3 +380,37 @@ def test_a_run_of_many_workgroup_dispatches_equals_iree(compile_mlir, tmp_path, 
         a, b = (rng.standard_normal((512, 64)).astype(np.float32) for _ in range(2))
         want = np.asarray(ctx.modules.module.wide(a, b).to_host()).tobytes()
         assert ours.wide(a, b).tobytes() == want
+
+
+def test_steps_without_an_alloca_equal_general(recorded):
+    """A run whose later steps write a buffer they were given (execute_indirect groups:
+    runs.NO_ALLOCA in the alloca's places): the same buffers and results either way."""
+    helper, (layout, device, cbs, _, fences, scalars) = recorded
+    row = layout.steps[0]
+    no_alloca = tuple(
+        -1 if k in (hal_runs.CREATE_FLAGS, hal_runs.AFFINITY, hal_runs.POOL,
+                    hal_runs.MEMORY_TYPES, hal_runs.USAGE, hal_runs.SIZE,
+                    hal_runs.ALLOCA_FLAGS) else v
+        for k, v in enumerate(row[: hal_runs.TABLE])
+    )
+    (_, o, n) = row[hal_runs.TABLE][0]
+    custom = hal_runs.Run(
+        (
+            row,  # outside 0 + outside 1 -> its own buffer
+            no_alloca + (((-2, o, n), (1, o, n), (2, o, n)),),  # that + outside 1 -> outside 2
+            no_alloca + (((2, o, n), (1, o, n), (3, o, n)),),  # outside 2 + outside 1 -> outside 3
+        ),
+        (0,),
+    )
+    outs = []
+    for fn in (helper, helper.general):
+        outside = tuple(_input_buffer(device) for _ in range(4))
+        for _ in range(2):  # (the fast path's second call reuses the combined plan)
+            result = _call(fn, (custom, device, cbs[:3], outside, fences, scalars))
+        outs.append((result, outside[2].read(), outside[3].read()))
+    assert outs[0] == outs[1]
+    x = np.arange(4, dtype=np.float32)
+    assert outs[0][2] == (x + 3 * x).astype(np.float32).tobytes()
+    cache = dict(zip(helper.__code__.co_freevars, helper.__closure__))["cache"].cell_contents
+    (entry,) = cache[custom].values()
+    assert entry.plan is not None  # the fast path ran it as one plan

@@ -216,8 +216,9 @@ def alloca_execute_indirect(create, alloca, execute, await_):
 
 
 def run(create, alloca, execute, await_):
-    """The helper for a run of `alloca_execute_indirect` groups (runtime_support/hal/
-    runs.py; translator/codegen/runs.py), its imports those of one group:
+    """The helper for a run of `alloca_execute_indirect` and `execute_indirect` groups
+    (runtime_support/hal/runs.py; translator/codegen/runs.py), its imports those of an
+    `alloca_execute_indirect` group:
 
         *buffers, status = submit(layout, device, command_buffers, outside, fences, scalars)
 
@@ -233,6 +234,7 @@ def run(create, alloca, execute, await_):
     from . import runs  # (Run, imported above, is the generated code's layout class)
 
     step = alloca_execute_indirect(create, alloca, execute, await_)
+    indirect = execute_indirect(create, execute, await_)  # (the steps without an alloca)
     own_table = runs.OWN
 
     def general(layout, device, cbs, outside, fences, scalars):
@@ -248,6 +250,14 @@ def run(create, alloca, execute, await_):
                 for source, o, n in s[runs.TABLE]
             ]
             # (s: runs.CREATE_FLAGS .. runs.AWAIT_FLAGS, the group helper's order)
+            if s[runs.SIZE] == runs.NO_ALLOCA:
+                status = indirect(
+                    device, scalars[s[8]], scalars[s[9]], fences[s[2]], cbs[j],
+                    scalars[s[10]], table, scalars[s[11]], scalars[s[12]],
+                )
+                if status:
+                    return (*[results[k] for k in layout.outputs], status)
+                continue
             results[j], status = step(
                 device, scalars[s[0]], scalars[s[1]], fences[s[2]], scalars[s[3]],
                 scalars[s[4]], scalars[s[5]], scalars[s[6]], scalars[s[7]], scalars[s[8]],
@@ -258,7 +268,7 @@ def run(create, alloca, execute, await_):
                 return (*[results[k] for k in layout.outputs], status)
         return (*[results[k] for k in layout.outputs], 0)
 
-    if step is step.general:  # (not the hal module's own imports)
+    if step is step.general or indirect is indirect.general:  # (not the hal module's own)
         return general
 
     # layout -> {scalars: runs.Combined}: a few per layout, for sizes that change per call

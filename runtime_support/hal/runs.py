@@ -1,8 +1,9 @@
 """Runs of submissions as one native plan.
 
 Where a function issues submission after submission, each awaited before the next
-(translator/codegen/runs.py finds them: one `alloca_execute_indirect` group per dispatch,
-only releases and identical `if status: raise` checks between them), generated code makes
+(translator/codegen/runs.py finds them: one `alloca_execute_indirect` or
+`execute_indirect` group per dispatch, only releases and identical `if status: raise`
+checks between them), generated code makes
 one call for the whole run (runtime_support/hal/fused.py: `run`). `Run` is the run's
 layout, a module constant of the generated package; `build` turns a run's command buffers,
 as recorded, into one `Plan` (plan.py) whose commands are theirs in order, with every
@@ -39,6 +40,9 @@ from .command_buffer import BufferRef, HalCommandBuffer, _Fill
 # A table entry's source: k >= 0 the run's outside buffer k; OWN the buffer the step
 # allocates; -2 - j the buffer step j allocated.
 OWN = -1
+# The alloca positions (POOL .. ALLOCA_FLAGS, and CREATE_FLAGS, AFFINITY) of a step that
+# has none (an `execute_indirect` group: its dispatch writes a buffer it was given).
+NO_ALLOCA = -1
 _ALIGN = 64
 # Inner buffers share one arena per combined plan, kept with it; past this size a run's
 # inner buffers stay separate allocations (the general path), as unfused code would
@@ -126,8 +130,11 @@ def _commands(run: Run, cbs, scalars, outside: int):
     steps = run.steps
     if len(cbs) != len(steps):
         raise _Unprovable
-    sizes = []
+    sizes = []  # per step, its alloca's size (None: no alloca)
     for step in steps:
+        if step[SIZE] == NO_ALLOCA:
+            sizes.append(None)
+            continue
         size = scalars[step[SIZE]]
         if scalars[step[POOL]] != 0 or type(size) is not int or size < 0:
             raise _Unprovable  # (the import raises; or a hostile size)
@@ -135,7 +142,7 @@ def _commands(run: Run, cbs, scalars, outside: int):
     outputs = {j: k for k, j in enumerate(run.outputs)}
     arena_at, arena_length = {}, 0
     for j, size in enumerate(sizes):
-        if j not in outputs:
+        if size is not None and j not in outputs:
             arena_at[j] = arena_length
             arena_length += (size + _ALIGN - 1) // _ALIGN * _ALIGN
     made = tuple(
@@ -158,7 +165,7 @@ def _commands(run: Run, cbs, scalars, outside: int):
                 raise _Unprovable
             target = j if source == OWN else -2 - source if source < OWN else None
             if target is not None:
-                if not 0 <= target <= j:
+                if not 0 <= target <= j or sizes[target] is None:
                     raise _Unprovable
                 if length == WHOLE_BUFFER:
                     length = sizes[target] - offset
@@ -178,7 +185,7 @@ def _commands(run: Run, cbs, scalars, outside: int):
         _check_needs(cb, entries)
         for command in cb.commands:
             commands.append(_remap(command, entries))
-    return commands, made, sum(sizes), arena_length, slot_ends
+    return commands, made, sum(n for n in sizes if n is not None), arena_length, slot_ends
 
 
 def _check_needs(cb, entries) -> None:
@@ -239,4 +246,4 @@ def _at_arena(command, arena: HalBuffer):
     return command._replace(**changes) if changes else command
 
 
-__all__ = ["ARENA_MAX", "ENTRIES_PER_RUN", "OWN", "Combined", "Run", "build"]
+__all__ = ["ARENA_MAX", "ENTRIES_PER_RUN", "NO_ALLOCA", "OWN", "Combined", "Run", "build"]

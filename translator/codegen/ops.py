@@ -437,12 +437,17 @@ class OpRenderer:
         # read before: the arguments are evaluated first).
         reads = frozenset(n for a, _ in args for n in _REGISTER.findall(a))
         step = ()
-        if kind == "alloca_execute_indirect":
+        if kind != "execute":
             table = tuple(
                 (None if k in group.slots else e[0], e[1], e[2])
                 for k, e in enumerate(ex[i : i + 3] for i in range(EXECUTE_FIXED, len(ex), 3))
             )
-            step = tuple(a for a, _ in args[:13]) + (table, group.slots) + (timeout, await_flags)
+            if kind == "alloca_execute_indirect":
+                head = tuple(a for a, _ in args[:13])
+            else:  # (no alloca: its operands None)
+                head = (device, None, None, wait, None, None, None, None, None, create_flags,
+                        affinity, cmd, flags)
+            step = head + (table, group.slots, timeout, await_flags)
         stmts: list[Stmt] = [
             Comment(provs[0], f"fused: {names}"),
             Submit(provs[-2], targets, call, reads, step=step),

@@ -1,9 +1,10 @@
-"""Runs of submissions: consecutive fused `alloca_execute_indirect` calls become one call.
+"""Runs of submissions: consecutive fused submission calls become one call.
 
 A function that submits dispatch after dispatch, awaiting each before the next (IREE
 emits this where values cross `util.optimization_barrier` or other host-visible points),
-lowers to one fused call per dispatch (analyses/submissions.py), each followed by the
-same `if status: raise vm_fail(...)`. This pass, over a function's statement tree, finds
+lowers to one fused call per dispatch (analyses/submissions.py: `alloca_execute_indirect`,
+or `execute_indirect` for a dispatch that writes a buffer it was given), each followed by
+the same `if status: raise vm_fail(...)`. This pass, over a function's statement tree, finds
 runs of two or more such calls with nothing between them but releases and comments, and
 writes the run as one call of the context's `run` helper (runtime_support/hal/fused.py),
 which runs all its dispatches in one native plan (runtime_support/hal/runs.py).
@@ -58,11 +59,11 @@ class _Run:
         """Whether step `s`, after the releases `before`, keeps the run the same program
         (see module docstring). Reads the run's state only: linear in the step's size."""
         step = s.step
-        if step[DEVICE] != self.device:
+        if step[DEVICE] != self.device or s.targets[-1] != self.status:
             return False
         gone = set(before)
         for k, text in enumerate(step):
-            if k in (TABLE, SLOTS):
+            if k in (TABLE, SLOTS) or text is None:
                 continue
             for n in _REGISTER.findall(text):
                 if n == self.status or n in self.holder or n in self.emptied or n in gone:
@@ -87,14 +88,17 @@ class _Run:
                 source = self.outside.setdefault(buffer, len(self.outside))
             table.append((source, self._scalar(offset), self._scalar(length)))
         row = tuple(
-            self.fences.setdefault(step[k], len(self.fences)) if k == WAIT else self._scalar(step[k])
+            -1 if step[k] is None  # (a step without an alloca: runs.NO_ALLOCA)
+            else self.fences.setdefault(step[k], len(self.fences)) if k == WAIT
+            else self._scalar(step[k])
             for k in _LAYOUT
         )
         j = len(self.steps)
         self.layout.append(row + (tuple(table),))
         self.steps.append(s)
-        self.holder[s.targets[0]] = j
-        self.emptied.pop(s.targets[0], None)
+        if len(s.targets) == 2:  # (the buffer an alloca step allocates)
+            self.holder[s.targets[0]] = j
+            self.emptied.pop(s.targets[0], None)
 
     def _scalar(self, text: str) -> int:
         return self.scalars.setdefault(text, len(self.scalars))
@@ -118,7 +122,7 @@ def _step_at(body: list[Stmt], i: int) -> tuple[Submit, If, list[str], int] | No
     if i >= len(body):
         return None
     check = body[i]
-    status = s.targets[1]
+    status = s.targets[-1]
     if not (
         type(check) is If
         and check.test == status
@@ -168,7 +172,7 @@ class RunTable:
         if first is None:
             return None, i
         s, check, released, after = first
-        run = _Run(s.step[DEVICE], s.targets[1], check)
+        run = _Run(s.step[DEVICE], s.targets[-1], check)
         if not run.fits(s, []):
             return None, i
         run.add(s)
@@ -218,7 +222,7 @@ class RunTable:
         reads = frozenset(n for a, _ in args[1:] for n in _REGISTER.findall(a))
         targets = tuple(reg for reg, _ in outputs) + (run.status,)
         stmts: list[Stmt] = [
-            Comment(first.prov, f"fused: {n} submissions, each a queue.alloca then execute.indirect, awaited"),
+            Comment(first.prov, f"fused: {n} submissions, each [queue.alloca,] execute.indirect, awaited"),
             Assign(last.prov, targets, call, reads),
         ]
         emptied = [r for r in run.emptied if r not in run.holder]

@@ -50,7 +50,8 @@ class Submit(Assign):
     """A fused submission call (ops.py `lower_submission`), with its operands kept apart
     for codegen/runs.py: `step` holds the `alloca_execute_indirect` helper's arguments in
     order as expression text, the table a tuple of (buffer, offset, length) with None for
-    `ALLOCATED`; empty for the other kinds."""
+    `ALLOCATED`; for `execute_indirect` the same positions, the alloca's None; empty for
+    `execute`."""
 
     step: tuple = ()
 

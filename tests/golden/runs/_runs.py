@@ -5,7 +5,8 @@
 # flags, execute affinity, execute flags, await timeout, await flags), then its binding
 # table: (buffer, offset, length) with buffer k >= 0 the call's k-th buffer from before
 # the run, -1 the buffer this submission allocates, -2 - j the one submission j did.
-# Last: the submissions whose buffers the call returns.
+# A submission without an alloca has -1 in the alloca's places. Last: the submissions
+# whose buffers the call returns.
 RUN_0 = Run(
     (
         # submission 0 (pc 0x170)

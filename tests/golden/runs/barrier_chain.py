@@ -26,7 +26,7 @@
         # fused: buffer_view.assert, buffer_view.buffer, buffer.assert
         r10 = check_input(r1, r10, i2, i1, (i6,), r0, r9, i8, i0, i3)
         r1 = r9 = r0 = None
-        # fused: 4 submissions, each a queue.alloca then execute.indirect, awaited
+        # fused: 4 submissions, each [queue.alloca,] execute.indirect, awaited
         r4, r5, i0 = submit_run(
             RUN_0,  # 4 submissions, laid out in RUN_0
             r3,  # device
