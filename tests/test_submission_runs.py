@@ -414,3 +414,24 @@ def test_steps_without_an_alloca_equal_general(recorded):
     cache = dict(zip(helper.__code__.co_freevars, helper.__closure__))["cache"].cell_contents
     (entry,) = cache[custom].values()
     assert entry.plan is not None  # the fast path ran it as one plan
+
+
+def test_pass_merges_steps_without_an_alloca():
+    def indirect(cmd, table):
+        step = ("r8", None, None, "r9", None, None, None, None, None, "i1", "i2", cmd, "i7",
+                tuple(table), (), "i8", "i7")
+        reads = frozenset({"r8", "r9", cmd, "i1", "i2", "i7", "i8"} | {e[0] for e in table})
+        return Submit(None, ("i0",), "submit_execute_indirect(...)", reads, step=step)
+
+    body = [
+        _submit("r1", "r4", [("r100", "i3", "i6"), (None, "i3", "i6")]),
+        _check(),
+        indirect("r5", [("r1", "i3", "i6"), ("r101", "i3", "i6")]),
+        _check(),
+        Release(None, ["r5"]),
+    ]
+    out, table = _merge(body)
+    assert [type(s) for s in out] == [Comment, Assign, If, Release]
+    assert out[1].targets == ("r1", "i0")  # the first step's buffer is still held
+    (_, lines), = table.constants
+    assert "(-1, -1, 0, -1, -1, -1, -1, -1" in "\n".join(lines)  # no alloca in step 1
