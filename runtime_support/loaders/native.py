@@ -773,12 +773,16 @@ launch:
   %w3 = select i1 %w3c, i64 %w2, i64 255
   ; Inline or on the pool, by measured times. The record keeps two estimates (moving
   ; averages; -1 until measured) of the grid's time: run inline (%est) and run on the
-  ; pool (%estp). A grid runs inline twice first; it goes to the pool only when it takes at
+  ; pool (%estp). A grid runs inline twice first; it goes to the pool when it takes at
   ; least $$PYREE_INLINE_US inline (waking workers costs more than smaller grids gain),
-  ; and stays there while that is faster: on a loaded machine, or for memory-bound grids,
-  ; a second thread can make a grid slower. Every ESTIMATE_EVERY-th run takes the other
-  ; way, to refresh its estimate (small grids: to notice that they grew); every
-  ; 8 * ESTIMATE_EVERY-th while the other way is more than twice as slow.
+  ; and stays there unless its time on the pool falls under half that (it got smaller).
+  ; It does not go back because the pool's average was slower: with another busy process
+  ; on the machine the pool's times spread widely, and grids kept inline on such averages
+  ; ran slower than on the pool (matmul512 median 2.66 -> 1.63 ms, mlp 569 -> 518 us,
+  ; interleaved A/B in one process beside a busy loop; equal or better when quiet).
+  ; Every ESTIMATE_EVERY-th run of a grid that stays inline takes the pool when it is big
+  ; and is measured when it is small (to notice that it grew); every 8 * ESTIMATE_EVERY-th
+  ; run of a grid on the pool runs inline, to refresh its inline estimate.
 $EST_LOAD  %multi = icmp ugt i64 %w3, 1
   %runs1 = add i64 %runs, 1
   store i64 %runs1, ptr %pruns
@@ -787,18 +791,10 @@ $EST_LOAD  %multi = icmp ugt i64 %w3, 1
   %warm = icmp ugt i64 %runs, 1  ; the first run's time (cold caches, fresh pages) is replaced
   %big1 = and i1 %known, %big0
   %big = and i1 %big1, %warm
-  %est8 = lshr i64 %est, 3
-  %margin = sub i64 %est, %est8
-  %faster = icmp ult i64 %estp, %margin  ; by an eighth at least, against noise
-  %punknown = icmp eq i64 %estp, -1
-  %try = or i1 %faster, %punknown
-  %prefer = and i1 %big, %try
-  %taken = select i1 %prefer, i64 %estp, i64 %est
-  %other = select i1 %prefer, i64 %est, i64 %estp
-  %taken2 = shl i64 %taken, 1
-  %far0 = icmp ugt i64 %other, %taken2
-  %far = and i1 %big, %far0
-  %mask = select i1 %far, i64 $ESTIMATE_MASK_FAR, i64 $ESTIMATE_MASK
+  %psmall = icmp ult i64 %estp, $HALF_INLINE_NS  ; (-1, not measured yet, is not small)
+  %pbig = xor i1 %psmall, true
+  %prefer = and i1 %big, %pbig
+  %mask = select i1 %prefer, i64 $ESTIMATE_MASK_FAR, i64 $ESTIMATE_MASK
   %phase = and i64 %runs, %mask
   %due = icmp eq i64 %phase, 0
   %explore = and i1 %big, %due
@@ -1036,6 +1032,7 @@ def _ir() -> str:
     plan = string.Template(_PLAN_IR).substitute(
         _plan_fields(),
         INLINE_NS=str(inline_ns()),
+        HALF_INLINE_NS=str(inline_ns() // 2),
         ESTIMATE_MASK=str(ESTIMATE_EVERY - 1),
         ESTIMATE_MASK_FAR=str(8 * ESTIMATE_EVERY - 1),
     )
