@@ -890,6 +890,29 @@ def test_worker_pool_multi_tile_units(root, monkeypatch):
 
 _keep_forever: list = []
 
+# Workgroup x spins 200,000 + x * 3,000,000 iterations: in a 2-tile grid, tile 1 takes
+# about 15 times as long as tile 0 (a millisecond or so), long enough for its caller to
+# stop spinning and sleep.
+_LONG_SECOND_IR = """
+@sink = global i32 0
+
+define i32 @long_second(ptr %env, ptr %ds, ptr %wg) {
+entry:
+  %x = load i32, ptr %wg
+  %n0 = mul i32 %x, 3000000
+  %n = add i32 %n0, 200000
+  br label %spin
+spin:
+  %i = phi i32 [ 0, %entry ], [ %i1, %spin ]
+  %v = load volatile i32, ptr @sink
+  %i1 = add i32 %i, 1
+  %more = icmp ult i32 %i1, %n
+  br i1 %more, label %spin, label %done
+done:
+  ret i32 0
+}
+"""
+
 
 def _affinities() -> dict[int, set[int]]:
     """thread id -> the CPUs it may run on, for this process's threads."""
@@ -911,7 +934,8 @@ def _affinities() -> dict[int, set[int]]:
 )
 def test_worker_placement_follows_the_caller(root):
     """Pool workers are pinned one per CPU, none on the caller's; when the caller moves
-    onto a worker's CPU, its next pooled grid moves that worker to a free CPU."""
+    onto a worker's CPU, its next pooled grid moves that worker to a free CPU. A caller
+    that sleeps waiting for workers lets them run anywhere until its next pooled grid."""
     from runtime_support.loaders import native
 
     pool = native.worker_pool(2)
@@ -935,8 +959,26 @@ def test_worker_placement_follows_the_caller(root):
                 assert (out == 1).all()
                 moved = pool._worker_cpu[0]
                 assert moved != worker_cpu and moved in allowed
-                assert all(_affinities()[tid] == {moved} for tid in pinned)
+                # (a caller that had to sleep for the workers leaves them free to run
+                # anywhere until its next pooled grid pins them again)
+                released = ctypes.c_int64.from_address(pool.address + native.POOL_RELEASED)
+                expected = set(allowed) if released.value else {moved}
+                assert all(_affinities()[tid] == expected for tid in pinned)
                 os.sched_setaffinity(0, allowed)
+            # Released while the caller sleeps, pinned again by the next pooled grid.
+            released = ctypes.c_int64.from_address(pool.address + native.POOL_RELEASED)
+            engine2, slow = _jit(_LONG_SECOND_IR, "long_second")
+            exe._functions[0] = slow
+            for _ in range(50):  # until a worker ran tile 1 while the caller slept
+                exe.dispatch(0, (2, 1, 1), [], bindings(out, out, out), workers=2)
+                if released.value:
+                    break
+            assert released.value == 1
+            assert all(_affinities()[tid] == set(allowed) for tid in pinned)
+            exe._functions[0] = address
+            exe.dispatch(0, (8, 1, 1), [], bindings(out, out, out), workers=2)
+            assert released.value == 0
+            assert all(_affinities()[tid] == {pool._worker_cpu[0]} for tid in pinned)
         finally:
             os.sched_setaffinity(0, allowed)
 

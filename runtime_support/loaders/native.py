@@ -40,7 +40,10 @@ and before each pooled grid the caller, which is never pinned, checks whether a 
 is pinned to the CPU it runs on now; if so that worker moves to a CPU with no worker (at
 most once a millisecond). A worker that shares the caller's CPU cannot run beside it:
 with another busy process on the machine an unpinned worker is often woken onto the
-caller's CPU and the grid runs at one-core speed. $PYREE_PIN=0 turns pinning off.
+caller's CPU and the grid runs at one-core speed. A caller that has spun out waiting for
+workers to finish their last tiles lets them run on any CPU before it sleeps (one of them
+may be descheduled behind another process on its own CPU, and the caller's is about to be
+free); its next pooled grid pins them again. $PYREE_PIN=0 turns pinning off.
 """
 
 from __future__ import annotations
@@ -209,15 +212,17 @@ POOL_BUSY = 400  # i32: 1 while a caller owns the pool (its grid is published or
 POOL_RANGES = 448  # per participant, one cache line each: i64 end << 32 | next (in units)
 MAX_PARTICIPANTS = 256
 # Placement (see "Placement" in the module docstring): pinned workers, one CPU each.
+AFFINITY_MASK_BYTES = 128  # CPUs 0..1023
 POOL_PINNED = POOL_RANGES + 64 * MAX_PARTICIPANTS  # i64: workers pinned (0: placement off)
 POOL_NCPUS = POOL_PINNED + 8  # i64: CPUs this process may run on (listed at POOL_CPUS)
 POOL_PLACED_AT = POOL_PINNED + 16  # i64: clock (ns) of the last re-pinning
+POOL_RELEASED = POOL_PINNED + 24  # i64: 1 while pinned workers may run on any CPU
 POOL_CPUS = POOL_PINNED + 64  # i64 per CPU, MAX_PARTICIPANTS at most
 POOL_WORKER_CPU = POOL_CPUS + 8 * MAX_PARTICIPANTS  # i64 per pinned worker: its CPU
 POOL_WORKER_THREAD = POOL_WORKER_CPU + 8 * MAX_PARTICIPANTS  # i64 per pinned worker: pthread_t
-POOL_SIZE = POOL_WORKER_THREAD + 8 * MAX_PARTICIPANTS
+POOL_ALL_CPUS = POOL_WORKER_THREAD + 8 * MAX_PARTICIPANTS  # affinity mask: every CPU listed
+POOL_SIZE = POOL_ALL_CPUS + AFFINITY_MASK_BYTES
 PLACE_EVERY_NS = 1_000_000  # re-pin at most once per millisecond
-AFFINITY_MASK_BYTES = 128  # CPUs 0..1023
 RANGE_UNITS = 1 << 31  # a job's tiles are split into at most this many units
 
 WG_STATE_SIZE = 32  # iree_hal_executable_workgroup_state_v0_t
@@ -422,15 +427,77 @@ done:
   ret i64 %i
 }
 
+; Sets the affinity of the %n pinned workers: every CPU (%release), else each its own.
+define internal void @pyree_pin_all(ptr %pool, i64 %n, i1 %release) {
+entry:
+  %one = alloca [$MASK_WORDS x i64], align 8
+  %all = getelementptr i8, ptr %pool, i64 $POOL_ALL_CPUS
+  %pwc = getelementptr i8, ptr %pool, i64 $POOL_WORKER_CPU
+  %pthreads = getelementptr i8, ptr %pool, i64 $POOL_WORKER_THREAD
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %i1, %body ]
+  %more = icmp ult i64 %i, %n
+  br i1 %more, label %body, label %done
+body:
+  %pc = getelementptr i64, ptr %pwc, i64 %i
+  %cpu = load i64, ptr %pc
+  call void @llvm.memset.p0.i64(ptr %one, i8 0, i64 $AFFINITY_MASK_BYTES, i1 false)
+  %word = lshr i64 %cpu, 6
+  %bit = and i64 %cpu, 63
+  %b = shl i64 1, %bit
+  %pword = getelementptr i64, ptr %one, i64 %word
+  store i64 %b, ptr %pword
+  %mask = select i1 %release, ptr %all, ptr %one
+  %pt = getelementptr i64, ptr %pthreads, i64 %i
+  %thread = load i64, ptr %pt
+  %rc = call i32 @pthread_setaffinity_np(i64 %thread, i64 $AFFINITY_MASK_BYTES, ptr %mask)
+  %i1 = add i64 %i, 1
+  br label %loop
+done:
+  ret void
+}
+
+; The caller is about to sleep until workers finish their tiles: lets pinned workers run
+; on any CPU meanwhile, so that one descheduled behind another process on its own CPU can
+; move to the caller's (pyree_place pins them again before the next pooled grid).
+define internal void @pyree_release_pins(ptr %pool) {
+entry:
+  %ppinned = getelementptr i8, ptr %pool, i64 $POOL_PINNED
+  %n = load atomic i64, ptr %ppinned acquire, align 8
+  %preleased = getelementptr i8, ptr %pool, i64 $POOL_RELEASED
+  %released = load i64, ptr %preleased
+  %held = icmp eq i64 %released, 0
+  %any = icmp ne i64 %n, 0
+  %go = and i1 %held, %any
+  br i1 %go, label %release, label %done
+release:
+  store i64 1, ptr %preleased
+  call void @pyree_pin_all(ptr %pool, i64 %n, i1 true)
+  br label %done
+done:
+  ret void
+}
+
 ; Keeps pinned workers off the caller's CPU: a worker pinned where the caller now runs
-; moves to a CPU with no worker (at most once per PLACE_EVERY_NS).
+; moves to a CPU with no worker (at most once per PLACE_EVERY_NS). Workers released by
+; the last grid's caller are pinned again first.
 define internal void @pyree_place(ptr %pool) {
 entry:
   %mask = alloca [$MASK_WORDS x i64], align 8
   %ppinned = getelementptr i8, ptr %pool, i64 $POOL_PINNED
   %n = load atomic i64, ptr %ppinned acquire, align 8
   %on = icmp ne i64 %n, 0
-  br i1 %on, label %where, label %done
+  br i1 %on, label %repin, label %done
+repin:
+  %preleased = getelementptr i8, ptr %pool, i64 $POOL_RELEASED
+  %released = load i64, ptr %preleased
+  %loose = icmp ne i64 %released, 0
+  br i1 %loose, label %pin, label %where
+pin:
+  store i64 0, ptr %preleased
+  call void @pyree_pin_all(ptr %pool, i64 %n, i1 false)
+  br label %where
 where:
   %c32 = call i32 @sched_getcpu()
   %c = sext i32 %c32 to i64
@@ -583,6 +650,7 @@ spin:
   %more = icmp ult i64 %i1, 4000
   br i1 %more, label %drain, label %sleep
 sleep:
+  call void @pyree_release_pins(ptr %pool)
   call void @pyree_futex_wait(ptr %pticket, i32 %low)
   br label %drain
 finish:
@@ -1179,6 +1247,11 @@ class WorkerPool:
         self._pinned = ctypes.c_int64.from_address(self.address + POOL_PINNED)
         if self._cpus:
             words(self.address + POOL_CPUS)[: len(self._cpus)] = self._cpus
+            every = (ctypes.c_uint64 * (AFFINITY_MASK_BYTES // 8)).from_address(
+                self.address + POOL_ALL_CPUS
+            )
+            for cpu in self._cpus:
+                every[cpu // 64] |= 1 << (cpu % 64)
             ctypes.c_int64.from_address(self.address + POOL_NCPUS).value = len(self._cpus)
 
     @property
