@@ -915,9 +915,14 @@ done:
 
 
 def _affinities() -> dict[int, set[int]]:
-    """thread id -> the CPUs it may run on, for this process's threads."""
+    """thread id -> the CPUs it may run on, for this process's pool workers."""
+    from runtime_support.loaders import native
+
     out = {}
     for status in Path("/proc/self/task").glob("*/status"):
+        comm = (status.parent / "comm").read_text().strip()
+        if comm != native.THREAD_NAME.decode():
+            continue
         for line in status.read_text().splitlines():
             if line.startswith("Cpus_allowed_list:"):
                 cpus = set()

@@ -1189,6 +1189,7 @@ def inline_ns() -> int:
 
 _DEFAULT_SPIN = 2000  # pause iterations (a few microseconds) before a worker sleeps
 PIN_ENV = "PYREE_PIN"
+THREAD_NAME = b"pyree-worker"
 
 
 def _placement_cpus() -> list[int]:
@@ -1279,6 +1280,8 @@ class WorkerPool:
                 if rc != 0:
                     break  # run with the threads we have
                 libc.pthread_detach(handle)
+                if hasattr(libc, "pthread_setname_np"):  # (seen in top -H, /proc)
+                    libc.pthread_setname_np(handle, THREAD_NAME)
                 self._handles.append(handle)
                 self._pin(libc, handle)
                 # Only the Python side changes the count (under _grow, outside any grid).
