@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import os
 import re
 import shutil
 import struct
@@ -676,8 +677,9 @@ bad:
 @pytest.mark.parametrize("native", [True, False])
 def test_worker_partitioning_and_local_memory(root, native):
     """Every tile runs once; each worker has its own processor id and local memory.
-    The ctypes loop gives workers contiguous slices; the native pool hands out chunks
-    to whichever participant asks first."""
+    The ctypes loop gives workers contiguous slices; on the native pool each participant
+    starts on its own contiguous range and then takes tiles from the others' ranges, so
+    which participant runs a tile depends on timing."""
     import dataclasses
 
     engine, address = _jit(_RECORD_IR, "record")
@@ -695,10 +697,6 @@ def test_worker_partitioning_and_local_memory(root, native):
                 starts = [30 * w // workers for w in range(workers)]  # contiguous slices
                 expected = [max(w for w in range(workers) if starts[w] <= t) for t in range(30)]
                 assert owners == expected
-            else:  # chunks: a participant's tiles come in runs of the chunk size
-                chunk = -(-30 // (workers * 4))
-                for start in range(0, 30, chunk):
-                    assert len(set(owners[start : start + chunk])) == 1, owners
 
 
 _COUNT_IR = """
@@ -772,6 +770,222 @@ def test_worker_pool_stress(root):
         for t in threads:
             t.join()
         assert not failures, failures[:1]
+
+
+# Spins (x % 7 + 1) * 3000 iterations, then counts workgroup x in binding 0; fails with 7
+# on the workgroup whose x equals the u32 at binding 1 (-1: none).
+_SLOW_COUNT_IR = """
+define i32 @slow_count(ptr %env, ptr %ds, ptr %wg) {
+entry:
+  %x = load i32, ptr %wg
+  %bindings_p = getelementptr i8, ptr %ds, i64 32
+  %bindings = load ptr, ptr %bindings_p
+  %out = load ptr, ptr %bindings
+  %failp_p = getelementptr ptr, ptr %bindings, i64 1
+  %failp = load ptr, ptr %failp_p
+  %failx = load i32, ptr %failp
+  %fails = icmp eq i32 %x, %failx
+  br i1 %fails, label %bad, label %spin0
+spin0:
+  %m = urem i32 %x, 7
+  %m1 = add i32 %m, 1
+  %n = mul i32 %m1, 3000
+  br label %spin
+spin:
+  %i = phi i32 [ 0, %spin0 ], [ %i1, %spin ]
+  %v = load volatile i32, ptr %failp
+  %i1 = add i32 %i, 1
+  %more = icmp ult i32 %i1, %n
+  br i1 %more, label %spin, label %count
+count:
+  %xi = zext i32 %x to i64
+  %slot = getelementptr i32, ptr %out, i64 %xi
+  %old = atomicrmw add ptr %slot, i32 1 monotonic
+  ret i32 0
+bad:
+  ret i32 7
+}
+"""
+
+
+def test_worker_pool_uneven_tiles_stress(root):
+    """Tiles of uneven cost, so that participants finish their own ranges at different
+    times and take tiles from each other, from two Python threads at once: every tile
+    runs exactly once, and a failing tile fails its grid (INTERNAL) without leaving the
+    pool broken for the next."""
+    import threading
+
+    engine, address = _jit(_SLOW_COUNT_IR, "slow_count")
+    with load_executable(EMBEDDED, build(root, MUL).kernel) as exe:
+        exe._functions[0] = address  # white box: a slow counting kernel
+        exe._python_fns[0] = abi.DISPATCH_FN(address)
+        failures = []
+
+        def hammer(seed: int) -> None:
+            try:
+                run(seed)
+            except BaseException as error:  # a thread's exception would only warn
+                failures.append(("raised", repr(error)))
+
+        def run(seed: int) -> None:
+            rng = np.random.default_rng(seed)
+            for i in range(60):
+                n = int(rng.integers(1, 120))
+                workers = int(rng.integers(2, 6))
+                fail_at = int(rng.integers(0, n)) if i % 5 == 4 else -1
+                out = np.zeros(n, np.int32)
+                fail = np.array([fail_at & 0xFFFFFFFF], np.uint32)
+                try:
+                    exe.dispatch(0, (n, 1, 1), [], bindings(out, fail, out), workers=workers)
+                except VMError as error:
+                    if fail_at < 0 or error.code != StatusCode.INTERNAL or "7" not in str(error):
+                        failures.append((n, workers, fail_at, str(error)))
+                    continue
+                if fail_at >= 0 or not (out == 1).all():
+                    failures.append((n, workers, fail_at, out.tolist()))
+
+        threads = [threading.Thread(target=hammer, args=(s,)) for s in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not failures, failures[:1]
+
+
+def test_worker_pool_multi_tile_units(root, monkeypatch):
+    """Grids with more tiles than a range can count are split into units of several tiles
+    (white box: a runtime compiled with ranges of at most 16 units): every tile still runs
+    exactly once."""
+    from runtime_support.loaders import native
+
+    monkeypatch.setattr(native, "RANGE_UNITS", 16)
+    runtime = native.NativeRuntime()
+    pool = native.WorkerPool(runtime)
+    pool._cpus = []  # unpinned: the placement test counts the process pool's pinned threads
+    pool.ensure(3)
+    _keep_forever.append((runtime, pool))  # its threads run until the process ends
+    engine, address = _jit(_SLOW_COUNT_IR, "slow_count")
+    with load_executable(EMBEDDED, build(root, MUL).kernel) as exe:
+        env = ctypes.addressof(exe._env)
+        for n, workers in ((17, 3), (50, 2), (97, 3), (16, 3), (3, 3)):
+            out = np.zeros(n, np.int32)
+            fail = np.array([0xFFFFFFFF], np.uint32)
+            ptrs = (ctypes.c_uint64 * 2)(out.ctypes.data, fail.ctypes.data)
+            lens = (ctypes.c_uint64 * 2)(out.nbytes, fail.nbytes)
+            state = abi.DispatchStateV0(
+                workgroup_count_x=n, workgroup_count_y=1, workgroup_count_z=1,
+                max_concurrency=workers, binding_count=2,
+                binding_ptrs=ctypes.addressof(ptrs), binding_lengths=ctypes.addressof(lens),
+            )
+            wgs = (abi.WorkgroupStateV0 * workers)()
+            for w in range(workers):
+                wgs[w].processor_id = w
+            args = (ctypes.c_uint64 * len(native.GRID_ARGS))(
+                pool.address, address, env, ctypes.addressof(state), ctypes.addressof(wgs),
+                n, 1, n, workers,
+            )
+            assert runtime.run_grid_args(ctypes.addressof(args)) == 0
+            assert (out == 1).all(), (n, workers, out.tolist())
+
+
+_keep_forever: list = []
+
+# Workgroup x spins 200,000 + x * 3,000,000 iterations: in a 2-tile grid, tile 1 takes
+# about 15 times as long as tile 0 (a millisecond or so), long enough for its caller to
+# stop spinning and sleep.
+_LONG_SECOND_IR = """
+@sink = global i32 0
+
+define i32 @long_second(ptr %env, ptr %ds, ptr %wg) {
+entry:
+  %x = load i32, ptr %wg
+  %n0 = mul i32 %x, 3000000
+  %n = add i32 %n0, 200000
+  br label %spin
+spin:
+  %i = phi i32 [ 0, %entry ], [ %i1, %spin ]
+  %v = load volatile i32, ptr @sink
+  %i1 = add i32 %i, 1
+  %more = icmp ult i32 %i1, %n
+  br i1 %more, label %spin, label %done
+done:
+  ret i32 0
+}
+"""
+
+
+def _affinities() -> dict[int, set[int]]:
+    """thread id -> the CPUs it may run on, for this process's pool workers."""
+    from runtime_support.loaders import native
+
+    out = {}
+    for status in Path("/proc/self/task").glob("*/status"):
+        comm = (status.parent / "comm").read_text().strip()
+        if comm != native.THREAD_NAME.decode():
+            continue
+        for line in status.read_text().splitlines():
+            if line.startswith("Cpus_allowed_list:"):
+                cpus = set()
+                for part in line.split(":", 1)[1].strip().split(","):
+                    lo, _, hi = part.partition("-")
+                    cpus.update(range(int(lo), int(hi or lo) + 1))
+                out[int(status.parent.name)] = cpus
+    return out
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="placement needs two CPUs",
+)
+def test_worker_placement_follows_the_caller(root):
+    """Pool workers are pinned one per CPU, none on the caller's; when the caller moves
+    onto a worker's CPU, its next pooled grid moves that worker to a free CPU. A caller
+    that sleeps waiting for workers lets them run anywhere until its next pooled grid."""
+    from runtime_support.loaders import native
+
+    pool = native.worker_pool(2)
+    if pool._pinned.value == 0:
+        pytest.skip(f"pinning is off here (${native.PIN_ENV}=0)")
+    engine, address = _jit(_COUNT_IR, "count")
+    libc = ctypes.CDLL(None)
+    allowed = os.sched_getaffinity(0)
+    with load_executable(EMBEDDED, build(root, MUL).kernel) as exe:
+        exe._functions[0] = address  # white box: a counting kernel
+        try:
+            for _ in range(3):
+                worker_cpu = pool._worker_cpu[0]
+                pinned = [tid for tid, cpus in _affinities().items() if cpus == {worker_cpu}]
+                assert pinned, (worker_cpu, _affinities())
+                os.sched_setaffinity(0, {worker_cpu})  # the caller moves onto it
+                assert libc.sched_getcpu() == worker_cpu
+                ctypes.c_int64.from_address(pool.address + native.POOL_PLACED_AT).value = 0
+                out = np.zeros(8, np.int32)
+                exe.dispatch(0, (8, 1, 1), [], bindings(out, out, out), workers=2)
+                assert (out == 1).all()
+                moved = pool._worker_cpu[0]
+                assert moved != worker_cpu and moved in allowed
+                # (a caller that had to sleep for the workers leaves them free to run
+                # anywhere until its next pooled grid pins them again)
+                released = ctypes.c_int64.from_address(pool.address + native.POOL_RELEASED)
+                expected = set(allowed) if released.value else {moved}
+                assert all(_affinities()[tid] == expected for tid in pinned)
+                os.sched_setaffinity(0, allowed)
+            # Released while the caller sleeps, pinned again by the next pooled grid.
+            released = ctypes.c_int64.from_address(pool.address + native.POOL_RELEASED)
+            engine2, slow = _jit(_LONG_SECOND_IR, "long_second")
+            exe._functions[0] = slow
+            for _ in range(50):  # until a worker ran tile 1 while the caller slept
+                exe.dispatch(0, (2, 1, 1), [], bindings(out, out, out), workers=2)
+                if released.value:
+                    break
+            assert released.value == 1
+            assert all(_affinities()[tid] == set(allowed) for tid in pinned)
+            exe._functions[0] = address
+            exe.dispatch(0, (8, 1, 1), [], bindings(out, out, out), workers=2)
+            assert released.value == 0
+            assert all(_affinities()[tid] == {pool._worker_cpu[0]} for tid in pinned)
+        finally:
+            os.sched_setaffinity(0, allowed)
 
 
 def _fake_library(version=abi.LIBRARY_VERSION_0_6, export_count=1, null_library=False):

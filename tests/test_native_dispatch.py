@@ -416,3 +416,71 @@ def test_no_binding_table_for_a_command_buffer_using_slots_is_invalid_argument(m
                 "indirect command buffer requires at least 5 bindings but no binding table "
                 "was provided" in str(info.value)
             )
+
+
+# --- where a recorded grid runs: inline or on the pool ------------------------------------
+
+# Stores each workgroup's max_concurrency (1: the grid ran inline) at out[x].
+_CONCURRENCY_IR = """
+define i32 @concurrency(ptr %env, ptr %ds, ptr %wg) {
+  %x = load i32, ptr %wg
+  %mc_p = getelementptr i8, ptr %ds, i64 22
+  %mc = load i8, ptr %mc_p
+  %mc32 = zext i8 %mc to i32
+  %bindings_p = getelementptr i8, ptr %ds, i64 32
+  %bindings = load ptr, ptr %bindings_p
+  %out = load ptr, ptr %bindings
+  %xi = zext i32 %x to i64
+  %slot = getelementptr i32, ptr %out, i64 %xi
+  store i32 %mc32, ptr %slot
+  ret i32 0
+}
+"""
+
+
+def test_recorded_grid_placement_follows_its_estimates(mul_vmfb):
+    """White box (the estimates a plan record keeps, see native.py): a grid measured over
+    $PYREE_INLINE_US inline runs on the pool, even where its pool average is the slower
+    one; one whose pool time fell under half that runs inline; every 16th run of the
+    latter tries the pool again, every 128th run of a pooled grid runs inline."""
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    machine = llvm.Target.from_default_triple().create_target_machine()
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(_CONCURRENCY_IR), machine)
+    engine.finalize_object()
+    with zipfile.ZipFile(mul_vmfb) as z:
+        (name,) = [n for n in z.namelist() if n.endswith(".so")]
+        kernel = z.read(name)
+    exe = LocalDevice("local-task").create_executable("embedded-elf-x86_64", kernel)
+    exe.native._functions[0] = engine.get_function_address("concurrency")
+    out = HalBuffer.allocate(4 * 8)
+    cb = HalCommandBuffer(LocalDevice("local-task"), 0, 3, 1)
+    cb.dispatch(exe, 0, (8, 1, 1), (), [BufferRef(None, 0, 0, 32)] * 3)
+    cb.finalize()
+    table = [(out, 0, 32)]
+    cb.execute(table, 2)
+    plan = cb._plan
+    assert plan and native.worker_pool(2) is not None
+    record = 0  # the plan's only command
+    inline_ns = native.inline_ns()
+
+    def run(est, estp, runs) -> int:
+        plan.words[record + native.D_EST] = est
+        plan.words[record + native.D_EST_POOL] = estp
+        plan.words[record + native.D_RUNS] = runs
+        cb.execute(table, 2)
+        used = set(np.frombuffer(out.read(), np.int32).tolist())
+        assert len(used) == 1, used
+        return used.pop()
+
+    big, slower = inline_ns + 50_000, inline_ns + 90_000
+    assert run(-1, -1, 0) == 1  # not measured yet: inline
+    assert run(big, -1, 5) == 2  # big: the pool
+    assert run(big, slower, 5) == 2  # stays there though its pool average is slower
+    assert run(big, slower, 128) == 1  # every 128th run: inline, to refresh the estimate
+    assert run(big, inline_ns // 4, 5) == 1  # got small on the pool: inline
+    assert run(big, inline_ns // 4, 16) == 2  # every 16th run: the pool again
+    assert run(inline_ns // 2, -1, 5) == 1  # small: inline
+    assert run(big, -1, 1) == 1  # the first measurement is replaced before it counts
