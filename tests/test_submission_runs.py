@@ -319,8 +319,10 @@ def _two_steps(first_table=None, second_table=None, between=(), check2=None, **s
         _two_steps(scalar="i0"),
         # its wait fence is the buffer register the first step wrote
         _two_steps(wait="r1"),
+        # a table entry's length is the status register the first step wrote
+        _two_steps(second_table=[("r1", "i3", "i0"), (None, "i3", "i6")]),
     ],
-    ids=["emptied-buffer", "other-check", "scalar-written", "wait-written"],
+    ids=["emptied-buffer", "other-check", "scalar-written", "wait-written", "table-scalar-written"],
 )
 def test_pass_leaves_steps_that_would_change_the_program(body):
     out, table = _merge(list(body))

@@ -62,10 +62,10 @@ class _Run:
         if step[DEVICE] != self.device or s.targets[-1] != self.status:
             return False
         gone = set(before)
-        for k, text in enumerate(step):
-            if k in (TABLE, SLOTS) or text is None:
-                continue
-            for n in _REGISTER.findall(text):
+        plain = [text for k, text in enumerate(step) if k not in (TABLE, SLOTS)]
+        plain += [text for _, offset, length in step[TABLE] for text in (offset, length)]
+        for text in plain:
+            for n in _REGISTER.findall(text or ""):
                 if n == self.status or n in self.holder or n in self.emptied or n in gone:
                     return False
         for buffer, _, _ in step[TABLE]:
