@@ -70,6 +70,8 @@ PROGRAMS: tuple[Program, ...] = (
             f"{CHAIN_LENGTH} chained dispatches, one submission call each (runs not merged)",
             _src(f"chain{CHAIN_LENGTH}"), lambda r: (_f32(r, 4), _f32(r, 4)),
             merge_runs=False),
+    Program("dynamic_shapes", "1024-element add+mul on tensor<?xf32> (a command buffer per call)",
+            _src("dynamic_shapes"), lambda r: (_f32(r, 1024), _f32(r, 1024))),
     Program("host_loop", "50-iteration host loop (scf.while, 256-wide matvec+tanh)",
             _src("host_loop"), lambda r: (_f32(r, 256, 256, scale=1 / 16), _f32(r, 256))),
     Program("cnn", "small CNN (3x conv+relu+pool)", _src("cnn"),
