@@ -331,12 +331,14 @@ class HalCommandBuffer:
         """Records a launch. `workgroups` is (x, y, z) or a BufferRef to 3 x u32;
         `bindings` are BufferRefs."""
         self._check_recording("dispatch", CATEGORY_DISPATCH)
+        # (list comprehensions, not generator expressions: dynamic shapes record a
+        # command buffer per call)
         if isinstance(workgroups, BufferRef):
             workgroups = self._ref(*workgroups, "dispatch.indirect workgroups")
         else:
-            workgroups = tuple(int(v) & 0xFFFFFFFF for v in workgroups)
-        refs = tuple(self._ref(*ref, f"dispatch binding {i}") for i, ref in enumerate(bindings))
-        constants = tuple(int(c) & 0xFFFFFFFF for c in constants)
+            workgroups = tuple([int(v) & 0xFFFFFFFF for v in workgroups])
+        refs = tuple([self._ref(*ref, f"dispatch binding {i}") for i, ref in enumerate(bindings)])
+        constants = tuple([int(c) & 0xFFFFFFFF for c in constants])
         self.commands.append(_Dispatch(executable, ordinal, workgroups, constants, refs, flags))
         self._open_batch = None
 
@@ -408,11 +410,13 @@ class HalCommandBuffer:
             if plan is None:
                 # Reusable command buffers (recorded once, replayed per call) become plans;
                 # a one-shot one runs once, and building a plan costs more than that run.
-                from .plan import build_plan
+                # (The import only then: a one-shot one runs per call.)
+                if self.one_shot:
+                    plan = self._plan = False
+                else:
+                    from .plan import build_plan
 
-                plan = self._plan = (
-                    not self.one_shot and build_plan(self.commands, workers)
-                ) or False
+                    plan = self._plan = build_plan(self.commands, workers) or False
             if plan and plan.run(binding_table, workers):
                 return
         if self.binding_count and not binding_table:
