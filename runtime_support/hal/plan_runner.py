@@ -16,8 +16,10 @@ import linecache
 import struct
 import zlib
 
+from ..errors import VMError
 from ..loaders import native, statistics
-from .buffer import WHOLE_BUFFER
+from .buffer import WHOLE_BUFFER, HalBuffer
+from .queue import _internal
 
 
 def _slot_lines(b: str, o: str, n: str, a: str, end: int, writable: bool, align: int,
@@ -63,16 +65,9 @@ def _table_format(checks) -> str:
     return "=" + "".join("qq" if slot in used else "16x" for slot in range(max(used) + 1))
 
 
-def compile_run(plan):
-    """`plan.run(table, workers) -> bool`: runs the plan; False (nothing done) when the
-    Python path must run instead (a check fails, an executable was closed, or another
-    thread is running this plan).
-
-    One thread at a time runs a plan (its table and dispatch states are shared): the
-    guard is a one-token list, taken by `pop` and given back by `append` (each one C
-    call, atomic under the GIL or the list's own lock), about a third of what a Lock's
-    `acquire(False)` and `release` cost (acquire parses its arguments by keyword)."""
-    ns = {
+def _namespace(plan) -> dict:
+    """What a plan's compiled functions read: its guard, table, runner and arguments."""
+    return {
         "take": plan._token.pop,
         "give": plan._token.append,
         "t": plan.table,
@@ -82,18 +77,63 @@ def compile_run(plan):
         "native": native,
         "statistics": statistics,
     }
-    body = []
+
+
+def _closed_lines(plan, ns: dict, decline: str) -> list[str]:
+    """A closed executable's plan must not run (its code is unmapped)."""
+    lines = []
     for k, exe in enumerate(plan.executables):
         ns[f"e{k}"] = exe
-        body += [f"if e{k}._closed:", "    return False"]
-    fill, values = [], []
-    for k, (slot, _i, end, _nonnull, writable, align) in enumerate(plan.checks):
-        fill.append(f"b, o, n{k} = table[{slot}]")
-        fill += _slot_lines("b", "o", f"n{k}", f"a{k}", end, writable, align, "return False")
-        values += [f"a{k}", f"n{k}"]
+        lines += [f"if e{k}._closed:", f"    {decline}"]
+    return lines
+
+
+def _fill_lines(plan, ns: dict, decline: str, unpack: bool) -> list[str]:
+    """Every checked slot's checks on its table entry in b{slot}, o{slot}, n{slot}
+    (`unpack`: read from `table` first), then the native table written in one call."""
+    lines, values = [], []
+    for slot, _i, end, _nonnull, writable, align in plan.checks:
+        b, o, n, a = f"b{slot}", f"o{slot}", f"n{slot}", f"a{slot}"
+        if unpack:
+            lines.append(f"{b}, {o}, {n} = table[{slot}]")
+        lines += _slot_lines(b, o, n, a, end, writable, align, decline)
+        values += [a, n]
+    ns["fill_table"] = struct.Struct(_table_format(plan.checks)).pack_into
+    return lines + [f"fill_table(t, 0, {', '.join(values)})"]
+
+
+def _launch_lines(plan) -> list[str]:
+    """The runner called (counted per command while statistics are on); a failing
+    command raises its error."""
+    lines = []
+    if plan.parallel:
+        lines += [
+            "if workers != plan._workers or native._pool is not plan._pool:",
+            "    plan._use_workers(workers)",
+        ]
+    return lines + [
+        "if statistics.enabled:",
+        "    plan._run_counted()",
+        "else:",
+        "    result = run_plan(args_address)",
+        "    if result:",
+        "        plan._raise(result)",
+    ]
+
+
+def compile_run(plan):
+    """`plan.run(table, workers) -> bool`: runs the plan; False (nothing done) when the
+    Python path must run instead (a check fails, an executable was closed, or another
+    thread is running this plan).
+
+    One thread at a time runs a plan (its table and dispatch states are shared): the
+    guard is a one-token list, taken by `pop` and given back by `append` (each one C
+    call, atomic under the GIL or the list's own lock), about a third of what a Lock's
+    `acquire(False)` and `release` cost (acquire parses its arguments by keyword)."""
+    ns = _namespace(plan)
+    body = _closed_lines(plan, ns, "return False")
     if plan.checks:
-        ns["fill_table"] = struct.Struct(_table_format(plan.checks)).pack_into
-        fill.append(f"fill_table(t, 0, {', '.join(values)})")
+        fill = _fill_lines(plan, ns, "return False", unpack=True)
         empty = ["return False"] if plan.needs_table else [
             f"t[{i}] = t[{i + 1}] = 0" for _, i, *_ in plan.checks
         ]
@@ -101,20 +141,7 @@ def compile_run(plan):
         body += ["else:", f"    if {plan.max_slot} >= len(table):", "        return False"]
         body += ["    try:"] + [f"        {x}" for x in fill]
         body += ["    except AttributeError:  # a null entry", "        return False"]
-    if plan.parallel:
-        body += [
-            "if workers != plan._workers or native._pool is not plan._pool:",
-            "    plan._use_workers(workers)",
-        ]
-    body += [
-        "if statistics.enabled:",
-        "    plan._run_counted()",
-        "    return True",
-        "result = run_plan(args_address)",
-        "if result:",
-        "    plan._raise(result)",
-        "return True",
-    ]
+    body += _launch_lines(plan) + ["return True"]
     source = "\n".join(
         ["def run(table, workers):", "    try:", "        take()", "    except IndexError:",
          "        return False  # another thread is running this plan", "    try:"]
@@ -162,21 +189,13 @@ def compile_submit(plan, entries: int, placed):
     into allocated), ...) naming the entries that hold `ALLOCATED`. MISMATCH (nothing done)
     for a table of another length; None when this plan cannot use one (no table slots,
     or slots past `entries`): the caller keeps the general steps."""
-    from ..errors import VMError
-    from .buffer import HalBuffer
-    from .queue import _internal
-
     if not plan.checks or entries <= plan.max_slot:
         return None
     own = dict(placed)
     allocated = max(own.values(), default=-1) + 1
-    ns = {
-        "take": plan._token.pop, "give": plan._token.append, "t": plan.table,
-        "run_plan": plan.run_plan, "args_address": plan.args_address, "plan": plan,
-        "native": native, "statistics": statistics, "HalBuffer": HalBuffer,
-        "VMError": VMError, "_internal": _internal, "_Decline": _Decline, "TYPE": TYPE,
-        "BUSY_QUEUE": BUSY_QUEUE, "MISMATCH": MISMATCH,
-    }
+    ns = _namespace(plan)
+    ns.update(HalBuffer=HalBuffer, VMError=VMError, _internal=_internal, _Decline=_Decline,
+              TYPE=TYPE, BUSY_QUEUE=BUSY_QUEUE, MISMATCH=MISMATCH)
     targets = ", ".join(
         f"(_, o{k}, n{k})" if k in own else f"(b{k}, o{k}, n{k})" for k in range(entries)
     )
@@ -201,23 +220,10 @@ def compile_submit(plan, entries: int, placed):
     lines += [f"        {x}" for x in place] + ["        return BUSY_QUEUE"]
     lines += ["    queue._draining = True", "    lock.release()", "    error = None"]
     # ... plan.run's steps on the unpacked entries ...
-    checks = []
-    for k, exe in enumerate(plan.executables):
-        ns[f"e{k}"] = exe
-        checks += [f"if e{k}._closed:", "    raise _Decline"]
-    values = []
-    for slot, _i, end, _nonnull, writable, align in plan.checks:
-        checks += _slot_lines(f"b{slot}", f"o{slot}", f"n{slot}", f"a{slot}", end, writable,
-                              align, "raise _Decline")
-        values += [f"a{slot}", f"n{slot}"]
-    ns["fill_table"] = struct.Struct(_table_format(plan.checks)).pack_into
-    checks.append(f"fill_table(t, 0, {', '.join(values)})")
-    run = []
-    if plan.parallel:
-        run += ["if workers != plan._workers or native._pool is not plan._pool:",
-                "    plan._use_workers(workers)"]
-    run += ["cb.executions += 1", "if statistics.enabled:", "    plan._run_counted()", "else:",
-            "    result = run_plan(args_address)", "    if result:", "        plan._raise(result)"]
+    checks = _closed_lines(plan, ns, "raise _Decline")
+    checks += _fill_lines(plan, ns, "raise _Decline", unpack=False)  # (unpacked above)
+    # (counted before the run, as run_command_buffer counts it before plan.run)
+    run = ["cb.executions += 1"] + _launch_lines(plan)
     lines += ["    try:", "        try:", "            take()", "        except IndexError:",
               "            raise _Decline  # another thread is running this plan",
               "        try:", "            try:"]
