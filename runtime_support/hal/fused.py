@@ -41,7 +41,8 @@ from .device import LocalDevice
 from .fence import REACHED, Fence
 from .plan_runner import BUSY_QUEUE, MISMATCH, TYPE, compile_submit
 from .queue import BUSY
-from .runs import Run
+from . import runs
+from .runs import Run  # (the layout class of generated code's run constants)
 
 _M32 = 0xFFFFFFFF
 _new = object.__new__
@@ -231,15 +232,15 @@ def run(create, alloca, execute, await_):
     fast path would run each step and nothing can tell the difference: a LocalDevice with
     an idle queue, every wait fence null or reached, every outside buffer a HalBuffer,
     the combined plan's checks passing (else nothing ran: the general path runs)."""
-    from . import runs  # (Run, imported above, is the generated code's layout class)
-
     step = alloca_execute_indirect(create, alloca, execute, await_)
     indirect = execute_indirect(create, execute, await_)  # (the steps without an alloca)
-    own_table = runs.OWN
+    own_table, no_alloca = runs.OWN, runs.NO_ALLOCA
 
     def general(layout, device, cbs, outside, fences, scalars):
         results = [None] * len(layout.steps)
         for j, s in enumerate(layout.steps):
+            # (runs.CREATE_FLAGS .. runs.TABLE: indices into `scalars`, WAIT into `fences`)
+            cf, aff, wait, pool, types, usage, size, af, cf2, eaff, ef, timeout, awf, tab = s
             table = [
                 (
                     outside[source] if source >= 0
@@ -247,23 +248,20 @@ def run(create, alloca, execute, await_):
                     scalars[o],
                     scalars[n],
                 )
-                for source, o, n in s[runs.TABLE]
+                for source, o, n in tab
             ]
-            # (s: runs.CREATE_FLAGS .. runs.AWAIT_FLAGS, the group helper's order)
-            if s[runs.SIZE] == runs.NO_ALLOCA:
+            if size == no_alloca:
                 status = indirect(
-                    device, scalars[s[8]], scalars[s[9]], fences[s[2]], cbs[j],
-                    scalars[s[10]], table, scalars[s[11]], scalars[s[12]],
+                    device, scalars[cf2], scalars[eaff], fences[wait], cbs[j], scalars[ef],
+                    table, scalars[timeout], scalars[awf],
                 )
-                if status:
-                    return (*[results[k] for k in layout.outputs], status)
-                continue
-            results[j], status = step(
-                device, scalars[s[0]], scalars[s[1]], fences[s[2]], scalars[s[3]],
-                scalars[s[4]], scalars[s[5]], scalars[s[6]], scalars[s[7]], scalars[s[8]],
-                scalars[s[9]], cbs[j], scalars[s[10]], table, layout.slots[j],
-                scalars[s[11]], scalars[s[12]],
-            )
+            else:
+                results[j], status = step(
+                    device, scalars[cf], scalars[aff], fences[wait], scalars[pool],
+                    scalars[types], scalars[usage], scalars[size], scalars[af], scalars[cf2],
+                    scalars[eaff], cbs[j], scalars[ef], table, layout.slots[j],
+                    scalars[timeout], scalars[awf],
+                )
             if status:
                 return (*[results[k] for k in layout.outputs], status)
         return (*[results[k] for k in layout.outputs], 0)

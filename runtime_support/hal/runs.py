@@ -223,27 +223,27 @@ def _ref(ref: BufferRef, entries) -> BufferRef:
     return BufferRef(None, at, offset + o, n)
 
 
-def _remap(command, entries):
+def _map_refs(command, fn):
+    """`command` with `fn` applied to each BufferRef it holds (alone or in a tuple)."""
     changes = {}
     for name, value in zip(command._fields, command):
         if isinstance(value, BufferRef):
-            changes[name] = _ref(value, entries)
+            changes[name] = fn(value)
         elif type(value) is tuple and value and isinstance(value[0], BufferRef):
-            changes[name] = tuple(_ref(r, entries) for r in value)
+            changes[name] = tuple([fn(r) for r in value])
     return command._replace(**changes) if changes else command
+
+
+def _remap(command, entries):
+    """A step's command with its table references resolved (`_ref`)."""
+    return _map_refs(command, lambda ref: _ref(ref, entries))
 
 
 def _at_arena(command, arena: HalBuffer):
     """`command` with its arena placeholders made references into `arena`."""
-    changes = {}
-    for name, value in zip(command._fields, command):
-        if isinstance(value, BufferRef) and value.buffer is _ARENA:
-            changes[name] = value._replace(buffer=arena)
-        elif type(value) is tuple and value and isinstance(value[0], BufferRef):
-            changes[name] = tuple(
-                r._replace(buffer=arena) if r.buffer is _ARENA else r for r in value
-            )
-    return command._replace(**changes) if changes else command
+    return _map_refs(
+        command, lambda ref: ref._replace(buffer=arena) if ref.buffer is _ARENA else ref
+    )
 
 
 __all__ = ["ARENA_MAX", "ENTRIES_PER_RUN", "NO_ALLOCA", "OWN", "Combined", "Run", "build"]
