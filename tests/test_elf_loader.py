@@ -11,7 +11,6 @@ import ctypes
 import hashlib
 import os
 import re
-import shutil
 import struct
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import numpy as np
 import pytest
 from elftools.elf.elffile import ELFFile
 
+from iree_tools import find_tool  # IREE tools on PATH or in the iree packages
 from runtime_support.errors import LoaderError, StatusCode, VMError
 from runtime_support.loaders import load_executable, supported_formats
 from runtime_support.loaders import elf as elf_loader
@@ -30,7 +30,7 @@ from runtime_support.loaders import executable as executable_mod
 from runtime_support.loaders import kernel_abi as abi
 
 pytestmark = pytest.mark.skipif(
-    shutil.which("iree-compile") is None, reason="iree-compile not installed"
+    find_tool("iree-compile") is None, reason="iree-compile not installed"
 )
 
 FLAGS = (

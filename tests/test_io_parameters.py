@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import mmap
 import random
-import shutil
 import struct
 import subprocess
 import sys
@@ -27,6 +26,7 @@ import numpy as np
 import pytest
 
 from conftest import load_manifest
+from iree_tools import find_tool  # IREE tools on PATH or in the iree packages
 from runtime_support.errors import StatusCode, VMError
 from runtime_support.hal import Fence, HalBuffer, LocalDevice
 from runtime_support.modules.io_parameters import IoParametersModule
@@ -230,7 +230,7 @@ def _archives_iree_irpa(d: Path):
 def _archives_iree_cli(d: Path):
     """iree-create-parameters: splats of every pattern width and zero-filled data.
     (Its `--data=NAME=TYPE=PATTERN` form fails to write in 3.13; zeros work.)"""
-    tool = shutil.which("iree-create-parameters")
+    tool = find_tool("iree-create-parameters")
     if tool is None:
         pytest.skip("iree-create-parameters is not installed")
     subprocess.run(
@@ -439,7 +439,7 @@ def _run(cmd):
     "function, inputs", [("affine", ["4xf32=1 2 3 4"]), ("ints", ["3xi32=5 -6 7"])]
 )
 def test_pyree_run_matches_iree_run_module(params_vmfb, tmp_path, function, inputs):
-    if shutil.which("iree-run-module") is None:
+    if find_tool("iree-run-module") is None:
         pytest.skip("iree-run-module is not installed")
     pairs, _ = _archives_ours_irpa(tmp_path)
     pkg = write_package(read_module_file(params_vmfb), tmp_path / "out", "pkg")
@@ -461,7 +461,7 @@ def test_pyree_run_missing_parameter_file(params_vmfb, tmp_path):
     assert ours.returncode == 1
     assert "NOT_FOUND" in ours.stderr and str(missing) in ours.stderr
     assert "Traceback" not in ours.stderr
-    if shutil.which("iree-run-module"):
+    if find_tool("iree-run-module"):
         theirs = _run(["iree-run-module", f"--module={params_vmfb}", *flags])
         assert theirs.returncode == 1 and "NOT_FOUND" in theirs.stderr
 

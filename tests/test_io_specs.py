@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,12 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from iree_tools import find_tool  # IREE tools on PATH or in the iree packages
 from helpers_compile import LLVM_CPU_FLAGS, compile_mlir
 from runtime_support.io_format import format_results, format_value
 from runtime_support.io_specs import HalArray, SpecError, parse_input
 
 pytestmark = pytest.mark.skipif(
-    shutil.which("iree-run-module") is None or shutil.which("iree-compile") is None,
+    find_tool("iree-run-module") is None or find_tool("iree-compile") is None,
     reason="needs iree-base-compiler/iree-base-runtime",
 )
 
