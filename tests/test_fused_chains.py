@@ -10,7 +10,7 @@ import pytest
 
 from bench.programs import PROGRAM_DIR
 from runtime_support.errors import StatusCode, VMError
-from runtime_support.hal import fused
+from runtime_support.hal import fused, plan_runner
 from runtime_support.hal.buffer import HalBuffer, aligned_empty
 from runtime_support.hal.command_buffer import HalCommandBuffer
 from runtime_support.hal.device import LocalDevice
@@ -76,6 +76,9 @@ def test_not_found_when_a_private_fence_stays_live(vmfb):
 def test_generated_code_calls_the_chain_helper(packages):
     text = open(packages[True].__file__).read()
     assert "submit_chain(" in text and "ALLOCATED" in text
+    # the dealloca'd buffer is read by nothing after the call: TRANSIENT, its result `_`
+    assert "TRANSIENT, i14, 1, None),  # queue.dealloca" in text
+    assert "r6, _, r0 = submit_chain(" in text
     assert "# fused: fence.create, device.queue.alloca" in text
     assert "submit_chain(" not in open(packages[False].__file__).read()
 
@@ -121,8 +124,10 @@ def _outcome(helper, args):
 
 
 def _both(packages, monkeypatch, change=lambda args: args, call=None):
+    """[(outcome, bytes allocated)] of the fast path, then the general one; the fast
+    path's outcome is also checked the same without its compiled form (compile_chain)."""
     out = []
-    for general in (False, True):
+    for path in ("compiled", "uncompiled", "general"):
         _, hal, args = _capture(packages, monkeypatch, call=call)
         helper = fused.chain(
             hal.fence_create, hal.device_queue_alloca, hal.fence_join,
@@ -130,17 +135,23 @@ def _both(packages, monkeypatch, change=lambda args: args, call=None):
         )
         assert helper is not helper.general
         args = list(change(list(args)))
-        device = args[0]
+        device, plan = args[0], args[6]._plan
+        if path == "uncompiled":
+            plan.chains[args[9]] = None  # (as for a plan compile_chain declines)
         before = device.allocator.bytes_allocated
-        got = _outcome(helper.general if general else helper, args)
+        got = _outcome(helper.general if path == "general" else helper, args)
+        if path == "compiled":
+            assert plan.chains[args[9]] is not None
         out.append((got, device.allocator.bytes_allocated - before))
-    return out
+    assert out[0] == out[1], ("compiled", out[0], "uncompiled", out[1])
+    return out[1:]
 
 
 def test_fast_path_equals_general(packages, monkeypatch):
     (fast, fb), (gen, gb) = _both(packages, monkeypatch)
     assert fast == gen and fb == gb
-    assert fast == ("ok", ["HalBuffer", "HalBuffer"], True, None)
+    # (the second buffer is dealloca'd by the chain and read by nothing after it: TRANSIENT)
+    assert fast == ("ok", ["HalBuffer", "NoneType"], True, None)
     assert fb > 0
 
 
@@ -154,8 +165,9 @@ def test_fast_path_results_equal_general(packages, monkeypatch):
             hal.device_queue_execute_indirect, hal.device_queue_dealloca,
         )
         *buffers, fence = (helper.general if general else helper)(*args)
-        outs.append([b.read() for b in buffers])
+        outs.append([None if b is None else b.read() for b in buffers])
     assert outs[0] == outs[1]
+    assert outs[0][0] is not None and outs[0][1] is None  # (the TRANSIENT one)
 
 
 def _alloca(k, index, value):
@@ -243,7 +255,8 @@ def test_unreached_wait_fence_takes_the_general_path(packages, monkeypatch):
         *buffers, fence = (helper.general if general else helper)(*args)
         early = fence.state == REACHED
         wait.signal()  # the queued work runs now
-        results.append((early, fence.state == REACHED, [b.read() for b in buffers]))
+        results.append((early, fence.state == REACHED,
+                        [None if b is None else b.read() for b in buffers]))
     assert results[0] == results[1]
     assert results[0][:2] == (False, True)
 
@@ -275,12 +288,20 @@ def test_fast_path_taken_on_local_sync(packages, monkeypatch):
     allocs = []
     real = fused.fresh_buffer
     monkeypatch.setattr(fused, "fresh_buffer", lambda *a: allocs.append(a) or real(*a))
+    monkeypatch.setattr(plan_runner, "fresh_buffer", lambda *a: allocs.append(a) or real(*a))
     helper = fused.chain(
         hal.fence_create, hal.device_queue_alloca, hal.fence_join,
         hal.device_queue_execute_indirect, hal.device_queue_dealloca,
     )
+    plan = args[6]._plan
+    plan.chains.clear()  # (compiled again, with the counting fresh_buffer)
     helper(*args)
-    assert len(allocs) == 2
+    # through the call site's compiled chain: one new buffer, the TRANSIENT one is scratch
+    assert len(allocs) == 1
+    assert plan.chains[args[9]] is not None
+    plan.chains[args[9]] = None  # and the fast path without it: both new
+    helper(*args)
+    assert len(allocs) == 3
     assert isinstance(args[0], LocalDevice) and isinstance(args[6], HalCommandBuffer)
     assert all(isinstance(e[0], (HalBuffer, type(fused.ALLOCATED))) for e in args[8])
 
@@ -427,3 +448,82 @@ def test_outside_signal_fast_path_equals_general(async_packages, monkeypatch, ch
         assert fast[1] == code
     else:  # the caller's fence carries the failure
         assert not fast[2] and fast[3][0] == code
+
+
+@pytest.mark.parametrize("device", ["local-sync", "local"])
+def test_threads_sharing_a_context_get_the_single_thread_results(packages, device):
+    """Four threads run the fused loop on one context at once: the queue's draining role,
+    the plan's guard and the compiled chain's fallbacks keep each call's result its own."""
+    import threading
+
+    ctx = packages[True].load(device=device)
+    rng = np.random.default_rng(11)
+    inputs = [((rng.standard_normal((16, 16)) * 0.3).astype(np.float32),
+               rng.standard_normal(16).astype(np.float32)) for _ in range(4)]
+    want = [np.asarray(ctx.main(w, x)).tobytes() for w, x in inputs]
+    got = [[] for _ in inputs]
+    errors = []
+
+    def work(k):
+        try:
+            for _ in range(150):
+                got[k].append(np.asarray(ctx.main(*inputs[k])).tobytes())
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for k, outs in enumerate(got):
+        assert len(outs) == 150 and set(outs) == {want[k]}
+
+
+def _compiled_chain(packages, monkeypatch):
+    """The loop's first chain call's arguments and its call site's compiled chain."""
+    _, hal, args = _capture(packages, monkeypatch)
+    helper = fused.chain(
+        hal.fence_create, hal.device_queue_alloca, hal.fence_join,
+        hal.device_queue_execute_indirect, hal.device_queue_dealloca,
+    )
+    helper(*args)
+    fast = args[6]._plan.chains[args[9]]
+    assert fast is not None and args[10][2] is fused.TRANSIENT
+    return helper, args, fast
+
+
+def test_transient_scratch_is_zero_filled_before_each_run(packages, monkeypatch):
+    """The scratch a TRANSIENT alloca runs on holds zeros when the plan runs, as a new
+    buffer would, whatever the last call left in it."""
+    import ctypes
+
+    helper, args, fast = _compiled_chain(packages, monkeypatch)
+    scratch = fast.__globals__["scratch"][0]
+    assert scratch is not None  # the first call made it
+    buffer, view, _ = scratch
+    seen = []
+    real = fast.__globals__["run_plan"]
+
+    def run_plan(address):
+        seen.append(ctypes.string_at(buffer.address, buffer.length))
+        return real(address)
+
+    monkeypatch.setitem(fast.__globals__, "run_plan", run_plan)
+    for _ in range(2):
+        view[:] = b"\xab" * buffer.length  # what a last run could leave
+        *_, fence = helper(*args)
+        assert fence.state == REACHED
+    assert seen == [bytes(buffer.length)] * 2
+    assert fast.__globals__["scratch"][0] is scratch  # reused, not made again
+
+
+def test_transient_over_the_scratch_limit_gets_a_new_buffer(packages, monkeypatch):
+    """A TRANSIENT alloca larger than the scratch limit is allocated per call; the
+    results and accounting equal the general path's."""
+    from runtime_support.hal import plan_runner as pr
+
+    monkeypatch.setattr(pr, "_SCRATCH_MAX", 8)  # (read when the chain is compiled)
+    (fast, fb), (gen, gb) = _both(packages, monkeypatch)
+    assert fast == gen == ("ok", ["HalBuffer", "NoneType"], True, None) and fb == gb

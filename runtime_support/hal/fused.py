@@ -39,7 +39,7 @@ from .buffer import HalBuffer, fresh_buffer
 from .command_buffer import HalCommandBuffer
 from .device import LocalDevice
 from .fence import REACHED, Fence
-from .plan_runner import BUSY_QUEUE, MISMATCH, TYPE, compile_submit
+from .plan_runner import BUSY_QUEUE, MISMATCH, TYPE, compile_chain, compile_submit
 from .queue import BUSY
 from . import runs
 from .runs import Run  # (the layout class of generated code's run constants)
@@ -60,6 +60,21 @@ class _Allocated:
 
 
 ALLOCATED = _Allocated()
+
+
+class _Transient:
+    """A chain's dealloca buffer placeholder: the chain's own alloca, which nothing reads
+    after the chain (translator/analyses/chains.py leaves it unassigned)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "TRANSIENT"
+
+
+# The chain returns None in its place; its fast path may run the dispatches on a scratch
+# buffer the call site keeps (plan_runner.compile_chain) instead of a new one.
+TRANSIENT = _Transient()
 
 # Table entry buffers the fast path takes as they are (any other type: general path,
 # where the import's check raises its own error).
@@ -466,7 +481,14 @@ def chain(create, alloca, join, execute, dealloca):
             _, offset, length = table[k]
             table[k] = (buffers[j], offset, length)
         execute(device, affinity, w, fx, command_buffer, exec_flags, table)
-        return (*buffers, _dealloca(device, fx, buffers, dealloca_args))
+        return _results(buffers, _dealloca(device, fx, buffers, dealloca_args), dealloca_args)
+
+    def _results(buffers, fence, dealloca_args):
+        """The call's results: the buffers (None for a TRANSIENT one) and the fence."""
+        if dealloca_args is not None and dealloca_args[2] is TRANSIENT:
+            buffers = list(buffers)
+            buffers[dealloca_args[4]] = None
+        return (*buffers, fence)
 
     def _dealloca(device, fx, buffers, dealloca_args):
         """The optional tail through the imports, after the execute signalled `fx`."""
@@ -487,6 +509,24 @@ def chain(create, alloca, join, execute, dealloca):
 
     def submit(device, wait, allocas, join_flags, create_flags, affinity, command_buffer,
                exec_flags, table, slots, dealloca_args):
+        # The call site's compiled fast path (plan_runner.compile_chain), where it applies
+        if type(command_buffer) is HalCommandBuffer:
+            plan = command_buffer._plan
+            if plan:
+                fast = plan.chains.get(slots, _UNSEEN)
+                if fast is _UNSEEN:
+                    transient = -1
+                    if dealloca_args is not None and dealloca_args[2] is TRANSIENT:
+                        transient = dealloca_args[4]
+                    fast = plan.chains[slots] = compile_chain(
+                        plan, len(allocas), len(table), slots, transient, TRANSIENT
+                    )
+                if fast is not None:
+                    result = fast(device, wait, allocas, join_flags, create_flags, affinity,
+                                  command_buffer, exec_flags, table, slots, dealloca_args,
+                                  finish)
+                    if result is not MISMATCH:
+                        return result
         # The imports' checks, made up front: any that would fail takes the general path
         # from the start, which raises at the op that raises, after what ran before it.
         if not (
@@ -539,12 +579,21 @@ def chain(create, alloca, join, execute, dealloca):
                 _, offset, length = table[k]
                 table[k] = (buffers[j], offset, length)
             error = queue.run_now(run_command_buffer, command_buffer, table, _EXECUTE_INDIRECT)
+        return finish(device, create_flags, affinity, command_buffer, exec_flags, table,
+                      dealloca_args, buffers, error)
+
+    def finish(device, create_flags, affinity, command_buffer, exec_flags, table,
+               dealloca_args, buffers, error):
+        """The fast path after the execution ran (`error`: its outcome), or did not
+        (BUSY, BUSY_QUEUE: another thread holds the queue; the table holds the buffers)."""
+        queue = device.queue
         if error is BUSY or error is BUSY_QUEUE:  # another thread took the queue: the imports
             fx = Fence()
             fx.signal()  # (what the allocas and join left: the execute's wait, reached)
             f = create(device, create_flags)
             execute(device, affinity, fx, f, command_buffer, exec_flags, table)
-            return (*buffers, _dealloca(device, f, buffers, dealloca_args))
+            return _results(buffers, _dealloca(device, f, buffers, dealloca_args),
+                            dealloca_args)
         if error is None:
             if dealloca_args is None or not queue._draining:
                 # The execute's signal fence, reached as LocalQueue.call leaves it; or
@@ -555,17 +604,17 @@ def chain(create, alloca, join, execute, dealloca):
                     fence = dealloca_args[5]  # the outside fence the dealloca signals
                     if fence is not None:
                         fence.signal()
-                    return (*buffers, fence)
+                    return _results(buffers, fence, dealloca_args)
                 fence = _new(Fence)
                 fence.state = REACHED
                 fence.error = fence.waiters = fence._set = None
-                return (*buffers, fence)
+                return _results(buffers, fence, dealloca_args)
             fx = Fence()
             fx.signal()
         else:
             fx = Fence()  # the execute's signal fence, failed as LocalQueue.call leaves it
             fx.fail(error)
-        return (*buffers, _dealloca(device, fx, buffers, dealloca_args))
+        return _results(buffers, _dealloca(device, fx, buffers, dealloca_args), dealloca_args)
 
     submit.general = general
     return submit

@@ -64,6 +64,8 @@ class Plan:
         self._token = [True]  # taken while a thread runs the plan (plan_runner)
         # fused.py's compiled submits, by the call site's `slots` (plan_runner.compile_submit)
         self.submits: dict = {}
+        # fused.chain's compiled fast paths, by the call site's `slots` (compile_chain)
+        self.chains: dict = {}
 
     # -- building ------------------------------------------------------------------------
 

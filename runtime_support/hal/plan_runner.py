@@ -18,12 +18,14 @@ import zlib
 
 from ..errors import VMError
 from ..loaders import native, statistics
-from .buffer import WHOLE_BUFFER, HalBuffer
+from .buffer import WHOLE_BUFFER, HalBuffer, fresh_buffer
+from .device import LocalDevice
+from .fence import REACHED, Fence
 from .queue import _internal
 
 
 def _slot_lines(b: str, o: str, n: str, a: str, end: int, writable: bool, align: int,
-                decline: str) -> list[str]:
+                decline: str, length: str | None = None) -> list[str]:
     """The checks of one table slot whose entry is unpacked into `b, o, n` (buffer,
     offset, length), leaving its (address, length) in `a` and `n`; a failing check runs
     `decline`.
@@ -32,25 +34,30 @@ def _slot_lines(b: str, o: str, n: str, a: str, end: int, writable: bool, align:
     WHOLE_BUFFER (-1) is below every `end` (>= 0), so it is resolved inside the length
     check. A null entry (None has no `length`) raises AttributeError, which the caller
     turns into declining: IREE's submission validation rejects a slot a command uses
-    without a buffer (INVALID_ARGUMENT), which the Python path raises."""
+    without a buffer (INVALID_ARGUMENT), which the Python path raises.
+
+    `length`: the buffer's length where the caller knows it (a buffer it has just
+    allocated, never read-only), else the buffer's `length` is read."""
+    fresh = length is not None
+    length = length or f"{b}.length"
     lines = [
         f"if {n} < {end}:",
         f"    if {n} != {WHOLE_BUFFER}:",
         f"        {decline}",
-        f"    {n} = {b}.length - {o}",
+        f"    {n} = {length} - {o}",
         f"    if {n} < {end}:",
         f"        {decline}",
         # (the usual offset is 0: one test, then the length alone against the buffer's)
         f"if {o}:",
-        f"    if {o} < 0 or {o} + {n} > {b}.length:",
+        f"    if {o} < 0 or {o} + {n} > {length}:",
         f"        {decline}",
         f"    {a} = {b}.address + {o}",
-        f"elif {n} > {b}.length:",
+        f"elif {n} > {length}:",
         f"    {decline}",
         "else:",
         f"    {a} = {b}.address",
     ]
-    if writable:
+    if writable and not fresh:
         lines += [f"if {b}.allocation.readonly:", f"    {decline}"]
     if align > 1:
         lines += [f"if {o} % {align}:", f"    {decline}"]
@@ -88,15 +95,17 @@ def _closed_lines(plan, ns: dict, decline: str) -> list[str]:
     return lines
 
 
-def _fill_lines(plan, ns: dict, decline: str, unpack: bool) -> list[str]:
+def _fill_lines(plan, ns: dict, decline: str, unpack: bool, lengths=None) -> list[str]:
     """Every checked slot's checks on its table entry in b{slot}, o{slot}, n{slot}
-    (`unpack`: read from `table` first), then the native table written in one call."""
+    (`unpack`: read from `table` first), then the native table written in one call.
+    `lengths`: {slot: the length of a buffer the caller has just allocated there}."""
     lines, values = [], []
     for slot, _i, end, _nonnull, writable, align in plan.checks:
         b, o, n, a = f"b{slot}", f"o{slot}", f"n{slot}", f"a{slot}"
         if unpack:
             lines.append(f"{b}, {o}, {n} = table[{slot}]")
-        lines += _slot_lines(b, o, n, a, end, writable, align, decline)
+        known = (lengths or {}).get(slot)
+        lines += _slot_lines(b, o, n, a, end, writable, align, decline, known)
         values += [a, n]
     ns["fill_table"] = struct.Struct(_table_format(plan.checks)).pack_into
     return lines + [f"fill_table(t, 0, {', '.join(values)})"]
@@ -214,20 +223,33 @@ def compile_submit(plan, entries: int, placed):
     if typed:
         lines += [f"    if {' or '.join(typed)}:"] + [f"        {x}" for x in place]
         lines += ["        return TYPE"]
-    # LocalQueue.run_now's draining role, taken ...
-    lines += ["    lock = queue._lock", "    lock.acquire()", "    if queue._draining:",
-              "        lock.release()"]
-    lines += [f"        {x}" for x in place] + ["        return BUSY_QUEUE"]
+    lines += _execute_lines(plan, ns, place) + ["    return error"]
+    ns["NAME"] = "device.queue.execute.indirect"
+    exec(_compiled("\n".join(lines)), ns)
+    return ns["submit"]
+
+
+def _execute_lines(plan, ns: dict, place: list[str], busy: str = "return BUSY_QUEUE",
+                   lengths=None, guarded=()) -> list[str]:
+    """The body shared by compile_submit and compile_chain, indented for a function: the
+    queue's draining role taken, the plan's checks and run on the unpacked entries b{k},
+    o{k}, n{k}, the Python path where the plan declines (`place` puts the allocated
+    buffers into `table` first; `busy` runs, after them, where another thread holds the
+    queue; `guarded` runs once the plan's guard is taken), the role given back; the
+    outcome is left in `error`."""
+    lines = ["    lock = queue._lock", "    lock.acquire()", "    if queue._draining:",
+             "        lock.release()"]
+    lines += [f"        {x}" for x in place] + [f"        {busy}"]
     lines += ["    queue._draining = True", "    lock.release()", "    error = None"]
     # ... plan.run's steps on the unpacked entries ...
     checks = _closed_lines(plan, ns, "raise _Decline")
-    checks += _fill_lines(plan, ns, "raise _Decline", unpack=False)  # (unpacked above)
+    checks += _fill_lines(plan, ns, "raise _Decline", unpack=False, lengths=lengths)
     # (counted before the run, as run_command_buffer counts it before plan.run)
     run = ["cb.executions += 1"] + _launch_lines(plan)
     lines += ["    try:", "        try:", "            take()", "        except IndexError:",
               "            raise _Decline  # another thread is running this plan",
               "        try:", "            try:"]
-    lines += [f"                {x}" for x in checks]
+    lines += [f"                {x}" for x in (*guarded, *checks)]
     lines += ["            except AttributeError:  # a null entry",
               "                raise _Decline"]
     lines += [f"            {x}" for x in run]
@@ -241,10 +263,140 @@ def compile_submit(plan, entries: int, placed):
               "    except VMError as exc:", "        error = exc",
               "    except Exception as exc:", "        error = _internal(NAME, exc)"]
     # ... and given back as LocalQueue._stop_draining does.
-    lines += ["    finally:", "        lock.acquire()", "        if queue._ready:",
-              "            lock.release()", "            queue._drain()", "        else:",
-              "            queue._draining = False", "            lock.release()",
-              "    return error"]
-    ns["NAME"] = "device.queue.execute.indirect"
+    return lines + ["    finally:", "        lock.acquire()", "        if queue._ready:",
+                    "            lock.release()", "            queue._drain()", "        else:",
+                    "            queue._draining = False", "            lock.release()"]
+
+
+# -- the fused queue chain, per plan and call-site shape -----------------------------------
+#
+# fused.chain's fast path (the allocas, the execute, the optional dealloca, on a LocalDevice
+# whose queue is idle) checks its arguments in loops over the allocas and table entries,
+# then calls the compiled submit above: two frames and every entry unpacked twice, which
+# is most of the host cost of a loop that submits one chain per iteration. `compile_chain`
+# writes the whole fast path as one function per (plan, call-site shape), with the
+# allocas, entries and checks unrolled.
+
+# A TRANSIENT alloca up to this size runs on the call site's scratch buffer.
+_SCRATCH_MAX = 1 << 16
+
+
+def _new_scratch(size: int) -> list:
+    """[buffer, memoryview of its bytes, `size` zero bytes]: a call site's scratch."""
+    buffer = HalBuffer.allocate(size)
+    return [buffer, memoryview(buffer.allocation.array), bytes(size)]
+
+
+def compile_chain(plan, allocas: int, entries: int, placed, transient: int = -1,
+                  marker=None):
+    """`chain(device, wait, allocas, join_flags, create_flags, affinity, cb, exec_flags,
+    table, slots, dealloca_args, finish)`, the fast path of fused.chain's `submit` (same
+    arguments, plus `finish`) for `allocas` queue.allocas and tables of `entries` entries,
+    `placed` ((entry, alloca index), ...) naming the entries that hold `ALLOCATED`.
+
+    MISMATCH (nothing done) where the fast path does not apply or the call has another
+    shape: the caller goes on as before. Else the new buffers are made as the fast path
+    makes them and the execution runs; its outcome, unless the common one (ran, fence
+    reached), goes to `finish(device, create_flags, affinity, cb, exec_flags, table,
+    dealloca_args, buffers, error)`, the fast path's own tail. None when this plan cannot
+    use one (no table slots, or slots past `entries`).
+
+    `transient` >= 0: the call's dealloca names `marker` (fused.TRANSIENT), alloca
+    `transient`, which nothing reads after the call: up to _SCRATCH_MAX bytes it is the
+    site's scratch buffer, zero-filled under the plan's guard as a new buffer would be,
+    and None in the results (a call with another dealloca: MISMATCH)."""
+    if not plan.checks or entries <= plan.max_slot or allocas < 1 or transient >= allocas:
+        return None
+    own = dict(placed)
+    if any(j >= allocas or k >= entries for k, j in own.items()):
+        return None
+    ns = _namespace(plan)
+    ns.update(HalBuffer=HalBuffer, VMError=VMError, _internal=_internal, _Decline=_Decline,
+              BUSY_QUEUE=BUSY_QUEUE, MISMATCH=MISMATCH, LocalDevice=LocalDevice,
+              Fence=Fence, REACHED=REACHED, fresh=fresh_buffer, new=object.__new__,
+              NAME="device.queue.execute.indirect")
+    made = ", ".join(f"x{j}" for j in range(allocas))
+    returned = ", ".join("None" if j == transient else f"x{j}" for j in range(allocas))
+    unpack_allocas = ", ".join(f"(_, _, p{j}, t{j}, u{j}, s{j}, _)" for j in range(allocas))
+    targets = ", ".join(
+        f"(_, o{k}, n{k})" if k in own else f"(b{k}, o{k}, n{k})" for k in range(entries)
+    )
+    bad_alloca = " or ".join(f"p{j} or s{j} < 0" for j in range(allocas))
+    typed = [f"type(b{k}) is not HalBuffer and b{k} is not None"
+             for k in range(entries) if k not in own]
+    finish = ("finish(device, create_flags, affinity, cb, exec_flags, table, dealloca_args, "
+              f"({made},), {{}})")
+    lines = [
+        "def chain(device, wait, allocas, join_flags, create_flags, affinity, cb, exec_flags,",
+        "          table, slots, dealloca_args, finish):",
+        # fused.chain's checks, in its order (any failing one: nothing done)
+        "    if type(device) is not LocalDevice or (wait is not None and not (",
+        "        type(wait) is Fence and (wait.state == REACHED or wait.reached_now())",
+        "    )):",
+        "        return MISMATCH",
+        "    queue = device.queue",
+        "    if queue._draining:",
+        "        return MISMATCH",
+        "    if dealloca_args is not None:",
+        "        try:",
+        "            d_flags, _, d_buffer, _, d_which, d_fence = dealloca_args",
+        "        except (TypeError, ValueError):",
+        "            return MISMATCH",
+        "        if d_which < 0 and type(d_buffer) is not HalBuffer or (",
+        "            d_flags is None and d_fence is not None and type(d_fence) is not Fence",
+        "        ):",
+        "            return MISMATCH",
+        "    try:",
+        f"        ({unpack_allocas},) = allocas",
+        f"        ({targets},) = table",
+        "    except (TypeError, ValueError):  # another shape",
+        "        return MISMATCH",
+        f"    if {bad_alloca}:",
+        "        return MISMATCH",
+    ]
+    if typed:
+        lines += [f"    if {' or '.join(typed)}:", "        return MISMATCH"]
+    w = transient
+    if w >= 0:
+        ns.update(TRANSIENT=marker, scratch=[None], new_scratch=_new_scratch)
+        lines += ["    if dealloca_args is None or d_buffer is not TRANSIENT"
+                  f" or d_which != {w}:", "        return MISMATCH"]
+    # hal.device.queue.alloca on a LocalDevice, each fence reached at once
+    new = [f"x{w} = fresh(s{w}, t{w} & 0xFFFFFFFF, u{w} & 0xFFFFFFFF, allocator)"]
+    lines += ["    allocator = device.allocator"]
+    for j in range(allocas):
+        if j == w:
+            lines += [f"    sc = s{w} <= {_SCRATCH_MAX} and s{w} > 0",
+                      "    if sc:",
+                      "        sc = scratch[0]",
+                      f"        if sc is None or sc[0].length != s{w}:",
+                      f"            sc = scratch[0] = new_scratch(s{w})",
+                      f"        x{w} = sc[0]",
+                      "    else:"] + [f"        {x}" for x in new]
+        else:
+            lines += [f"    x{j} = fresh(s{j}, t{j} & 0xFFFFFFFF, u{j} & 0xFFFFFFFF, allocator)"]
+        lines += [f"    allocator.bytes_allocated += s{j}"]
+    lines += [f"    b{k} = x{j}" for k, j in own.items()]
+    lines += ["    workers = device.worker_count"]
+    place = [f"table[{k}] = (x{j}, o{k}, n{k})" for k, j in own.items()] or ["pass"]
+    # (the paths through the table run after the plan's guard is given back: a new
+    # buffer there, not the scratch, which another thread may be using by then)
+    place = (["if sc:", f"    {new[0]}"] if w >= 0 else []) + place
+    lines += _execute_lines(plan, ns, place, busy=f"return {finish.format('BUSY_QUEUE')}",
+                            lengths={k: f"s{j}" for k, j in own.items()},
+                            guarded=["if sc:", "    sc[1][:] = sc[2]"] if w >= 0 else [])
+    # the common outcome as fused.chain's fast path leaves it: the last fence reached
+    lines += [
+        "    if error is None and (dealloca_args is None or not queue._draining):",
+        "        if dealloca_args is not None and d_flags is None:",
+        "            if d_fence is not None:",
+        "                d_fence.signal()  # the outside fence the dealloca signals",
+        f"            return {returned}, d_fence",
+        "        fence = new(Fence)",
+        "        fence.state = REACHED",
+        "        fence.error = fence.waiters = fence._set = None",
+        f"        return {returned}, fence",
+        f"    return {finish.format('error')}",
+    ]
     exec(_compiled("\n".join(lines)), ns)
-    return ns["submit"]
+    return ns["chain"]

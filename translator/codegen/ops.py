@@ -477,7 +477,13 @@ class OpRenderer:
         reg = self.reg
         ex = [reg(r) for r in chain.execute["operands"]]
         table_text = self._binding_table(ex, [k for k, _ in chain.slots])
-        allocated = self.use("fused", "ALLOCATED") if chain.dealloca_of >= 0 else ""
+        # A dealloca of the chain's own alloca reads ALLOCATED; TRANSIENT where nothing
+        # reads that buffer after the call (its result is `_`: the runtime may run the
+        # dispatches on a scratch buffer, see fused.TRANSIENT)
+        allocated = ""
+        if chain.dealloca_of >= 0:
+            dead_after = chain.targets[chain.dealloca_of] < 0
+            allocated = self.use("fused", "TRANSIENT" if dead_after else "ALLOCATED")
         create_of = {id(ops[k + 1]): ops[k] for k in range(len(ops) - 1)}  # op -> its fence.create
         wait = reg(chain.allocas[0]["operands"][2])  # (a chain has at least one alloca)
         args = [(ex[0], "device"), (wait, "wait fence")]
