@@ -617,6 +617,8 @@ def chain(create, alloca, join, execute, dealloca):
         return _results(buffers, _dealloca(device, fx, buffers, dealloca_args), dealloca_args)
 
     submit.general = general
+    submit.finish = finish  # (for chain_loop.ChainLoop's replays)
+    submit.transient = TRANSIENT
     return submit
 
 
@@ -742,3 +744,7 @@ __all__ = [
     "run",
     "Run",
 ]
+
+
+# (the runtime class of translator/codegen/loops.py's loops; it calls `chain`'s helper)
+from .chain_loop import ChainLoop  # noqa: E402

@@ -25,6 +25,7 @@ from translator.codegen.names import NameTable
 from translator.codegen.ops import HELPER_MODULES, OpRenderer
 from translator.codegen.passes import MessageTable, tidy_ifs, tidy_releases, trim_ref_init
 from translator.codegen.runs import RunTable
+from translator.codegen.loops import LoopTable
 from translator.codegen.printer import Printer
 from translator.analyses import arguments, chains, submissions
 from translator.codegen.view import (
@@ -186,6 +187,7 @@ def generate(
     pipeline: Pipeline | None = None,
     fuse_submissions: bool = True,
     merge_runs: bool = True,
+    loop_chains: bool = True,
 ) -> GeneratedPackage:
     """`pipeline`: the module's front end (decoded, verified functions and their analyses);
     made here when not given. `provenance`: VM comments (`# pc 0x42 hal.fence.await`) on
@@ -193,7 +195,8 @@ def generate(
     `fuse_submissions`: each per-dispatch submission group with private fences becomes
     one call of a fused helper (analyses/submissions.py); False keeps one call per op.
     `merge_runs`: runs of such calls become one call (codegen/runs.py); False keeps one
-    per dispatch (the benchmark measures both)."""
+    per dispatch (the benchmark measures both). `loop_chains`: a host loop of one queue
+    chain runs its iterations as steps of one runtime object (codegen/loops.py)."""
     if pipeline is None:
         pipeline = Pipeline(module)
     # Translate-time checks of the module's imports and exports run before any code is generated.
@@ -208,6 +211,7 @@ def generate(
     renderer.fuse_submissions = fuse_submissions
     messages = MessageTable()
     runs = RunTable(lambda: renderer._fused_local("run"), renderer.use)
+    loops = LoopTable(renderer.use)
     views = []
     structured = fallback = 0
     for k, fn in enumerate(functions):
@@ -219,6 +223,11 @@ def generate(
             merged = len(runs.constants)
             body = runs.merge(body)
             if len(runs.constants) > merged:  # (a run's steps' releases, once more)
+                body = tidy_releases(body)
+        if fuse_submissions and loop_chains:
+            rewritten = loops.count
+            body = loops.rewrite(body)
+            if loops.count > rewritten:
                 body = tidy_releases(body)
         messages.hoist(body)
         printer = Printer(provenance=provenance or not locations.has_locations(k))
@@ -380,6 +389,7 @@ def write_package(
     pipeline: Pipeline | None = None,
     fuse_submissions: bool = True,
     merge_runs: bool = True,
+    loop_chains: bool = True,
 ) -> Path:
     """Writes OUT_DIR/NAME/{__init__.py, rodata.bin}; returns the package directory.
 
@@ -389,7 +399,7 @@ def write_package(
     """
     pkg = generate(
         module, name, source_name, provenance=provenance, pipeline=pipeline,
-        fuse_submissions=fuse_submissions, merge_runs=merge_runs,
+        fuse_submissions=fuse_submissions, merge_runs=merge_runs, loop_chains=loop_chains,
     )
     source = format_source(pkg.source) if format_code else pkg.source
     out_dir = Path(out_dir)

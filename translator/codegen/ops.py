@@ -31,6 +31,7 @@ from translator.codegen.stmt import (
     Return,
     Stmt,
     Submit,
+    ChainCall,
 )
 from translator.ir import IMPORT_BIT, Function, Op, Reg
 from runtime_support.vm.numerics import INLINE as NUMERIC_INLINE
@@ -477,6 +478,11 @@ class OpRenderer:
         reg = self.reg
         ex = [reg(r) for r in chain.execute["operands"]]
         table_text = self._binding_table(ex, [k for k, _ in chain.slots])
+        own = {k for k, _ in chain.slots}
+        table = [
+            (None if k in own else e[0], e[1], e[2])
+            for k, e in enumerate(ex[i : i + 3] for i in range(EXECUTE_FIXED, len(ex), 3))
+        ]
         # A dealloca of the chain's own alloca reads ALLOCATED; TRANSIENT where nothing
         # reads that buffer after the call (its result is `_`: the runtime may run the
         # dispatches on a scratch buffer, see fused.TRANSIENT)
@@ -526,7 +532,8 @@ class OpRenderer:
         stmts: list[Stmt] = [
             Comment(provs[0], f"fused: {names}"),
             Comment(provs[0], legend),
-            Assign(self.provenance(fn, chain.execute), targets, call, reads),
+            ChainCall(self.provenance(fn, chain.execute), targets, call, reads,
+                      args=tuple(args), table=tuple(table)),
         ]
         released: list[str] = []
         for op, prov in zip(ops, provs):

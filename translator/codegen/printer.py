@@ -27,6 +27,7 @@ from translator.codegen.stmt import (
     Return,
     Stmt,
     Submit,
+    ChainCall,
     While,
 )
 
@@ -130,7 +131,7 @@ class Printer:
         self._mark(s, indent)
         out = self.lines
         t = type(s)
-        if t is Assign or t is Submit:
+        if t is Assign or t is Submit or t is ChainCall:
             line = S["Assign"].format(targets=SEPARATOR.join(s.targets), value=s.value)
             if s.note:
                 line = S["Note"].format(statement=line, text=comment_text(s.note))

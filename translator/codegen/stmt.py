@@ -57,6 +57,17 @@ class Submit(Assign):
 
 
 @dataclass(slots=True)
+class ChainCall(Assign):
+    """A fused queue chain call (ops.py `lower_chain`), its operands kept apart for
+    codegen/loops.py: `args` the helper's arguments in order as (text, label) pairs,
+    the table's entries as (buffer text or None for `ALLOCATED`, offset, length) in
+    `table`; `targets` holds one per queue.alloca, then the fence (`_`: not assigned)."""
+
+    args: tuple = ()
+    table: tuple = ()
+
+
+@dataclass(slots=True)
 class Call(Stmt):
     """A call whose result (if any) is dropped."""
 

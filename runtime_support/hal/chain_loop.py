@@ -1,0 +1,319 @@
+"""The steps of a host loop of one queue chain (translator/codegen/loops.py).
+
+Generated code makes one `ChainLoop` before such a loop, from the chain's first call's
+arguments, then calls `step()` once per iteration where the chain call was, and
+`results()` at the exit where the chain's results were read:
+
+    loop_0 = ChainLoop(submit_chain, (device, wait, allocas, ...), ((0, 0),), True)
+    while True:
+        loop_0.step()
+        ...
+        if more:
+            continue
+        buffer, _, fence = loop_0.results()
+
+(where the loop tests first, the exit reads results only `if loop_0.steps`)
+
+A step is the chain call (fused.chain's helper) with what the loop's moves carried: each
+table entry of `carried` holds the buffer the last step allocated, and with
+`wait_carried` the call waits on the last step's fence.
+
+REPLAY. The steps may be replays of the command buffer's native plan on buffers this
+object owns, where nothing can tell the difference: the helper is `hal`'s own fast path,
+the device a LocalDevice, the wait fence the loop came with null or reached, the allocas
+from pool 0, the plan's checks passing on the first step's table and on this loop's
+buffers (their sizes are the allocas', the same every step), and per step the queue and
+plan free, no executable closed and statistics off. Each replayed step writes new
+zero-filled buffers as the helper's allocas would, two per alloca taking turns (the one a
+step reads is the last step's; the one before that is dead, since the loop carries a
+buffer one step only), and a TRANSIENT alloca on one scratch buffer; its fence is
+reached, as the helper's would be. Accounting is the helper's: the allocator counts each
+step's allocas, the command buffer each execution. Anything else at a step (a busy queue,
+a failure) ends the replays: that step and the rest go through the helper, from what the
+replays left, which does what the unfused chain does.
+"""
+
+from __future__ import annotations
+
+from array import array
+from ctypes import memset
+
+from ..loaders import native, statistics
+from .buffer import HalBuffer, fresh_buffer
+from .command_buffer import HalCommandBuffer
+from .device import LocalDevice
+from .fence import REACHED, Fence
+
+# helper argument positions (fused.chain's submit)
+DEVICE, WAIT, ALLOCAS, CMD, TABLE, SLOTS, DEALLOCA = 0, 1, 2, 6, 8, 9, 10
+_M32 = 0xFFFFFFFF
+_LATER = "later"  # _set_up: the plan is not built yet; try again after the first step
+_new = object.__new__
+# Zero-filled from a bytes object of the same size up to here; larger ones by memset.
+_SMALL = 1 << 16
+
+
+class _Replay:
+    """The per-step state of a replay (see the module docstring)."""
+
+    __slots__ = ("plan", "queue", "lock", "take", "give", "images", "turn0", "zero", "memsets",
+                 "parity", "ran",
+                 "outputs", "executables", "allocator", "total", "command_buffer",
+                 "workers", "parallel", "run_plan", "args_address", "steps")
+
+
+class ChainLoop:
+    __slots__ = ("helper", "args", "table", "carried", "wait_carried", "last", "replay",
+                 "transient", "sizes", "steps")
+
+    def __init__(self, helper, args, carried, wait_carried: bool) -> None:
+        self.helper = helper
+        self.args = list(args)
+        self.table = list(args[TABLE])  # entries as given; carried ones updated per step
+        self.carried = carried
+        self.wait_carried = wait_carried
+        self.last = None
+        self.replay = None
+        dealloca = args[DEALLOCA]
+        transient = getattr(helper, "transient", None)
+        self.transient = (dealloca[4] if dealloca is not None and transient is not None
+                          and dealloca[2] is transient else -1)
+        self.sizes = None
+        self.steps = 0  # steps made (an exit before the first reads no results)
+
+    # -- the loop's calls ------------------------------------------------------------------
+    def step(self) -> None:
+        self.steps += 1
+        replay = self.replay
+        if replay is None and self.sizes is None:
+            replay = self._set_up()  # (once: at the first step, or after it built the plan)
+            if replay is _LATER:
+                replay = None
+            else:
+                self.sizes = ()
+                self.replay = replay
+        if replay is not None:
+            if not statistics.enabled and self._replay_step(replay):
+                return
+            self.replay = None
+            if replay.ran:  # (what the replays left is what the next step reads)
+                self.last = self._materialized(replay)
+                self._carry(self.last)
+        args = self.args
+        results = self.helper(*args[:TABLE], list(self.table), *args[SLOTS:])
+        self.last = results
+        self._carry(results)
+
+    def results(self):
+        replay = self.replay
+        if replay is not None and replay.steps:
+            self.last = self._materialized(replay)
+            replay.steps = 0
+        return self.last
+
+    def _carry(self, results) -> None:
+        """What the loop's moves carried: the next step's wait fence and table buffers."""
+        if self.wait_carried:
+            self.args[WAIT] = results[-1]
+        table = self.table
+        for entry, j in self.carried:
+            _, offset, length = table[entry]
+            table[entry] = (results[j], offset, length)
+
+    # -- replay ----------------------------------------------------------------------------
+    def _set_up(self):
+        """The replay state, where the module docstring's conditions hold before the
+        first step; else None (every step through the helper)."""
+        helper = self.helper
+        device, wait, allocas, cb = (self.args[DEVICE], self.args[WAIT], self.args[ALLOCAS],
+                                     self.args[CMD])
+        dealloca = self.args[DEALLOCA]
+        if type(cb) is HalCommandBuffer and cb._plan is None and self.steps == 1:
+            return _LATER  # (its first execution builds the plan)
+        if (
+            getattr(helper, "finish", None) is None  # (not hal's own fast path)
+            or type(device) is not LocalDevice
+            or type(cb) is not HalCommandBuffer
+            or not cb._plan
+            or not cb._plan.checks
+            or (dealloca is not None and dealloca[0] is None)  # (it signals an outside fence)
+            or (dealloca is not None and dealloca[4] < 0 and type(dealloca[2]) is not HalBuffer)
+        ):
+            return None
+        if wait is not None and not (
+            type(wait) is Fence and wait.state == REACHED and wait.error is None
+        ):
+            return None
+        try:
+            sizes = [(a[2], a[3], a[4], a[5]) for a in allocas]  # pool, types, usage, size
+        except (TypeError, IndexError):
+            return None
+        if any(pool != 0 or type(size) is not int or size < 0 for pool, _, _, size in sizes):
+            return None
+        plan = cb._plan
+        own = dict(self.args[SLOTS])
+        carried = dict(self.carried)
+        # Two buffers per alloca taking turns, one scratch for a TRANSIENT one.
+        outputs = []
+        allocator = device.allocator
+        for j, (_, types, usage, size) in enumerate(sizes):
+            a = fresh_buffer(size, types & _M32, usage & _M32, allocator)
+            b = a if j == self.transient else fresh_buffer(size, types & _M32, usage & _M32,
+                                                          allocator)
+            outputs.append((a, b))
+        # The native table's words, every check of plan.run made here: for the first step
+        # (it reads the buffers the loop came with), and for turn 0 (writes outputs[j][0],
+        # reads outputs[j][1]). Turn 1's differs from turn 0's only in which buffer of
+        # each pair an entry holds, of the same length, allocated alike: the same checks.
+        table = list(self.table)
+        for k, j in own.items():
+            _, offset, length = table[k]
+            table[k] = (outputs[j][0], offset, length)
+        first = _checked_image(plan, table)
+        for k, j in carried.items():
+            _, offset, length = table[k]
+            table[k] = (outputs[j][1], offset, length)
+        turn0 = _checked_image(plan, table) if carried else first
+        if first is None or turn0 is None:
+            return None
+        turn1 = array("q", turn0)
+        for slot, index, *_ in plan.checks:
+            if slot in own or slot in carried:
+                buffer, offset, _ = table[slot]
+                j = own[slot] if slot in own else carried[slot]
+                turn1[index] = outputs[j][0 if slot in carried else 1].address + offset
+        images = [first, turn1]
+        replay = _new(_Replay)
+        replay.plan = plan
+        replay.queue = device.queue
+        replay.lock = device.queue._lock
+        replay.take, replay.give = plan._token.pop, plan._token.append
+        replay.images = images
+        replay.zero = [[], []]  # per turn, (memoryview, zero bytes)
+        replay.memsets = [[], []]  # per turn, (address, size) where zero bytes cost memory
+        zeros: dict = {}
+        for a, b in outputs:
+            for parity, buffer in ((0, a), (1, b)):
+                size = buffer.length
+                if size > _SMALL:
+                    replay.memsets[parity].append((buffer.address, size))
+                elif size:
+                    view = memoryview(buffer.allocation.array)[
+                        buffer.offset : buffer.offset + size
+                    ]
+                    replay.zero[parity].append((view, zeros.setdefault(size, bytes(size))))
+        replay.parity = 0
+        replay.turn0 = turn0  # (turn 0's image once the first step has run)
+        replay.outputs = outputs
+        replay.executables = tuple(plan.executables)
+        replay.allocator = allocator
+        replay.total = sum(size for *_, size in sizes)
+        replay.command_buffer = cb
+        replay.workers = device.worker_count
+        replay.parallel = plan.parallel
+        replay.run_plan = plan.run_plan
+        replay.args_address = plan.args_address
+        replay.steps = replay.ran = 0
+        return replay
+
+    def _replay_step(self, r: _Replay) -> bool:
+        """One step as a replay; False (nothing done) where it cannot be one (statistics
+        on: the caller checks)."""
+        for e in r.executables:
+            if e._closed:
+                return False
+        parity = r.parity
+        for view, zeros in r.zero[parity]:  # (the step's new buffers, zero-filled)
+            view[:] = zeros
+        for address, size in r.memsets[parity]:
+            memset(address, 0, size)
+        queue, lock = r.queue, r.lock
+        lock.acquire()
+        if queue._draining:
+            lock.release()
+            return False
+        queue._draining = True
+        lock.release()
+        error = None
+        try:
+            try:
+                r.take()
+            except IndexError:  # another thread is running this plan
+                return False
+            try:
+                plan = r.plan
+                if r.parallel and (r.workers != plan._workers or native._pool is not plan._pool):
+                    plan._use_workers(r.workers)
+                plan.table[:] = r.images[parity]
+                r.allocator.bytes_allocated += r.total
+                r.command_buffer.executions += 1
+                result = r.run_plan(r.args_address)
+                if result:
+                    try:
+                        plan._raise(result)
+                    except Exception as exc:  # (a VMError: the step's error)
+                        error = exc
+            finally:
+                r.give(1)
+        finally:
+            lock.acquire()
+            if queue._ready:
+                lock.release()
+                queue._drain()
+            else:
+                queue._draining = False
+                lock.release()
+        r.parity = parity ^ 1
+        r.steps += 1
+        if not r.ran:
+            r.images[0] = r.turn0  # (the first step's image is done with)
+        r.ran += 1
+        if error is not None:
+            # The step failed: its results as the helper leaves a failed execution (the
+            # fence failed, the dealloca through the imports), and no more replays.
+            self.replay = None
+            buffers = [pair[parity] for pair in r.outputs]
+            args = self.args
+            table = list(self.table)
+            for k, j in dict(args[SLOTS]).items():
+                _, offset, length = table[k]
+                table[k] = (buffers[j], offset, length)
+            self.last = self.helper.finish(
+                args[DEVICE], args[4], args[5], args[CMD], args[7], table, args[DEALLOCA],
+                tuple(buffers), error,
+            )
+            self._carry(self.last)
+        return True
+
+    def _materialized(self, r: _Replay):
+        """The last replayed step's results, as the helper returns them."""
+        last = r.parity ^ 1  # (the turn the last step wrote)
+        buffers = [None if j == self.transient else pair[last]
+                   for j, pair in enumerate(r.outputs)]
+        fence = _new(Fence)
+        fence.state = REACHED
+        fence.error = fence.waiters = fence._set = None
+        return (*buffers, fence)
+
+
+def _checked_image(plan, table):
+    """The native table plan.run would write for `table` (an array of the same type and
+    length as plan.table), or None where one of its checks fails (the checks of
+    plan_runner._slot_lines)."""
+    image = array("q", bytes(8 * len(plan.table)))
+    for slot, index, end, _nonnull, writable, align in plan.checks:
+        if slot >= len(table):
+            return None
+        buffer, offset, length = table[slot]
+        if type(buffer) is not HalBuffer or type(offset) is not int or type(length) is not int:
+            return None
+        if length == -1:
+            length = buffer.length - offset
+        if length < end or offset < 0 or offset + length > buffer.length:
+            return None
+        if writable and buffer.allocation.readonly:
+            return None
+        if align > 1 and offset % align:
+            return None
+        image[index], image[index + 1] = buffer.address + offset, length
+    return image
