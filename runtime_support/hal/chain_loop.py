@@ -40,7 +40,7 @@ from ctypes import memset
 
 from ..loaders import native, statistics
 from .buffer import HalBuffer, fresh_buffer
-from .command_buffer import HalCommandBuffer
+from .command_buffer import HalCommandBuffer, overwritten_first
 from .device import LocalDevice
 from .fence import REACHED, Fence
 
@@ -59,7 +59,7 @@ class _Replay:
     __slots__ = ("plan", "queue", "lock", "take", "give", "images", "turn0", "zero", "memsets",
                  "parity", "ran",
                  "outputs", "executables", "allocator", "total", "command_buffer",
-                 "workers", "parallel", "run_plan", "args_address", "steps")
+                 "workers", "parallel", "run_plan", "args_address")
 
 
 class ChainLoop:
@@ -93,8 +93,27 @@ class ChainLoop:
                 self.sizes = ()
                 self.replay = replay
         if replay is not None:
-            if not statistics.enabled and self._replay_step(replay):
-                return
+            if not statistics.enabled:
+                # A replay: its checks and zero-fills inline (a frame less per step), then
+                # the queue's draining role taken for _replay_run
+                for e in replay.executables:
+                    if e._closed:
+                        break
+                else:
+                    parity = replay.parity
+                    for view, zeros in replay.zero[parity]:  # (the new buffers, zeroed)
+                        view[:] = zeros
+                    for address, size in replay.memsets[parity]:
+                        memset(address, 0, size)
+                    queue, lock = replay.queue, replay.lock
+                    lock.acquire()
+                    if not queue._draining:
+                        queue._draining = True
+                        lock.release()
+                        if self._replay_run(replay, queue, lock, parity):
+                            return
+                    else:
+                        lock.release()
             self.replay = None
             if replay.ran:  # (what the replays left is what the next step reads)
                 self.last = self._materialized(replay)
@@ -106,9 +125,8 @@ class ChainLoop:
 
     def results(self):
         replay = self.replay
-        if replay is not None and replay.steps:
+        if replay is not None and replay.ran:
             self.last = self._materialized(replay)
-            replay.steps = 0
         return self.last
 
     def _carry(self, results) -> None:
@@ -192,7 +210,15 @@ class ChainLoop:
         replay.zero = [[], []]  # per turn, (memoryview, zero bytes)
         replay.memsets = [[], []]  # per turn, (address, size) where zero bytes cost memory
         zeros: dict = {}
-        for a, b in outputs:
+        unread = set()  # a TRANSIENT alloca the commands overwrite whole before reading it
+        for k, j in own.items():
+            if j == self.transient:
+                _, offset, length = self.table[k]
+                if overwritten_first(cb.commands, k, sizes[j][3], offset, length):
+                    unread.add(j)
+        for j, (a, b) in enumerate(outputs):
+            if j in unread:
+                continue  # (nothing can see its bytes before the commands write them all)
             for parity, buffer in ((0, a), (1, b)):
                 size = buffer.length
                 if size > _SMALL:
@@ -213,27 +239,12 @@ class ChainLoop:
         replay.parallel = plan.parallel
         replay.run_plan = plan.run_plan
         replay.args_address = plan.args_address
-        replay.steps = replay.ran = 0
+        replay.ran = 0
         return replay
 
-    def _replay_step(self, r: _Replay) -> bool:
-        """One step as a replay; False (nothing done) where it cannot be one (statistics
-        on: the caller checks)."""
-        for e in r.executables:
-            if e._closed:
-                return False
-        parity = r.parity
-        for view, zeros in r.zero[parity]:  # (the step's new buffers, zero-filled)
-            view[:] = zeros
-        for address, size in r.memsets[parity]:
-            memset(address, 0, size)
-        queue, lock = r.queue, r.lock
-        lock.acquire()
-        if queue._draining:
-            lock.release()
-            return False
-        queue._draining = True
-        lock.release()
+    def _replay_run(self, r: _Replay, queue, lock, parity: int) -> bool:
+        """The rest of a replayed step, with the queue's draining role taken (and given
+        back here): False (nothing ran) where another thread holds the plan."""
         error = None
         try:
             try:
@@ -264,9 +275,7 @@ class ChainLoop:
                 queue._draining = False
                 lock.release()
         r.parity = parity ^ 1
-        r.steps += 1
-        if not r.ran:
-            r.images[0] = r.turn0  # (the first step's image is done with)
+        r.images[0] = r.turn0  # (after the first step: its image is done with)
         r.ran += 1
         if error is not None:
             # The step failed: its results as the helper leaves a failed execution (the

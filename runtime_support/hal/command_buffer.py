@@ -194,6 +194,39 @@ class _Dispatch(NamedTuple):
         self.executable.dispatch(self.ordinal, counts, self.constants, bindings, workers)
 
 
+def overwritten_first(commands, slot: int, size: int, offset: int, length: int) -> bool:
+    """Whether the first of `commands` that touches binding-table `slot`, holding a new
+    `size`-byte buffer at (`offset`, `length`), writes all of its bytes without reading
+    any: a fill, update or copy whose target covers the whole buffer (then zero-filling
+    it first changes nothing the commands can see). Any other first touch, or none, is
+    False."""
+    if offset != 0 or (length != WHOLE_BUFFER and length < size):
+        return False
+    for c in commands:
+        refs = _slot_refs(c, slot)
+        if not refs:
+            continue
+        if type(c) not in (_Fill, _Update, _Copy) or refs != [c.target]:
+            return False  # (read as well, or by a command whose writes are unknown)
+        ref = c.target
+        covered = len(c.data) if type(c) is _Update else ref.length
+        return ref.offset == 0 and (covered == WHOLE_BUFFER or covered >= size)
+    return False
+
+
+def _slot_refs(command, slot: int) -> list:
+    """The BufferRefs of `command` (any command type: its fields and tuples of them)
+    naming table `slot`."""
+    if not isinstance(command, tuple):
+        return [None]  # (a command of another kind: treated as touching every slot)
+    out = []
+    for value in command:
+        for ref in value if type(value) is tuple else (value,):
+            if type(ref) is BufferRef and ref.buffer is None and ref.slot == slot:
+                out.append(ref)
+    return out
+
+
 class _CollectiveBatch:
     """Consecutive collectives, started together and waited for together (collectives.py)."""
 
