@@ -5,8 +5,6 @@ results, accounting, statistics, failures, fallbacks and threads."""
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 
@@ -16,6 +14,7 @@ from runtime_support.hal import chain_loop
 from runtime_support.loaders import statistics
 from runtime_support.run_cli import import_package_as
 from tests.helpers_compile import LLVM_CPU_FLAGS, compile_mlir
+from tests.helpers_threads import outputs_from_threads
 from translator.codegen import loops, write_package
 from translator.codegen.stmt import Assign, ChainCall, Comment, Continue, If, Release, While
 from translator.codegen.stmt import Provenance
@@ -210,22 +209,7 @@ def test_threads_sharing_a_context(packages, device):
     ctx = packages[True].load(device=device)
     inputs = [_inputs(seed) for seed in range(4)]
     want = [np.asarray(ctx.main(w, x)).tobytes() for w, x in inputs]
-    got = [[] for _ in inputs]
-    errors = []
-
-    def work(k):
-        try:
-            for _ in range(40):
-                got[k].append(np.asarray(ctx.main(*inputs[k])).tobytes())
-        except Exception as e:  # reported below
-            errors.append(e)
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(inputs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    got = outputs_from_threads(lambda w, x: np.asarray(ctx.main(w, x)).tobytes(), inputs, 40)
     for k, outs in enumerate(got):
         assert set(outs) == {want[k]}
 

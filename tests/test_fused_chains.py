@@ -17,6 +17,7 @@ from runtime_support.hal.device import LocalDevice
 from runtime_support.hal.fence import REACHED, Fence
 from runtime_support.run_cli import import_package_as
 from tests.helpers_compile import LLVM_CPU_FLAGS, compile_mlir
+from tests.helpers_threads import outputs_from_threads
 from translator.analyses import cfg, chains
 from translator.analyses.liveness import RefLiveness
 from translator.codegen import write_package
@@ -455,29 +456,12 @@ def test_outside_signal_fast_path_equals_general(async_packages, monkeypatch, ch
 def test_threads_sharing_a_context_get_the_single_thread_results(packages, device):
     """Four threads run the fused loop on one context at once: the queue's draining role,
     the plan's guard and the compiled chain's fallbacks keep each call's result its own."""
-    import threading
-
     ctx = packages[True].load(device=device)
     rng = np.random.default_rng(11)
     inputs = [((rng.standard_normal((16, 16)) * 0.3).astype(np.float32),
                rng.standard_normal(16).astype(np.float32)) for _ in range(4)]
     want = [np.asarray(ctx.main(w, x)).tobytes() for w, x in inputs]
-    got = [[] for _ in inputs]
-    errors = []
-
-    def work(k):
-        try:
-            for _ in range(150):
-                got[k].append(np.asarray(ctx.main(*inputs[k])).tobytes())
-        except Exception as e:  # reported below
-            errors.append(e)
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(inputs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    got = outputs_from_threads(lambda w, x: np.asarray(ctx.main(w, x)).tobytes(), inputs, 150)
     for k, outs in enumerate(got):
         assert len(outs) == 150 and set(outs) == {want[k]}
 
