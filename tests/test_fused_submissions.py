@@ -16,7 +16,7 @@ import pytest
 
 from bench.programs import chain_source
 from runtime_support.errors import StatusCode, VMError
-from runtime_support.hal import fused
+from runtime_support.hal import fused, plan_runner
 from runtime_support.hal.buffer import fresh_buffer
 from runtime_support.hal.command_buffer import HalCommandBuffer
 from runtime_support.hal.device import LocalDevice
@@ -280,7 +280,8 @@ def _submit(helper, hal, device, cmd, *, table=None, pool=0, size=16, wait=None,
 def _both(mul4_parts, packages, cmd=None, warm=False, **kw):
     """The fast helper and its general path, each on its own fresh context. `warm`: the
     fast helper ran once before, so the command buffer has its native plan and the call
-    goes through the plan's compiled submit (plan_runner.compile_submit)."""
+    goes through the call site's compiled fast path (plan_runner.compile_alloca); with
+    "submit", through the plan's compiled submit (plan_runner.compile_submit) instead."""
     out = []
     for general in (False, True):
         hal, device, own_cmd = mul4_parts if not general else _fresh(packages)
@@ -293,7 +294,11 @@ def _both(mul4_parts, packages, cmd=None, warm=False, **kw):
         if warm and not general:
             for _ in range(2):
                 assert _submit(helper, hal, device, own_cmd)[0] == "ok"
-            assert own_cmd._plan.submits[(2,)] is not None
+            assert own_cmd._plan.allocas[(2,)] is not None
+            if warm == "submit":
+                own_cmd._plan.allocas[(2,)] = None  # (as for a plan compile_alloca declines)
+                assert _submit(helper, hal, device, own_cmd)[0] == "ok"
+                assert own_cmd._plan.submits[(2,)] is not None
         before = device.allocator.bytes_allocated
         got = _submit(helper.general if general else helper, hal, device, cmd, **kw)
         out.append((got, device.allocator.bytes_allocated - before))
@@ -305,14 +310,22 @@ def _fresh(packages):
     return ctx.modules["hal"], _refs_of(ctx, LocalDevice), _refs_of(ctx, HalCommandBuffer)
 
 
-@pytest.mark.parametrize("warm", [False, True], ids=["first-call", "compiled-submit"])
+_WARM = pytest.mark.parametrize(
+    "warm", [False, "submit", True], ids=["first-call", "compiled-submit", "compiled-alloca"]
+)
+
+
+@_WARM
 def test_fast_path_result_and_accounting_equal_general(mul4_parts, packages, monkeypatch, warm):
     allocs = []
     real = fused.fresh_buffer
-    monkeypatch.setattr(fused, "fresh_buffer", lambda *a: allocs.append(a) or real(*a))
+    count = lambda *a: allocs.append(a) or real(*a)  # noqa: E731
+    monkeypatch.setattr(fused, "fresh_buffer", count)
+    monkeypatch.setattr(plan_runner, "fresh_buffer", count)
+    mul4_parts[2]._plan and mul4_parts[2]._plan.allocas.clear()  # (compiled with `count`)
     (fast, fast_bytes), (gen, gen_bytes) = _both(mul4_parts, packages, warm=warm)
-    # the fast path allocated (its warm-up call too), the general one went to the import
-    assert len(allocs) == 1 + 2 * warm
+    # the fast path allocated (its warm-up calls too), the general one went to the import
+    assert len(allocs) == 1 + 2 * bool(warm) + (warm == "submit")
     assert fast[0] == gen[0] == "ok" and fast[2] == gen[2] == 0
     assert fast[1].read() == gen[1].read() == np.float32([5, 12, 21, 32]).tobytes()
     assert fast_bytes == gen_bytes  # inputs + the allocated buffer
@@ -329,7 +342,7 @@ def test_fast_path_result_and_accounting_equal_general(mul4_parts, packages, mon
     ],
     ids=["pool", "negative-size", "null-slot", "wrong-ref-type", "short-buffer"],
 )
-@pytest.mark.parametrize("warm", [False, True], ids=["first-call", "compiled-submit"])
+@_WARM
 def test_fast_path_errors_equal_general(mul4_parts, packages, kw, code, warm):
     (fast, fast_bytes), (gen, gen_bytes) = _both(mul4_parts, packages, warm=warm, **kw)
     assert fast == gen, (fast, gen)

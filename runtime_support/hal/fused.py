@@ -39,7 +39,9 @@ from .buffer import HalBuffer, fresh_buffer
 from .command_buffer import HalCommandBuffer
 from .device import LocalDevice
 from .fence import REACHED, Fence
-from .plan_runner import BUSY_QUEUE, MISMATCH, TYPE, compile_chain, compile_submit
+from .plan_runner import (
+    BUSY_QUEUE, MISMATCH, TYPE, compile_alloca, compile_chain, compile_submit,
+)
 from .queue import BUSY
 from . import runs
 from .runs import Run  # (the layout class of generated code's run constants)
@@ -168,11 +170,34 @@ def alloca_execute_indirect(create, alloca, execute, await_):
         execute(device, exec_affinity, f0, f1, command_buffer, exec_flags, table)
         return buffer, await_(timeout, await_flags, [f1])
 
+    def finish(device, create_flags, create_flags2, exec_affinity, command_buffer, exec_flags,
+               table, timeout, await_flags, buffer, error):
+        """After the compiled fast path's execution (plan_runner.compile_alloca): another
+        thread held the queue (the table holds the buffer), or it failed."""
+        if error is BUSY_QUEUE:
+            return resume(device, create_flags, create_flags2, exec_affinity, command_buffer,
+                          exec_flags, table, timeout, await_flags, buffer)
+        return buffer, _failed(error, await_, timeout, await_flags)
+
     def submit(
         device, create_flags, affinity, wait, pool, memory_types, usage, size, alloca_flags,
         create_flags2, exec_affinity, command_buffer, exec_flags, table, slots, timeout,
         await_flags,
     ):
+        # The call site's compiled fast path (plan_runner.compile_alloca), where it applies
+        if type(command_buffer) is HalCommandBuffer:
+            plan = command_buffer._plan
+            if plan:
+                fast = plan.allocas.get(slots, _UNSEEN)
+                if fast is _UNSEEN:
+                    fast = plan.allocas[slots] = compile_alloca(plan, len(table), slots)
+                if fast is not None:
+                    result = fast(device, create_flags, affinity, wait, pool, memory_types,
+                                  usage, size, alloca_flags, create_flags2, exec_affinity,
+                                  command_buffer, exec_flags, table, slots, timeout,
+                                  await_flags, finish)
+                    if result is not MISMATCH:
+                        return result
         # (the tests are inline: a helper function per test costs a frame per dispatch)
         if not (
             type(device) is LocalDevice

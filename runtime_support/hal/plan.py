@@ -66,6 +66,8 @@ class Plan:
         self.submits: dict = {}
         # fused.chain's compiled fast paths, by the call site's `slots` (compile_chain)
         self.chains: dict = {}
+        # fused.alloca_execute_indirect's, by the call site's `slots` (compile_alloca)
+        self.allocas: dict = {}
 
     # -- building ------------------------------------------------------------------------
 

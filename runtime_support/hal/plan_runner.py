@@ -277,6 +277,77 @@ def _execute_lines(plan, ns: dict, place: list[str], busy: str = "return BUSY_QU
 # writes the whole fast path as one function per (plan, call-site shape), with the
 # allocas, entries and checks unrolled.
 
+def _fast_namespace(plan) -> dict:
+    """What compile_chain's and compile_alloca's functions read."""
+    ns = _namespace(plan)
+    ns.update(HalBuffer=HalBuffer, VMError=VMError, _internal=_internal, _Decline=_Decline,
+              BUSY_QUEUE=BUSY_QUEUE, MISMATCH=MISMATCH, LocalDevice=LocalDevice,
+              Fence=Fence, REACHED=REACHED, fresh=fresh_buffer, new=object.__new__,
+              NAME="device.queue.execute.indirect")
+    return ns
+
+
+def compile_alloca(plan, entries: int, slots):
+    """`alloca(device, create_flags, affinity, wait, pool, memory_types, usage, size,
+    alloca_flags, create_flags2, exec_affinity, cb, exec_flags, table, slots, timeout,
+    await_flags, finish)`: the fast path of fused.alloca_execute_indirect's `submit` (its
+    arguments, plus `finish`) in one function, for tables of `entries` entries with the
+    new buffer in the entries `slots`.
+
+    MISMATCH (nothing done) where the fast path's checks do not all pass, or an entry is
+    of another type or the table of another length: the caller goes on as before, and
+    the imports raise what they raise. Else the buffer is made as the fast path makes it
+    and the execution runs: (buffer, 0) when it ran, else `finish(device, create_flags,
+    create_flags2, exec_affinity, cb, exec_flags, table, timeout, await_flags, buffer,
+    error)`. None when this plan cannot use one (no table slots, or slots past
+    `entries`)."""
+    if not plan.checks or entries <= plan.max_slot or any(k >= entries for k in slots):
+        return None
+    own = set(slots)
+    ns = _fast_namespace(plan)
+    targets = ", ".join(
+        f"(_, o{k}, n{k})" if k in own else f"(b{k}, o{k}, n{k})" for k in range(entries)
+    )
+    typed = [f"type(b{k}) is not HalBuffer and b{k} is not None"
+             for k in range(entries) if k not in own]
+    finish = ("finish(device, create_flags, create_flags2, exec_affinity, cb, exec_flags, "
+              "table, timeout, await_flags, x0, {})")
+    lines = [
+        "def alloca(device, create_flags, affinity, wait, pool, memory_types, usage, size,",
+        "           alloca_flags, create_flags2, exec_affinity, cb, exec_flags, table, slots,",
+        "           timeout, await_flags, finish):",
+        # the fast path's checks, in its order (any failing one: nothing done)
+        "    if type(device) is not LocalDevice or pool or size < 0 or (",
+        "        wait is not None and not (",
+        "            type(wait) is Fence and (wait.state == REACHED or wait.reached_now())",
+        "        )",
+        "    ):",
+        "        return MISMATCH",
+        "    queue = device.queue",
+        "    if queue._draining:",
+        "        return MISMATCH",
+        "    try:",
+        f"        ({targets},) = table",
+        "    except (TypeError, ValueError):  # another shape",
+        "        return MISMATCH",
+    ]
+    if typed:
+        lines += [f"    if {' or '.join(typed)}:", "        return MISMATCH"]
+    # hal.device.queue.alloca on a LocalDevice; its signal fence is reached at once
+    lines += ["    allocator = device.allocator",
+              "    x0 = fresh(size, memory_types & 0xFFFFFFFF, usage & 0xFFFFFFFF, allocator)",
+              "    allocator.bytes_allocated += size"]
+    lines += [f"    b{k} = x0" for k in sorted(own)]
+    lines += ["    workers = device.worker_count"]
+    place = [f"table[{k}] = (x0, o{k}, n{k})" for k in sorted(own)] or ["pass"]
+    lines += _execute_lines(plan, ns, place, busy=f"return {finish.format('BUSY_QUEUE')}",
+                            lengths={k: "size" for k in own})
+    lines += ["    if error is None:", "        return x0, 0  # (the await of a reached fence)",
+              f"    return {finish.format('error')}"]
+    exec(_compiled("\n".join(lines)), ns)
+    return ns["alloca"]
+
+
 # A TRANSIENT alloca up to this size runs on the call site's scratch buffer.
 _SCRATCH_MAX = 1 << 16
 
@@ -310,11 +381,7 @@ def compile_chain(plan, allocas: int, entries: int, placed, transient: int = -1,
     own = dict(placed)
     if any(j >= allocas or k >= entries for k, j in own.items()):
         return None
-    ns = _namespace(plan)
-    ns.update(HalBuffer=HalBuffer, VMError=VMError, _internal=_internal, _Decline=_Decline,
-              BUSY_QUEUE=BUSY_QUEUE, MISMATCH=MISMATCH, LocalDevice=LocalDevice,
-              Fence=Fence, REACHED=REACHED, fresh=fresh_buffer, new=object.__new__,
-              NAME="device.queue.execute.indirect")
+    ns = _fast_namespace(plan)
     made = ", ".join(f"x{j}" for j in range(allocas))
     returned = ", ".join("None" if j == transient else f"x{j}" for j in range(allocas))
     unpack_allocas = ", ".join(f"(_, _, p{j}, t{j}, u{j}, s{j}, _)" for j in range(allocas))
