@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import StatusCode, VMError
 from .buffer import HalBuffer, WHOLE_BUFFER
+from .executable import HalExecutable
 
 # Modes (§B.5).
 MODE_ONE_SHOT = 0x1
@@ -165,14 +166,27 @@ class _Dispatch(NamedTuple):
     constants: tuple[int, ...]  # u32
     bindings: tuple[BufferRef, ...]
     flags: int
+    # Every binding's address, then every length, where the count and every binding are
+    # direct and the executable a HalExecutable: resolved when recorded (a buffer never
+    # moves or shrinks), nothing left to resolve or check per execution.
+    direct: tuple[int, ...] | None = None
 
     def check(self, table):
+        if self.direct is not None:
+            return
         if isinstance(self.workgroups, BufferRef):
             resolve_ref(self.workgroups, table, "dispatch.indirect workgroups")
         for i, ref in enumerate(self.bindings):
             resolve_ref(ref, table, f"dispatch binding {i}")
 
     def execute(self, table, workers):
+        direct = self.direct
+        if direct is not None:
+            if 0 not in self.workgroups:  # (an empty grid launches nothing)
+                self.executable.dispatch_flat(
+                    self.ordinal, self.workgroups, self.constants, direct, workers
+                )
+            return
         if isinstance(self.workgroups, BufferRef):
             buffer, offset, _ = _require(
                 resolve_ref(self.workgroups, table, "dispatch.indirect workgroups"),
@@ -340,6 +354,39 @@ class HalCommandBuffer:
         refs = tuple([self._ref(*ref, f"dispatch binding {i}") for i, ref in enumerate(bindings)])
         constants = tuple([int(c) & 0xFFFFFFFF for c in constants])
         self.commands.append(_Dispatch(executable, ordinal, workgroups, constants, refs, flags))
+        self._open_batch = None
+
+    def dispatch_span(self, executable, ordinal, x, y, z, constants, span, flags) -> None:
+        """`dispatch(executable, ordinal, (x, y, z), constants, bindings, flags)` of the
+        hal import's own arguments (counts already masked to u32; `span` rows (_, slot,
+        buffer, offset, length)) in one pass, the same checks in the same order: the
+        per-call path of a one-shot command buffer recorded per call (dynamic shapes)."""
+        if not self.recording or self.categories & CATEGORY_DISPATCH != CATEGORY_DISPATCH:
+            self._check_recording("dispatch", CATEGORY_DISPATCH)
+        refs = []
+        addresses = [] if type(executable) is HalExecutable else None
+        lengths = []
+        for i, (_, slot, buffer, offset, length) in enumerate(span):
+            if buffer is not None and 0 <= offset and 0 <= length <= buffer.length - offset:
+                refs.append(BufferRef(buffer, slot, offset, length))  # (as _ref passes it)
+                if addresses is not None:
+                    addresses.append(buffer.address + offset)
+                    lengths.append(length)
+                continue
+            ref = self._ref(buffer, slot, offset, length, f"dispatch binding {i}")
+            refs.append(ref)
+            if buffer is None:
+                addresses = None
+            elif addresses is not None:
+                offset, length = buffer.check_range(offset, length)  # (a whole-buffer ref)
+                addresses.append(buffer.address + offset)
+                lengths.append(length)
+        self.commands.append(
+            _Dispatch(
+                executable, ordinal, (x, y, z), tuple([int(c) & 0xFFFFFFFF for c in constants]),
+                tuple(refs), flags, None if addresses is None else (*addresses, *lengths),
+            )
+        )
         self._open_batch = None
 
     def collective(self, channel, op, param: int, send: BufferRef, recv: BufferRef, count: int) -> None:

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import StatusCode, VMError
 from ..vm import args as vm_args
+from ..vm.buffer import VMBuffer
 from ..vm.args import (
     DEVICE,
     HOST_BYTES,
@@ -541,6 +542,12 @@ class HalModule:
         constants,
         bindings,
     ):
+        if type(command_buffer) is HalCommandBuffer:
+            command_buffer.dispatch_span(
+                executable, function_id, workgroup_x, workgroup_y, workgroup_z, constants,
+                bindings, flags,
+            )
+            return
         command_buffer.dispatch(
             executable,
             function_id,
@@ -843,6 +850,8 @@ class HalModule:
         "hal.executable.lookup.function", "0rr_I", executable=EXECUTABLE, name=HOST_BYTES
     )
     def executable_lookup_function(self, executable, name):
+        if type(name) is VMBuffer:  # (its data: a byte view, as host_view gives)
+            return executable.lookup(bytes(name.data))
         return executable.lookup(bytes(vm_args.host_view(name)[0]))
 
     # -- hal.fence ------------------------------------------------------------------------
