@@ -432,6 +432,24 @@ class HalCommandBuffer:
         """Runs the commands in order, resolving buffer refs against `binding_table`.
         Dispatches use up to `workers` threads (default: the device's worker count)."""
         plan = self._plan
+        if (
+            plan is None
+            and binding_table is None
+            and self.modes & MODE_ONE_SHOT
+            and not self.executions
+            and not self.recording
+            and not self.binding_count
+        ):
+            # A one-shot command buffer with no table, run for the first time (dynamic
+            # shapes record one per call): what the Python path below does for it, whose
+            # checks all pass here, without the plan branch or the table checks.
+            self.executions = 1
+            self._plan = False
+            if workers is None:
+                workers = getattr(self.device, "worker_count", 1)
+            for command in self.commands:
+                command.execute(None, workers)
+            return
         if plan:
             # Plans exist only for finalized reusable command buffers (neither check below
             # can fail for them) of local devices (which have a worker count): the
