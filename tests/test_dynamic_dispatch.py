@@ -305,3 +305,30 @@ def test_dynamic_shapes_bad_argument_fails_its_check(dynamic_package):
     assert info.value.code == StatusCode.INVALID_ARGUMENT
     assert "input0" in str(info.value) and "rank" in str(info.value)
     assert ctx.main(b, b).tolist() == [2.0] * 6  # and the next call runs
+
+
+# --- argument copies in recycled storage ---------------------------------------------------
+
+
+def test_recycled_argument_copies_hold_their_array_and_are_never_shared():
+    """buffer_copy_recycled (dynamic-shape arguments): a copy reuses storage only when
+    nothing reaches it any more, and always holds exactly its array's bytes."""
+    from runtime_support.hal.buffer import USAGE_DEFAULT, buffer_copy_of, buffer_copy_recycled
+
+    rng = np.random.default_rng(4)
+    x, y, z = (rng.standard_normal(999).astype(np.float32) for _ in range(3))  # a size of its own
+    copy = buffer_copy_recycled(x, USAGE_DEFAULT, None)
+    address = copy.address
+    view = copy.bytes_view()  # a numpy view of its storage outlives the buffer
+    del copy
+    held = buffer_copy_recycled(y, USAGE_DEFAULT, None)
+    assert held.address != address and held.read() == y.tobytes()
+    assert view.tobytes() == x.tobytes()
+    del view
+    again = buffer_copy_recycled(z, USAGE_DEFAULT, None)  # x's storage, free now
+    reference = buffer_copy_of(z, USAGE_DEFAULT, None)
+    assert again.address == address  # (the path under test ran)
+    assert again.read() == z.tobytes() and held.read() == y.tobytes()
+    assert (again.memory_types, again.allowed_usage, again.length, again.offset) == (
+        reference.memory_types, reference.allowed_usage, reference.length, reference.offset
+    )
