@@ -50,6 +50,9 @@ class Binding(NamedTuple):
     length: int
 
 
+_tuple_new = tuple.__new__
+
+
 def format_categories(value: int) -> str:
     """A category bitfield as IREE's iree_bitfield_format writes it: the names whose bits
     are all set, in table order, each taking its bits; what remains as hex with an `h`."""
@@ -358,33 +361,39 @@ class HalCommandBuffer:
 
     def dispatch_span(self, executable, ordinal, x, y, z, constants, span, flags) -> None:
         """`dispatch(executable, ordinal, (x, y, z), constants, bindings, flags)` of the
-        hal import's own arguments (counts already masked to u32; `span` rows (_, slot,
-        buffer, offset, length)) in one pass, the same checks in the same order: the
-        per-call path of a one-shot command buffer recorded per call (dynamic shapes)."""
+        hal import's own arguments (counts already masked to u32, constants ints; `span`
+        rows (_, slot, buffer, offset, length)) in one pass, the same checks in the same
+        order: the per-call path of a one-shot command buffer recorded per call (dynamic
+        shapes). (Tuples built with tuple.__new__: a NamedTuple's own __new__ is a Python
+        call per row.)"""
         if not self.recording or self.categories & CATEGORY_DISPATCH != CATEGORY_DISPATCH:
             self._check_recording("dispatch", CATEGORY_DISPATCH)
         refs = []
-        addresses = [] if type(executable) is HalExecutable else None
+        addresses = []
         lengths = []
-        for i, (_, slot, buffer, offset, length) in enumerate(span):
+        direct = type(executable) is HalExecutable
+        i = 0
+        for _, slot, buffer, offset, length in span:
             if buffer is not None and 0 <= offset and 0 <= length <= buffer.length - offset:
-                refs.append(BufferRef(buffer, slot, offset, length))  # (as _ref passes it)
-                if addresses is not None:
-                    addresses.append(buffer.address + offset)
-                    lengths.append(length)
-                continue
-            ref = self._ref(buffer, slot, offset, length, f"dispatch binding {i}")
-            refs.append(ref)
-            if buffer is None:
-                addresses = None
-            elif addresses is not None:
-                offset, length = buffer.check_range(offset, length)  # (a whole-buffer ref)
+                refs.append(_tuple_new(BufferRef, (buffer, slot, offset, length)))
                 addresses.append(buffer.address + offset)
                 lengths.append(length)
+            else:  # (a slot, a whole-buffer length, or an error: _ref decides and raises)
+                refs.append(self._ref(buffer, slot, offset, length, f"dispatch binding {i}"))
+                if buffer is None:
+                    direct = False
+                else:
+                    offset, length = buffer.check_range(offset, length)
+                    addresses.append(buffer.address + offset)
+                    lengths.append(length)
+            i += 1
         self.commands.append(
-            _Dispatch(
-                executable, ordinal, (x, y, z), tuple([int(c) & 0xFFFFFFFF for c in constants]),
-                tuple(refs), flags, None if addresses is None else (*addresses, *lengths),
+            _tuple_new(
+                _Dispatch,
+                (
+                    executable, ordinal, (x, y, z), tuple([c & 0xFFFFFFFF for c in constants]),
+                    tuple(refs), flags, (*addresses, *lengths) if direct else None,
+                ),
             )
         )
         self._open_batch = None
