@@ -186,9 +186,14 @@ class _Dispatch(NamedTuple):
         direct = self.direct
         if direct is not None:
             if 0 not in self.workgroups:  # (an empty grid launches nothing)
-                self.executable.dispatch_flat(
-                    self.ordinal, self.workgroups, self.constants, direct, workers
-                )
+                executable = self.executable
+                inline = executable._flat
+                if workers == 1 and inline:  # (the loader's own, as dispatch_flat calls it)
+                    inline(self.ordinal, self.workgroups, self.constants, direct)
+                else:
+                    executable.dispatch_flat(
+                        self.ordinal, self.workgroups, self.constants, direct, workers
+                    )
             return
         if isinstance(self.workgroups, BufferRef):
             buffer, offset, _ = _require(
