@@ -283,13 +283,29 @@ def test_dynamic_shapes_match_iree(dynamic_vmfb, dynamic_package, device):
         vm_module = rt.VmModule.copy_buffer(config.vm_instance, f.read())
     theirs = rt.load_vm_module(vm_module, config).main
     ctx = dynamic_package.load(device=device, workers=2)
+    from runtime_support.hal.executable import HalExecutable
+
+    (exe,) = [ctx.refs[k] for k in range(len(ctx.refs)) if type(ctx.refs[k]) is HalExecutable]
+    pooled = []  # the grids sent to the worker pool (the loader's own dispatch)
+    dispatch = exe.native.dispatch
+
+    def spy(ordinal, counts, constants=(), bindings=(), workers=1):
+        if workers > 1:
+            pooled.append(counts)
+        return dispatch(ordinal, counts, constants, bindings, workers)
+
+    exe.native.dispatch = spy
     rng = np.random.default_rng(2)
-    for n in (0, 1, 7, 1024, 3, 300_000, 1024, 300_000, 5):
+    for n in (0, 1, 7, 1024, 3, 300_000, 1024, 300_000, 5, 300_000):
         a = rng.standard_normal(n).astype(np.float32)
         b = rng.standard_normal(n).astype(np.float32)
         ours, expected = ctx.main(a, b), np.asarray(theirs(a, b).to_host())
         assert ours.dtype == expected.dtype and ours.shape == expected.shape == (n,)
         assert ours.tobytes() == expected.tobytes()
+    if device == "local" and native.native_runtime() is not None:
+        assert pooled  # (the big grids ran on the pool: measured slower than the threshold)
+    else:
+        assert not pooled  # everything on the packed one-thread path
 
 
 def test_dynamic_shapes_bad_argument_fails_its_check(dynamic_package):
