@@ -39,9 +39,12 @@ class HalExecutable:
 
     def lookup(self, name: bytes | str) -> int:
         """Export ordinal of `name`; NOT_FOUND if absent."""
-        ordinal = self._ordinals.get(name)
-        if ordinal is None:  # (found names only: the dict stays as small as the exports)
-            ordinal = self._ordinals[name] = int(self.native.lookup(name))
+        cached = type(name) is bytes or type(name) is str
+        ordinal = self._ordinals.get(name) if cached else None
+        if ordinal is None:
+            ordinal = int(self.native.lookup(name))
+            if cached:  # (found names only: the dict stays as small as the exports)
+                self._ordinals[name] = ordinal
         return ordinal
 
     def dispatch(

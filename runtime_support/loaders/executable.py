@@ -601,14 +601,11 @@ class Executable:
     def _inline_entry(self, ordinal: int):
         """dispatch_flat's per-export packing (False where it always falls back):
         (struct, free blocks, fixed values, constant count, binding count x 2, runner)."""
+        if not (type(ordinal) is int and 0 <= ordinal < len(self.exports)) or self._closed:
+            return False  # (dispatch() raises; nothing cached for it)
         entry = False
         loop = native_loop()
-        if (
-            loop is not None
-            and not self._closed
-            and 0 <= ordinal < len(self.exports)
-            and not self.exports[ordinal].local_memory_size
-        ):
+        if loop is not None and not self.exports[ordinal].local_memory_size:
             export, layout = self.exports[ordinal], self._layouts[ordinal]
             nc, nb = export.constant_count, export.binding_count
             # [DispatchStateV0 | constants | ptrs | lengths][one WorkgroupStateV0, zeroed
