@@ -56,17 +56,6 @@ class Argument:
         return "check_argument_allocator" if self.allocator is not None else "check_argument"
 
 
-# Integer ops that cannot fail (runtime_support.vm.numerics: no raise), hoistable before
-# the fused call: the byte length of a dynamic-shape argument.
-_TOTAL = frozenset({
-    "add.i32", "sub.i32", "mul.i32", "and.i32", "or.i32", "xor.i32",
-    "add.i64", "sub.i64", "mul.i64", "and.i64", "or.i64", "xor.i64",
-    "shl.i32", "shr.i32.s", "shr.i32.u", "shl.i64", "shr.i64.s", "shr.i64.u",
-    "trunc.i64.i32", "ext.i32.i64.s", "ext.i32.i64.u",
-    "const.i32", "const.i64", "const.i32.zero", "const.i64.zero",
-})  # fmt: skip
-
-
 def _refs(regs) -> set[int]:
     return {r.ordinal for r in regs if r.is_ref}
 
@@ -86,7 +75,7 @@ def _match(module, ops: list[Op], i: int) -> Argument | None:
     a = ops[i]
     scalars: list[Op] = []
     k = i + 1
-    while k < len(ops) and ops[k].mnemonic in _TOTAL and ops[k].spec.emit in ("numeric", "const"):
+    while k < len(ops) and ops[k].spec.cannot_fail:  # (isa.CANNOT_FAIL)
         scalars.append(ops[k])
         k += 1
     if scalars:
