@@ -16,7 +16,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from runtime_support.hal import element_types
-from runtime_support.hal.buffer import USAGE_DEFAULT, Allocation, HalBuffer, buffer_copy_of
+from runtime_support.hal.buffer import (
+    USAGE_DEFAULT,
+    Allocation,
+    HalBuffer,
+    buffer_copy_of,
+    buffer_copy_recycled,
+)
 from runtime_support.hal.buffer_view import HalBufferView
 
 _NARROW_BITS = {"i8": 8, "i16": 16}
@@ -487,7 +493,7 @@ def _dynamic_argument(ty: TensorType, dtypes: frozenset, allocator, general):
     rank = len(ty.shape)
     static = tuple((i, d) for i, d in enumerate(ty.shape) if d is not None)
     element_type = ty.element_type & 0xFFFFFFFF
-    ndarray, trusted, copy = np.ndarray, HalBufferView.trusted, buffer_copy_of
+    ndarray, trusted, copy = np.ndarray, HalBufferView.trusted, buffer_copy_recycled
     first = min(dtypes, key=str)
 
     def convert(value):
@@ -513,7 +519,7 @@ def _undeclared_argument(allocator, general):
     """The converter for a ref argument with no declared type (iree-turbine exports carry
     no ABI declaration): a C-ordered, native-endian array goes as a view of its own shape
     and element type, like the general path makes it."""
-    ndarray, trusted, copy = np.ndarray, HalBufferView.trusted, buffer_copy_of
+    ndarray, trusted, copy = np.ndarray, HalBufferView.trusted, buffer_copy_recycled
     element_of: dict = {}  # dtype -> HAL element type, or None (general path)
 
     def convert(value):

@@ -257,3 +257,92 @@ def test_fused_matches_iree(vmfb, packages, device, driver):
                 ours[fuse](bad, b)
             errors.append((e.value.code, str(e.value)))
         assert errors[0] == errors[1]
+
+
+# -- dynamic dims: the byte length computed between the assert and the buffer ---------------
+
+DYNAMIC = (PROGRAM_DIR / "dynamic_shapes.mlir").read_text()
+
+
+@pytest.fixture(scope="module")
+def dynamic_vmfb(tmp_path_factory):
+    return compile_mlir(
+        DYNAMIC, tmp_path_factory.mktemp("dyn_vmfb"), LLVM_CPU_FLAGS, "dynamic_shapes"
+    )
+
+
+@pytest.fixture(scope="module")
+def dynamic_packages(dynamic_vmfb, tmp_path_factory):
+    out = tmp_path_factory.mktemp("dyn_pkgs")
+    return {
+        fuse: import_package_as(
+            f"_dyn_args_test_{fuse}",
+            write_package(
+                read_module_file(dynamic_vmfb), out / str(fuse), "dyn", fuse_submissions=fuse
+            ),
+        )
+        for fuse in (True, False)
+    }
+
+
+def test_dynamic_dims_group_takes_the_length_computation(dynamic_vmfb):
+    module, fn = _main(dynamic_vmfb)
+    found = list(arguments.find(module, fn).values())
+    assert len(found) == 2
+    for g in found:
+        assert [op.mnemonic for op in g.scalars] == ["mul.i64"]
+        length = g.scalars[0]["result"].ordinal
+        assert g.buffer_assert["operands"][3].ordinal == length  # the minimum length
+
+
+def test_dynamic_dims_group_refused_when_unsafe(dynamic_vmfb):
+    """The integer op would run before the assert: refused when the assert reads what it
+    writes, and when it can fail (a division: its error must come after the assert's)."""
+    from translator.isa import BY_MNEMONIC
+
+    module, fn = _main(dynamic_vmfb)
+    g = next(iter(arguments.find(module, fn).values()))
+    mul = g.scalars[0]
+    dim = g.view_assert["operands"][4]  # the shape's one dim, which the assert reads
+    fn2, _ = _patched(fn, mul, result=dataclasses.replace(mul["result"], raw=dim.raw))
+    assert g.view_assert.pc not in arguments.find(module, fn2)
+    div = dataclasses.replace(mul, spec=BY_MNEMONIC["div.i64.s"])
+    blocks = [
+        dataclasses.replace(b, ops=[div if o is mul else o for o in b.ops]) for b in fn.blocks
+    ]
+    assert g.view_assert.pc not in arguments.find(module, dataclasses.replace(fn, blocks=blocks))
+
+
+def test_dynamic_dims_fused_matches_unfused_and_iree(dynamic_vmfb, dynamic_packages):
+    rt = pytest.importorskip("iree.runtime")
+    ctx = rt.SystemContext(config=rt.Config("local-sync"))
+    ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, dynamic_vmfb.read_bytes()))
+    text = open(dynamic_packages[True].__file__).read()
+    assert "check_input_allocator(" in text and "hal_buffer_view_assert(" not in text
+    ours = {fuse: dynamic_packages[fuse].load(device="local-sync").main for fuse in (True, False)}
+    rng = np.random.default_rng(5)
+    for n in (0, 3, 1024):
+        a, b = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+        want = np.asarray(ctx.modules.module.main(a, b).to_host())
+        for fuse in (True, False):
+            assert np.asarray(ours[fuse](a, b)).tobytes() == want.tobytes()
+    # Views passed as they are: each check of either argument fails the same way fused
+    # and unfused (the short buffer against the length the hoisted multiply computed).
+    alloc = LocalDevice("local-sync").allocator
+    good = fresh_buffer(16, 0x30, 0xC03, alloc)
+    ok = HalBufferView(good, (4,), F32, DENSE)
+    bad_views = [
+        HalBufferView(good, (2, 2), F32, DENSE),  # rank
+        HalBufferView(good, (4,), 0x10000020, DENSE),
+        HalBufferView(good, (4,), F32, 7),
+        HalBufferView(good.subspan(0, 8), (4,), F32, DENSE),  # 8 bytes for 4 x f32
+        HalBufferView(fresh_buffer(16, 0x30, 0x1, alloc), (4,), F32, DENSE),  # usage
+    ]
+    for bad in bad_views:
+        for args in ((bad, ok), (ok, bad)):
+            errors = []
+            for fuse in (True, False):
+                with pytest.raises(VMError) as e:
+                    ours[fuse](*args)
+                errors.append((e.value.code, str(e.value)))
+            assert errors[0] == errors[1]

@@ -188,6 +188,29 @@ def test_every_row_says_how_it_is_emitted():
     assert kinds == set(isa.EMIT_KINDS), set(isa.EMIT_KINDS) - kinds
 
 
+def test_cannot_fail_ops_never_raise():
+    """isa.CANNOT_FAIL (ops an analysis may move ahead of a failing call): table rows of
+    integer ops whose numerics function returns on every edge operand."""
+    import itertools
+
+    from runtime_support.vm import numerics
+
+    edges = {
+        "i32": (0, 1, -1, 31, 32, 2**31 - 1, -(2**31)),
+        "i64": (0, 1, -1, 63, 64, 2**63 - 1, -(2**63)),
+    }
+    for mnemonic in isa.CANNOT_FAIL:
+        spec = isa.BY_MNEMONIC[mnemonic]
+        assert spec.cannot_fail and spec.emit in ("numeric", "const"), mnemonic
+        if spec.emit != "numeric":
+            continue
+        banks = [f.bank for f in spec.fields if f.kind == "register" and not f.write]
+        fn = numerics.OPS[mnemonic]
+        for args in itertools.product(*(edges[b] for b in banks)):
+            fn(*args)  # (raises nothing)
+    assert not isa.BY_MNEMONIC["div.i64.s"].cannot_fail
+
+
 def test_no_stage_switches_on_opcode_names():
     """Stages ask the table (emit kind, fields, edges), not mnemonic strings."""
     root = Path(isa.__file__).parent

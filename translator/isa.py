@@ -115,6 +115,11 @@ class OpSpec:
     def key(self) -> tuple[str, int]:
         return (self.opcode_set, self.opcode)
 
+    @property
+    def cannot_fail(self) -> bool:
+        """An integer op whose semantics cannot fail (see CANNOT_FAIL)."""
+        return self.mnemonic in CANNOT_FAIL
+
     def field(self, name: str) -> FieldSpec:
         for f in self.fields:
             if f.name == name:
@@ -448,6 +453,17 @@ def _make_table() -> dict[tuple[str, int], OpSpec]:
         table[key] = OpSpec(opset, opcode, mnemonic, specs, template, term == "T", parsed, emit)
     return table
 
+
+# Integer ops whose semantics (runtime_support.vm.numerics) cannot fail, whatever their
+# operands: an analysis may move them ahead of a call that can (analyses/arguments.py:
+# the byte length of a dynamic-shape argument).
+CANNOT_FAIL = frozenset({
+    "add.i32", "sub.i32", "mul.i32", "and.i32", "or.i32", "xor.i32",
+    "add.i64", "sub.i64", "mul.i64", "and.i64", "or.i64", "xor.i64",
+    "shl.i32", "shr.i32.s", "shr.i32.u", "shl.i64", "shr.i64.s", "shr.i64.u",
+    "trunc.i64.i32", "ext.i32.i64.s", "ext.i32.i64.u",
+    "const.i32", "const.i64", "const.i32.zero", "const.i64.zero",
+})  # fmt: skip
 
 OPCODES: dict[tuple[str, int], OpSpec] = _make_table()
 BY_MNEMONIC: dict[str, OpSpec] = {s.mnemonic: s for s in OPCODES.values()}

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import StatusCode, VMError
 from .buffer import HalBuffer, WHOLE_BUFFER
+from .executable import HalExecutable
 
 # Modes (§B.5).
 MODE_ONE_SHOT = 0x1
@@ -47,6 +48,9 @@ class Binding(NamedTuple):
     buffer: HalBuffer | None
     offset: int
     length: int
+
+
+_tuple_new = tuple.__new__
 
 
 def format_categories(value: int) -> str:
@@ -165,14 +169,32 @@ class _Dispatch(NamedTuple):
     constants: tuple[int, ...]  # u32
     bindings: tuple[BufferRef, ...]
     flags: int
+    # Every binding's address, then every length, where the count and every binding are
+    # direct and the executable a HalExecutable: resolved when recorded (a buffer never
+    # moves or shrinks), nothing left to resolve or check per execution.
+    direct: tuple[int, ...] | None = None
 
     def check(self, table):
+        if self.direct is not None:
+            return
         if isinstance(self.workgroups, BufferRef):
             resolve_ref(self.workgroups, table, "dispatch.indirect workgroups")
         for i, ref in enumerate(self.bindings):
             resolve_ref(ref, table, f"dispatch binding {i}")
 
     def execute(self, table, workers):
+        direct = self.direct
+        if direct is not None:
+            if 0 not in self.workgroups:  # (an empty grid launches nothing)
+                executable = self.executable
+                inline = executable._flat
+                if workers == 1 and inline:  # (the loader's own, as dispatch_flat calls it)
+                    inline(self.ordinal, self.workgroups, self.constants, direct)
+                else:
+                    executable.dispatch_flat(
+                        self.ordinal, self.workgroups, self.constants, direct, workers
+                    )
+            return
         if isinstance(self.workgroups, BufferRef):
             buffer, offset, _ = _require(
                 resolve_ref(self.workgroups, table, "dispatch.indirect workgroups"),
@@ -375,6 +397,45 @@ class HalCommandBuffer:
         self.commands.append(_Dispatch(executable, ordinal, workgroups, constants, refs, flags))
         self._open_batch = None
 
+    def dispatch_span(self, executable, ordinal, x, y, z, constants, span, flags) -> None:
+        """`dispatch(executable, ordinal, (x, y, z), constants, bindings, flags)` of the
+        hal import's own arguments (counts already masked to u32, constants ints; `span`
+        rows (_, slot, buffer, offset, length)) in one pass, the same checks in the same
+        order: the per-call path of a one-shot command buffer recorded per call (dynamic
+        shapes). (Tuples built with tuple.__new__: a NamedTuple's own __new__ is a Python
+        call per row.)"""
+        if not self.recording or self.categories & CATEGORY_DISPATCH != CATEGORY_DISPATCH:
+            self._check_recording("dispatch", CATEGORY_DISPATCH)
+        refs = []
+        addresses = []
+        lengths = []
+        direct = type(executable) is HalExecutable
+        i = 0
+        for _, slot, buffer, offset, length in span:
+            if buffer is not None and 0 <= offset and 0 <= length <= buffer.length - offset:
+                refs.append(_tuple_new(BufferRef, (buffer, slot, offset, length)))
+                addresses.append(buffer.address + offset)
+                lengths.append(length)
+            else:  # (a slot, a whole-buffer length, or an error: _ref decides and raises)
+                refs.append(self._ref(buffer, slot, offset, length, f"dispatch binding {i}"))
+                if buffer is None:
+                    direct = False
+                else:
+                    offset, length = buffer.check_range(offset, length)
+                    addresses.append(buffer.address + offset)
+                    lengths.append(length)
+            i += 1
+        self.commands.append(
+            _tuple_new(
+                _Dispatch,
+                (
+                    executable, ordinal, (x, y, z), tuple([c & 0xFFFFFFFF for c in constants]),
+                    tuple(refs), flags, (*addresses, *lengths) if direct else None,
+                ),
+            )
+        )
+        self._open_batch = None
+
     def collective(self, channel, op, param: int, send: BufferRef, recv: BufferRef, count: int) -> None:
         """Records a collective (`op`: collectives.CollectiveOp) over `channel`; consecutive
         collectives join one batch, as IREE groups them."""
@@ -418,6 +479,24 @@ class HalCommandBuffer:
         """Runs the commands in order, resolving buffer refs against `binding_table`.
         Dispatches use up to `workers` threads (default: the device's worker count)."""
         plan = self._plan
+        if (
+            plan is None
+            and binding_table is None
+            and self.modes & MODE_ONE_SHOT
+            and not self.executions
+            and not self.recording
+            and not self.binding_count
+        ):
+            # A one-shot command buffer with no table, run for the first time (dynamic
+            # shapes record one per call): what the Python path below does for it, whose
+            # checks all pass here, without the plan branch or the table checks.
+            self.executions = 1
+            self._plan = False
+            if workers is None:
+                workers = getattr(self.device, "worker_count", 1)
+            for command in self.commands:
+                command.execute(None, workers)
+            return
         if plan:
             # Plans exist only for finalized reusable command buffers (neither check below
             # can fail for them) of local devices (which have a worker count): the

@@ -11,6 +11,7 @@ import re
 from functools import lru_cache
 
 from .allocator import HalAllocator
+from .command_buffer import HalCommandBuffer
 from .executable import HalExecutable
 from .queue import LocalQueue
 
@@ -134,6 +135,4 @@ class LocalDevice(HalDevice):
         return HalExecutable.load(self, format, data, constants)
 
     def create_command_buffer(self, modes: int, categories: int, binding_capacity: int):
-        from .command_buffer import HalCommandBuffer
-
         return HalCommandBuffer(self, modes, categories, binding_capacity)

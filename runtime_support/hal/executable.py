@@ -17,6 +17,8 @@ class HalExecutable:
         self.format = format if format is not None else getattr(native, "format", None)
         self._workers_param: bool | None = None
         self._tile_ns: dict[int, float] = {}  # per export: last inline run's ns per workgroup
+        self._flat = None  # the loader's dispatch_flat (False: none)
+        self._ordinals: dict = {}  # lookup's answers (a dynamic-shape call looks up per call)
 
     def __repr__(self) -> str:
         return f"<HalExecutable {self.format} exports={self.export_names()}>"
@@ -37,7 +39,13 @@ class HalExecutable:
 
     def lookup(self, name: bytes | str) -> int:
         """Export ordinal of `name`; NOT_FOUND if absent."""
-        return int(self.native.lookup(name))
+        cached = type(name) is bytes or type(name) is str
+        ordinal = self._ordinals.get(name) if cached else None
+        if ordinal is None:
+            ordinal = int(self.native.lookup(name))
+            if cached:  # (found names only: the dict stays as small as the exports)
+                self._ordinals[name] = ordinal
+        return ordinal
 
     def dispatch(
         self, ordinal: int, workgroup_count, constants, bindings, workers: int = 1
@@ -61,6 +69,36 @@ class HalExecutable:
                 self.native.dispatch(ordinal, counts, constants, bindings, workers)
         else:
             self.native.dispatch(ordinal, counts, constants, bindings)
+
+    def dispatch_flat(self, ordinal: int, counts, constants, flat, workers: int = 1) -> None:
+        """`dispatch` with `flat` = the binding addresses, then their lengths, and `counts`
+        a tuple: the per-call form of a one-shot command buffer's dispatch (the loader's
+        `dispatch_flat` where it has one; the same one-thread-or-pool choice)."""
+        inline = self._flat
+        if inline is None:
+            inline = self._flat = getattr(self.native, "dispatch_flat", False)
+        if not inline:
+            n = len(flat) // 2
+            self.dispatch(ordinal, counts, constants, list(zip(flat[:n], flat[n:])), workers)
+        elif (
+            workers > 1
+            and len(counts) == 3
+            and counts[0] * counts[1] * counts[2] > 1
+            and self._takes_workers()
+        ):
+            total = counts[0] * counts[1] * counts[2]
+            per_tile = self._tile_ns.get(ordinal, -1.0)
+            if per_tile < 0 or per_tile * total < _inline_ns():
+                start = time.perf_counter_ns()
+                inline(ordinal, counts, constants, flat)
+                self._tile_ns[ordinal] = (time.perf_counter_ns() - start) / total
+            else:
+                n = len(flat) // 2
+                self.native.dispatch(
+                    ordinal, counts, constants, list(zip(flat[:n], flat[n:])), workers
+                )
+        else:
+            inline(ordinal, counts, constants, flat)
 
     def _takes_workers(self) -> bool:
         if self._workers_param is None:

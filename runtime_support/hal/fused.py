@@ -96,6 +96,7 @@ def run_command_buffer(command_buffer, table) -> None:
 
 
 _UNSEEN = object()
+_cb_execute = HalCommandBuffer.execute
 
 
 def _submit_for(plan, slots, table, placed):
@@ -457,8 +458,12 @@ def execute(create, execute, await_):
             wait is None
             or (type(wait) is Fence and (wait.state == REACHED or wait.reached_now()))
         ):
-            # LocalQueue.submit of `command_buffer.execute(None)`
-            error = device.queue.run_now(run_command_buffer, command_buffer, None, _EXECUTE)
+            # LocalQueue.submit of `command_buffer.execute(None)` (with no plan yet, as a
+            # one-shot one recorded per call has: execute itself, one frame less)
+            error = device.queue.run_now(
+                run_command_buffer if command_buffer._plan is not None else _cb_execute,
+                command_buffer, None, _EXECUTE,
+            )
             if error is None:
                 return 0
             if error is not BUSY:

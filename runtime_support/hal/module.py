@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import StatusCode, VMError
 from ..vm import args as vm_args
+from ..vm.buffer import VMBuffer
 from ..vm.args import (
     DEVICE,
     HOST_BYTES,
@@ -366,6 +367,7 @@ class HalModule:
 
     # -- hal.command_buffer ---------------------------------------------------------------
 
+    @one_frame
     @vm_import(
         "hal.command_buffer.create", "0riiIi_r",
         device=DEVICE, modes=U32, command_categories=U32,
@@ -377,6 +379,7 @@ class HalModule:
             raise _invalid("command_buffer.create", f"negative binding capacity {binding_capacity}")
         return device.create_command_buffer(modes, command_categories, binding_capacity)
 
+    @one_frame
     @vm_import("hal.command_buffer.finalize", "0r_v", command_buffer=COMMAND_BUFFER)
     def command_buffer_finalize(self, command_buffer):
         command_buffer.finalize()
@@ -391,6 +394,7 @@ class HalModule:
     def command_buffer_end_debug_group(self, command_buffer):
         command_buffer.end_debug_group()
 
+    @one_frame
     @vm_import(
         "hal.command_buffer.execution_barrier", "0riiI_v",
         command_buffer=COMMAND_BUFFER, source_stage_mask=U32, target_stage_mask=U32,
@@ -523,6 +527,7 @@ class HalModule:
             element_count,
         )
 
+    @one_frame
     @vm_import(
         "hal.command_buffer.dispatch", "0rrIiiiICiDCiirIID_v",
         command_buffer=COMMAND_BUFFER, executable=EXECUTABLE,
@@ -541,6 +546,12 @@ class HalModule:
         constants,
         bindings,
     ):
+        if type(command_buffer) is HalCommandBuffer:
+            command_buffer.dispatch_span(
+                executable, function_id, workgroup_x, workgroup_y, workgroup_z, constants,
+                bindings, flags,
+            )
+            return
         command_buffer.dispatch(
             executable,
             function_id,
@@ -839,10 +850,13 @@ class HalModule:
                 constant_values = [int(v) for v in np.frombuffer(raw, dtype="<u4")]
         return device.create_executable(executable_format, data, constant_values)
 
+    @one_frame
     @vm_import(
         "hal.executable.lookup.function", "0rr_I", executable=EXECUTABLE, name=HOST_BYTES
     )
     def executable_lookup_function(self, executable, name):
+        if type(name) is VMBuffer:  # (its data: a byte view, as host_view gives)
+            return executable.lookup(bytes(name.data))
         return executable.lookup(bytes(vm_args.host_view(name)[0]))
 
     # -- hal.fence ------------------------------------------------------------------------

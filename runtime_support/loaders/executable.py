@@ -132,6 +132,16 @@ _GRID_ARGS = struct.Struct(f"<{len(_jit.GRID_ARGS)}Q")  # one foreign-call argum
 assert _WG_STATE.size == ctypes.sizeof(abi.WorkgroupStateV0)
 
 
+class _InlineBlock:
+    """A zeroed argument block for Executable.dispatch_flat, reused call after call."""
+
+    __slots__ = ("memory", "address")
+
+    def __init__(self, size: int) -> None:
+        self.memory = ctypes.create_string_buffer(size)
+        self.address = ctypes.addressof(self.memory)
+
+
 class _ArgumentLayout:
     """How one export's dispatch arguments are packed into a single zeroed block.
 
@@ -192,6 +202,7 @@ class Executable:
         self._memory = memory
         self._keepalive = keepalive
         self._closed = False
+        self._inline: dict = {}  # dispatch_flat's per-export packing
         self._finalizer = weakref.finalize(self, release)
         try:
             self._load(query_address, constants)
@@ -533,6 +544,84 @@ class Executable:
         for rc in results:
             if rc:
                 raise self.kernel_error(ordinal, rc)
+
+    def dispatch_flat(
+        self, ordinal: int, workgroup_count, constants: Sequence[int], flat: Sequence[int]
+    ) -> None:
+        """`dispatch(ordinal, workgroup_count, constants, bindings)` on the calling thread,
+        with `flat` = every binding's address, then every binding's length. The per-call
+        form of dynamic shapes (a command buffer recorded per call): the arguments are
+        packed by one struct call into a block reused across calls, and the grid runs in
+        one foreign call. Anything unusual (a count or size dispatch() rejects, an empty
+        grid, local memory, no JIT loop, statistics on, a closed library) takes dispatch()
+        itself, which raises its own errors."""
+        inline = self._inline.get(ordinal)
+        if inline is None:
+            inline = self._inline_entry(ordinal)
+        if inline:
+            pack, free, fixed, nc, nb, run_grid = inline
+            try:
+                cx, cy, cz = workgroup_count
+            except (TypeError, ValueError):
+                cx = 0
+            if (
+                0 < cx <= 0xFFFFFFFF
+                and 0 < cy <= 0xFFFFFFFF
+                and 0 < cz <= 0xFFFF
+                and len(constants) == nc
+                and len(flat) == nb
+                and not self._closed
+                and not statistics.enabled
+            ):
+                try:
+                    block = free.pop()
+                except IndexError:
+                    block = _InlineBlock(fixed[-1])
+                base = block.address
+                try:
+                    pack(
+                        block.memory, 0, *fixed[0], cx, cy, cz, 1, *fixed[1],
+                        base + fixed[2], base + fixed[3], base + fixed[4],
+                        *constants, *flat,
+                        0, fixed[5], fixed[6], base, base + fixed[7], cx, cy, cx * cy * cz, 1,
+                    )
+                except struct.error:  # (a value out of range: dispatch() masks or raises)
+                    free.append(block)
+                else:
+                    rc = run_grid(base + fixed[8])
+                    free.append(block)
+                    if rc:
+                        raise self.kernel_error(ordinal, rc)
+                    return
+        n = len(flat) // 2
+        self.dispatch(
+            ordinal, workgroup_count, constants, list(zip(flat[:n], flat[n:])) if n else ()
+        )
+
+    def _inline_entry(self, ordinal: int):
+        """dispatch_flat's per-export packing (False where it always falls back):
+        (struct, free blocks, fixed values, constant count, binding count x 2, runner)."""
+        if not (type(ordinal) is int and 0 <= ordinal < len(self.exports)) or self._closed:
+            return False  # (dispatch() raises; nothing cached for it)
+        entry = False
+        loop = native_loop()
+        if loop is not None and not self.exports[ordinal].local_memory_size:
+            export, layout = self.exports[ordinal], self._layouts[ordinal]
+            nc, nb = export.constant_count, export.binding_count
+            # [DispatchStateV0 | constants | ptrs | lengths][one WorkgroupStateV0, zeroed
+            # by the pad bytes][the grid runner's arguments]: one struct for all of it
+            fmt = layout._struct.format + f"{_WG_STATE.size}x" + _GRID_ARGS.format[1:]
+            pack = struct.Struct(fmt)
+            args_offset = layout.size + _WG_STATE.size
+            assert pack.size == args_offset + _GRID_ARGS.size
+            fixed = (
+                (*export.workgroup_size, nc), (nb,), layout.constants_offset, layout.ptrs_offset,
+                layout.lengths_offset, self._functions[ordinal], ctypes.addressof(self._env),
+                layout.size, args_offset, pack.size,
+            )
+            entry = (pack.pack_into, [], fixed, nc, 2 * nb, loop.run_grid_args)
+        self._inline[ordinal] = entry
+        return entry
 
     def kernel_error(self, ordinal: int, rc: int) -> VMError:
         """The error for a kernel that returned nonzero (a catastrophic failure)."""

@@ -8,6 +8,12 @@ Every export of an IREE-compiled program checks each tensor argument with
     [%msg2 = vm.const.ref.rodata ...]                     (any number)
     vm.call @hal.buffer.assert(%buf, %msg2, %alloc, %min_length, %types, %usage)
 
+With dynamic dims, scalar ops sit between the assert and the buffer (the byte length the
+buffer.assert checks: `%len = vm.mul.i64 %dim, %size`); integer ops that cannot fail are
+part of the group and go before the fused call, with the rodata moves, where the view
+assert reads nothing they write (it would see their results) and nothing else in the group
+writes what they read.
+
 A group is found when the ops are in this order with nothing else between them, every call
 goes to a required import with the cconv runtime_support/hal/fused.py's `check_argument`
 serves, the buffer.assert checks the buffer the buffer_view.buffer returned, and the
@@ -43,6 +49,7 @@ class Argument:
     allocator: Op | None  # the device.allocator call between, if any
     rodata: tuple[Op, ...]  # the rodata moves between
     buffer_assert: Op
+    scalars: tuple[Op, ...] = ()  # the integer ops between the assert and the buffer
 
     @property
     def kind(self) -> str:
@@ -53,11 +60,33 @@ def _refs(regs) -> set[int]:
     return {r.ordinal for r in regs if r.is_ref}
 
 
+def _slots(regs) -> set[int]:
+    """The integer register slots `regs` cover (an i64 both halves)."""
+    out: set[int] = set()
+    for r in regs:
+        if not r.is_ref:
+            out.add(r.ordinal)
+            if r.is_wide:
+                out.add(r.ordinal + 1)
+    return out
+
+
 def _match(module, ops: list[Op], i: int) -> Argument | None:
     a = ops[i]
-    if i + 2 >= len(ops) or callee(module, ops[i + 1]) != VIEW_BUFFER:
+    scalars: list[Op] = []
+    k = i + 1
+    while k < len(ops) and ops[k].spec.cannot_fail:  # (isa.CANNOT_FAIL)
+        scalars.append(ops[k])
+        k += 1
+    if scalars:
+        # hoisted before the call: the assert must not read what they write
+        if _slots(r for op in scalars for r in op.writes()) & _slots(a.reads()):
+            return None
+        if any(r.is_ref for op in scalars for r in op.writes()):
+            return None
+    if k + 1 >= len(ops) or callee(module, ops[k]) != VIEW_BUFFER:
         return None
-    b = ops[i + 1]
+    b = ops[k]
     view = a["operands"][0]
     if len(a["operands"]) < 4 or not view.is_ref or not a["operands"][1].is_ref:
         return None
@@ -67,7 +96,7 @@ def _match(module, ops: list[Op], i: int) -> Argument | None:
     buf = br[0].ordinal
     allocator = None
     rodata: list[Op] = []
-    j = i + 2
+    j = k + 1
     while j < len(ops):
         op = ops[j]
         if op.spec.emit == "rodata":
@@ -103,7 +132,7 @@ def _match(module, ops: list[Op], i: int) -> Argument | None:
         return None
     if co[1].ordinal in written:  # the second message: a value from before the group
         return None
-    return Argument(tuple(ops[i : j + 1]), a, b, allocator, tuple(rodata), c)
+    return Argument(tuple(ops[i : j + 1]), a, b, allocator, tuple(rodata), c, tuple(scalars))
 
 
 def find(module, fn: Function) -> dict[int, Argument]:

@@ -549,8 +549,8 @@ class OpRenderer:
         """One argument's checks (analyses/arguments.py) as one call of the context's
         `check_argument` helper (runtime_support/hal/fused.py), which returns the buffer
         (and the allocator, when the device.allocator call is among the ops). The rodata
-        moves between go first: they cannot fail and nothing else in the group touches
-        their registers."""
+        moves and integer ops between go first: they cannot fail and nothing else in the
+        group touches their registers (analyses/arguments.py)."""
         kind = group.kind
         local = self._fused_local(kind)
         reg = self.reg
@@ -565,9 +565,10 @@ class OpRenderer:
             args.append(c[2])
         args += [c[1], c[3], c[4], c[5]]
         stmts: list[Stmt] = []
-        for op in group.rodata:
+        for op in group.scalars + group.rodata:
             stmts += self.lower_op(fn, op, frozenset(), dead(op))
-        calls = [o for o in group.ops if all(o is not m for m in group.rodata)]
+        moved = group.scalars + group.rodata
+        calls = [o for o in group.ops if all(o is not m for m in moved)]
         provs = [self.provenance(fn, op) for op in calls]
         names = ", ".join(p.callee.removeprefix("hal.") for p in provs)
         stmts.append(Comment(provs[0], f"fused: {names}"))

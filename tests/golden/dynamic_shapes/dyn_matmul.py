@@ -1,7 +1,7 @@
 # Golden 'dynamic_shapes': dyn_shape_2d.mlir, one function. Covers: dynamic dimensions: i64 index arithmetic, shape lists.
     def dyn_matmul(r0, r1):
         "sync func @dyn_matmul(%input0: tensor<?x?xf32>, %input1: tensor<?x?xf32>) -> (%output0: tensor<?x?xf32>)"
-        # pc 0x1-0x38d hal.buffer_view.dim, hal.buffer_view.assert (+12 more)
+        # pc 0x1-0x38d hal.buffer_view.dim, hal.buffer_view.assert, hal.buffer.assert (+9 more)
         i0 = 13
         i1 = 28
         i2 = 3
@@ -24,25 +24,19 @@
         i22 = hal_buffer_view_dim(r0, i7)
         i24 = hal_buffer_view_dim(r0, i6)
         r5 = rodata_input0
-        hal_buffer_view_assert(r0, r5, i5, i6, [i22, i24])
-        r5 = None
         i26 = mul_i64(i22, i18)
         i28 = mul_i64(i26, i24)
-        r5 = hal_buffer_view_buffer(r0)
-        r0 = hal_device_allocator(r3)
         r6 = rodata_tensor
-        hal_buffer_assert(r5, r6, r0, i28, i4, i20)
+        # fused: buffer_view.assert, buffer_view.buffer, device.allocator, buffer.assert
+        r5, r0 = check_input_allocator(r0, r5, i5, i6, (i22, i24), r3, r6, i28, i4, i20)
         i30 = hal_buffer_view_dim(r1, i7)
         i32 = hal_buffer_view_dim(r1, i6)
         r7 = rodata_input1
-        hal_buffer_view_assert(r1, r7, i5, i6, [i30, i32])
-        r7 = None
         i18 = mul_i64(i30, i18)
         i18 = mul_i64(i18, i32)
-        r7 = hal_buffer_view_buffer(r1)
-        r1 = None
-        hal_buffer_assert(r7, r6, r0, i18, i4, i20)
-        r6 = r0 = None
+        # fused: buffer_view.assert, buffer_view.buffer, buffer.assert
+        r7 = check_input(r1, r7, i5, i6, (i30, i32), r0, r6, i18, i4, i20)
+        r1 = r6 = r0 = None
         i26 = mul_i64(i26, i32)
         r0 = hal_fence_create(r3, i14)
         r1 = hal_device_queue_alloca(r3, i16, r2, r0, i14, i9, i20, i26, i14)

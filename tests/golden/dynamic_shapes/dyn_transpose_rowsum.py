@@ -1,7 +1,7 @@
 # Golden 'dynamic_shapes': dyn_shape_2d.mlir, one function. Covers: dynamic dimensions: i64 index arithmetic, shape lists.
     def dyn_transpose_rowsum(r0):
         "sync func @dyn_transpose_rowsum(%input0: tensor<?x?xf32>) -> (%output0: tensor<?x?xf32>, %output1: tensor<?xf32>)"
-        # pc 0x1-0x3bd hal.buffer_view.dim, hal.buffer_view.assert (+12 more)
+        # pc 0x1-0x3bd hal.buffer_view.dim, hal.buffer_view.assert, hal.buffer.assert (+9 more)
         i0 = 13
         i1 = 28
         i2 = 3
@@ -27,15 +27,12 @@
         i28 = hal_buffer_view_dim(r0, i11)
         i30 = hal_buffer_view_dim(r0, i10)
         r4 = rodata_input0
-        hal_buffer_view_assert(r0, r4, i9, i10, [i28, i30])
-        r4 = None
         i32 = mul_i64(i28, i24)
         i34 = mul_i64(i32, i30)
-        r4 = hal_buffer_view_buffer(r0)
-        r0 = hal_device_allocator(r2)
         r5 = rodata_tensor
-        hal_buffer_assert(r4, r5, r0, i34, i8, i26)
-        r5 = r0 = None
+        # fused: buffer_view.assert, buffer_view.buffer, device.allocator, buffer.assert
+        r4, r0 = check_input_allocator(r0, r4, i9, i10, (i28, i30), r2, r5, i34, i8, i26)
+        r5 = None
         i24 = mul_i64(i30, i24)
         i24 = mul_i64(i24, i28)
         i36 = add_i64(i24, i6)
