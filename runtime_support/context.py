@@ -13,6 +13,7 @@ import mmap
 import os
 import sys
 import threading
+from functools import partial
 from pathlib import Path
 from typing import Callable, NamedTuple
 
@@ -454,27 +455,32 @@ class ModuleContext:
                 return convert_result(result, result_types[0])
             return tuple(convert_result(v, t) for v, t in zip(result, result_types))
 
-        def to_numpy(result):
-            """VM results -> numpy; buffer views through abi.tensor_result's converters
-            (abi.view_to_numpy specialized per declared result), each held by exactly one
-            local when it is called (its zero-copy check counts references)."""
-            if result_count == 1:
-                if type(result) is HalBufferView and tensor_results[0]:
-                    return result_converters[0](result)
-                return abi.from_vm(result, result_types[0])
-            if result_count == 0:
-                return None
-            pending = list(result)
-            del result
-            out = []
-            for i in range(result_count):
-                value = pending[i]
-                pending[i] = None
-                if type(value) is HalBufferView and tensor_results[i]:
-                    out.append(result_converters[i](value))
-                else:
-                    out.append(abi.from_vm(value, result_types[i]))
-            return tuple(out)
+        def numpy_results(result_converters):
+            def to_numpy(result):
+                """VM results -> numpy; buffer views through abi.tensor_result's converters
+                (abi.view_to_numpy specialized per declared result), each held by exactly
+                one local when it is called (its zero-copy check counts references)."""
+                if result_count == 1:
+                    if type(result) is HalBufferView and tensor_results[0]:
+                        return result_converters[0](result)
+                    return abi.from_vm(result, result_types[0])
+                if result_count == 0:
+                    return None
+                pending = list(result)
+                del result
+                out = []
+                for i in range(result_count):
+                    value = pending[i]
+                    pending[i] = None
+                    if type(value) is HalBufferView and tensor_results[i]:
+                        out.append(result_converters[i](value))
+                    else:
+                        out.append(abi.from_vm(value, result_types[i]))
+                return tuple(out)
+
+            return to_numpy
+
+        to_numpy = numpy_results(result_converters)
 
         def call_and_wait(vm_args):
             """A coarse-fences call with a fresh signal fence, waited for. Returns the
@@ -508,32 +514,64 @@ class ModuleContext:
             return results(result, lambda v, t: v)
 
         if not coarse_fences:
-            export = self._fast_export(
-                name, fn, converters, result_count, tensor_results, result_types, to_numpy,
-                export, result_converters,
+            fast = partial(
+                self._fast_export, name, fn, general=export, tensor_results=tensor_results,
+                result_types=result_types,
             )
+            undeclared = [
+                i for i, (code, ty) in enumerate(zip(codes, arg_types)) if code == "r" and ty is None
+            ]
+            if undeclared or any(c is abi.view_to_numpy for c in result_converters):
+                # No declaration to specialize by (iree-turbine exports): the first call
+                # that returns tells (abi.observed_*), and the wrapper is written again
+                # as if those types were declared, every fast path falling back to the
+                # undeclared converters, so any later call gets what it would have got.
+                def specialize(args, result):
+                    hints = {i: abi.observed_argument(args[i]) for i in undeclared}
+                    spec = list(converters)
+                    for i, hint in hints.items():
+                        if hint is not None:
+                            spec[i] = abi.tensor_argument(arg_names[i], hint, device, converters[i])
+                    results = result if result_count > 1 else (result,) * result_count
+                    spec_results = tuple(
+                        abi.tensor_result(abi.observed_result(v)) if c is abi.view_to_numpy
+                        else c for c, v in zip(result_converters, results)
+                    )
+                    return fast(tuple(spec), spec_results, numpy_results(spec_results))
+
+                export = fast(converters, result_converters, to_numpy, learn=specialize)
+            else:
+                export = fast(converters, result_converters, to_numpy)
         export.__name__ = python_name(name)
         export.__qualname__ = f"{type(self).__name__}.{export.__name__}"
         export.__doc__ = declaration or f"{name}: no ABI declaration"
         return export
 
     def _fast_export(
-        self, name, fn, converters, result_count, tensor_results, result_types, to_numpy,
-        general, result_converters,
+        self, name, fn, converters, result_converters, to_numpy, *, general, tensor_results,
+        result_types, learn=None,
     ) -> Callable:
         """The per-call path of a synchronous export, written once per export with its
         arity unrolled: converters, the context lock, the call, the results. A wrong
         argument count or a closed context goes to `general` (which raises as before).
         Arguments are converted before the lock is taken, as `general` does; the
         converted views are dropped before the results are, so a result that is an
-        argument's fresh copy can come back without a second copy."""
+        argument's fresh copy can come back without a second copy.
+
+        With `learn`, the wrapper passes its first call's arguments and VM result (once
+        the call returned) to `learn(args, result)`, which returns the wrapper to use from
+        then on; the next call makes this same function object run that one's code (what
+        callers hold, `fn = ctx.main`, stays the fast path, without a frame in between)."""
         from runtime_support.hal.buffer_view import HalBufferView
 
         arity = len(converters)
+        result_count = len(result_converters)
         params = [f"_a{i}" for i in range(arity)]
         values = [f"_v{i}" for i in range(arity)]
-        lines = ["def export(*args):", f"    if len(args) != {arity} or ctx._closed:"]
-        lines.append("        return general(*args)")
+        lines = ["def export(*args):"]
+        if learn is not None:
+            lines += ["    if _learned:", "        return _switch(args)"]
+        lines += [f"    if len(args) != {arity} or ctx._closed:", "        return general(*args)"]
         if arity:
             lines.append(f"    {', '.join(params)}{',' if arity == 1 else ''} = args")
             for i, c in enumerate(converters):  # (each converter's fast path inline)
@@ -550,6 +588,9 @@ class ModuleContext:
             "    finally:",
             "        release()",
         ]
+        if learn is not None:
+            learned = "box[0]" if several else "result" if result_count else "None"
+            lines += ["    if not _learned:", f"        _learn(args, {learned})"]
         # Argument copies nothing kept go back to their converter for the next call.
         spares = {i: c for i, c in enumerate(converters) if hasattr(c, "spare")}
         for i in spares:
@@ -593,7 +634,21 @@ class ModuleContext:
         if result_converters:
             ns.update(abi.result_names(result_converters[0]))
         exec(compile("\n".join(lines), f"<export {python_name(name)}>", "exec"), ns)
-        return ns["export"]
+        export = ns["export"]
+        if learn is not None:
+
+            def learn_once(args, result):
+                ns["_next"] = learn(args, result)
+                ns["_learned"] = True
+
+            def switch(args):
+                nxt = ns["_next"]
+                ns.update(nxt.__globals__)  # (names the learning code reads stay as good)
+                export.__code__ = nxt.__code__
+                return export(*args)
+
+            ns.update(_learned=False, _learn=learn_once, _switch=switch)
+        return export
 
     def wrap_array(self, array):
         """A `HalBufferView` over a numpy array's own memory, without a copy: the opt-in
