@@ -455,32 +455,27 @@ class ModuleContext:
                 return convert_result(result, result_types[0])
             return tuple(convert_result(v, t) for v, t in zip(result, result_types))
 
-        def numpy_results(result_converters):
-            def to_numpy(result):
-                """VM results -> numpy; buffer views through abi.tensor_result's converters
-                (abi.view_to_numpy specialized per declared result), each held by exactly
-                one local when it is called (its zero-copy check counts references)."""
-                if result_count == 1:
-                    if type(result) is HalBufferView and tensor_results[0]:
-                        return result_converters[0](result)
-                    return abi.from_vm(result, result_types[0])
-                if result_count == 0:
-                    return None
-                pending = list(result)
-                del result
-                out = []
-                for i in range(result_count):
-                    value = pending[i]
-                    pending[i] = None
-                    if type(value) is HalBufferView and tensor_results[i]:
-                        out.append(result_converters[i](value))
-                    else:
-                        out.append(abi.from_vm(value, result_types[i]))
-                return tuple(out)
-
-            return to_numpy
-
-        to_numpy = numpy_results(result_converters)
+        def to_numpy(result):
+            """VM results -> numpy; buffer views through abi.tensor_result's converters
+            (abi.view_to_numpy specialized per declared result), each held by exactly one
+            local when it is called (its zero-copy check counts references)."""
+            if result_count == 1:
+                if type(result) is HalBufferView and tensor_results[0]:
+                    return result_converters[0](result)
+                return abi.from_vm(result, result_types[0])
+            if result_count == 0:
+                return None
+            pending = list(result)
+            del result
+            out = []
+            for i in range(result_count):
+                value = pending[i]
+                pending[i] = None
+                if type(value) is HalBufferView and tensor_results[i]:
+                    out.append(result_converters[i](value))
+                else:
+                    out.append(abi.from_vm(value, result_types[i]))
+            return tuple(out)
 
         def call_and_wait(vm_args):
             """A coarse-fences call with a fresh signal fence, waited for. Returns the
@@ -521,23 +516,32 @@ class ModuleContext:
             undeclared = [
                 i for i, (code, ty) in enumerate(zip(codes, arg_types)) if code == "r" and ty is None
             ]
-            if undeclared or any(c is abi.view_to_numpy for c in result_converters):
+            if undeclared or (result_count == 1 and result_converters[0] is abi.view_to_numpy):
                 # No declaration to specialize by (iree-turbine exports): the first call
                 # that returns tells (abi.observed_*), and the wrapper is written again
                 # as if those types were declared, every fast path falling back to the
                 # undeclared converters, so any later call gets what it would have got.
                 def specialize(args, result):
+                    try:
+                        return specialized(args, result)
+                    except Exception:  # noqa: BLE001 - a value no hint fits: as it was
+                        return fast(converters, result_converters, to_numpy)
+
+                def specialized(args, result):
                     hints = {i: abi.observed_argument(args[i]) for i in undeclared}
                     spec = list(converters)
                     for i, hint in hints.items():
                         if hint is not None:
                             spec[i] = abi.tensor_argument(arg_names[i], hint, device, converters[i])
-                    results = result if result_count > 1 else (result,) * result_count
-                    spec_results = tuple(
-                        abi.tensor_result(abi.observed_result(v)) if c is abi.view_to_numpy
-                        else c for c, v in zip(result_converters, results)
-                    )
-                    return fast(tuple(spec), spec_results, numpy_results(spec_results))
+                    if result_count != 1 or result_converters[0] is not abi.view_to_numpy:
+                        return fast(tuple(spec), result_converters, to_numpy)
+                    # One result: its common case inline (abi.result_lines), anything
+                    # else to view_to_numpy itself, from the frame the undeclared wrapper
+                    # calls it from (so it decides zero-copy by the same counts; the
+                    # converter, a frame deeper, would copy a view of another shape).
+                    spec_results = (abi.tensor_result(abi.observed_result(result)),)
+                    return fast(tuple(spec), spec_results, to_numpy,
+                                result_fallback=abi.view_to_numpy)
 
                 export = fast(converters, result_converters, to_numpy, learn=specialize)
             else:
@@ -549,7 +553,7 @@ class ModuleContext:
 
     def _fast_export(
         self, name, fn, converters, result_converters, to_numpy, *, general, tensor_results,
-        result_types, learn=None,
+        result_types, learn=None, result_fallback=None,
     ) -> Callable:
         """The per-call path of a synchronous export, written once per export with its
         arity unrolled: converters, the context lock, the call, the results. A wrong
@@ -561,7 +565,9 @@ class ModuleContext:
         With `learn`, the wrapper passes its first call's arguments and VM result (once
         the call returned) to `learn(args, result)`, which returns the wrapper to use from
         then on; the next call makes this same function object run that one's code (what
-        callers hold, `fn = ctx.main`, stays the fast path, without a frame in between)."""
+        callers hold, `fn = ctx.main`, stays the fast path, without a frame in between).
+        `result_fallback`: what a single result off its inline case goes to (default its
+        converter)."""
         from runtime_support.hal.buffer_view import HalBufferView
 
         arity = len(converters)
@@ -623,7 +629,7 @@ class ModuleContext:
             "release": self._lock.release,
             "VMError": VMError,
             "HalBufferView": HalBufferView,
-            "view_to_numpy": result_converters[0] if result_converters else None,
+            "view_to_numpy": result_fallback or (result_converters[0] if result_converters else None),
             "from_vm": abi.from_vm,
             "result_type": result_types[0] if result_types else None,
             "to_numpy": to_numpy,
