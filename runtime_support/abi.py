@@ -345,6 +345,41 @@ def _exact_dtypes(element: str) -> frozenset:
     return frozenset({want})
 
 
+_ELEMENT_NAMES = {code: name for name, code in reversed(_ELEMENT_TYPES.items())}
+
+
+def observed_argument(value) -> TensorType | None:
+    """The static tensor type a call's undeclared argument had, as a hint to specialize
+    the export by (tensor_argument, its general path the undeclared converter): a
+    C-ordered native numpy array, of rank 1 or more, whose dtype the undeclared converter
+    gives the element type every dtype of that type's fast path gets too. Else None."""
+    if type(value) is not np.ndarray or not value.ndim or not value.flags.c_contiguous:
+        return None
+    dtype = value.dtype
+    try:
+        element_type = element_types.from_numpy_dtype(dtype) if dtype.isnative else None
+    except ValueError:
+        return None
+    element = _ELEMENT_NAMES.get(element_type)
+    if element is None or any(
+        element_types.from_numpy_dtype(d) != element_type for d in _exact_dtypes(element)
+    ):
+        return None
+    return TensorType(tuple(value.shape), element, element_type)
+
+
+def observed_result(value) -> TensorType | None:
+    """The static tensor type of a result buffer view, as a hint (tensor_result: a view
+    that differs goes to view_to_numpy); None for anything else."""
+    if type(value) is not HalBufferView or value.encoding_type != _DENSE:
+        return None
+    element_type = value.element_type & 0xFFFFFFFF
+    element = _ELEMENT_NAMES.get(element_type)
+    if element is None or not _whole_byte_dtype(element_type):
+        return None
+    return TensorType(tuple(value.shape), element, element_type)
+
+
 def tensor_argument(name: str, ty: TensorType | None, device, general=None):
     """A converter for one tensor argument: numpy array -> a new buffer view on `device`.
 

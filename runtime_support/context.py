@@ -13,6 +13,7 @@ import mmap
 import os
 import sys
 import threading
+from functools import partial
 from pathlib import Path
 from typing import Callable, NamedTuple
 
@@ -508,32 +509,75 @@ class ModuleContext:
             return results(result, lambda v, t: v)
 
         if not coarse_fences:
-            export = self._fast_export(
-                name, fn, converters, result_count, tensor_results, result_types, to_numpy,
-                export, result_converters,
+            fast = partial(
+                self._fast_export, name, fn, general=export, tensor_results=tensor_results,
+                result_types=result_types,
             )
+            undeclared = [
+                i for i, (code, ty) in enumerate(zip(codes, arg_types)) if code == "r" and ty is None
+            ]
+            if undeclared or (result_count == 1 and result_converters[0] is abi.view_to_numpy):
+                # No declaration to specialize by (iree-turbine exports): the first call
+                # that returns tells (abi.observed_*), and the wrapper is written again
+                # as if those types were declared, every fast path falling back to the
+                # undeclared converters, so any later call gets what it would have got.
+                def specialize(args, result):
+                    try:
+                        return specialized(args, result)
+                    except Exception:  # noqa: BLE001 - a value no hint fits: as it was
+                        return fast(converters, result_converters, to_numpy)
+
+                def specialized(args, result):
+                    hints = {i: abi.observed_argument(args[i]) for i in undeclared}
+                    spec = list(converters)
+                    for i, hint in hints.items():
+                        if hint is not None:
+                            spec[i] = abi.tensor_argument(arg_names[i], hint, device, converters[i])
+                    if result_count != 1 or result_converters[0] is not abi.view_to_numpy:
+                        return fast(tuple(spec), result_converters, to_numpy)
+                    # One result: its common case inline (abi.result_lines), anything
+                    # else to view_to_numpy itself, from the frame the undeclared wrapper
+                    # calls it from (so it decides zero-copy by the same counts; the
+                    # converter, a frame deeper, would copy a view of another shape).
+                    spec_results = (abi.tensor_result(abi.observed_result(result)),)
+                    return fast(tuple(spec), spec_results, to_numpy,
+                                result_fallback=abi.view_to_numpy)
+
+                export = fast(converters, result_converters, to_numpy, learn=specialize)
+            else:
+                export = fast(converters, result_converters, to_numpy)
         export.__name__ = python_name(name)
         export.__qualname__ = f"{type(self).__name__}.{export.__name__}"
         export.__doc__ = declaration or f"{name}: no ABI declaration"
         return export
 
     def _fast_export(
-        self, name, fn, converters, result_count, tensor_results, result_types, to_numpy,
-        general, result_converters,
+        self, name, fn, converters, result_converters, to_numpy, *, general, tensor_results,
+        result_types, learn=None, result_fallback=None,
     ) -> Callable:
         """The per-call path of a synchronous export, written once per export with its
         arity unrolled: converters, the context lock, the call, the results. A wrong
         argument count or a closed context goes to `general` (which raises as before).
         Arguments are converted before the lock is taken, as `general` does; the
         converted views are dropped before the results are, so a result that is an
-        argument's fresh copy can come back without a second copy."""
+        argument's fresh copy can come back without a second copy.
+
+        With `learn`, the wrapper passes its first call's arguments and VM result (once
+        the call returned) to `learn(args, result)`, which returns the wrapper to use from
+        then on; the next call makes this same function object run that one's code (what
+        callers hold, `fn = ctx.main`, stays the fast path, without a frame in between).
+        `result_fallback`: what a single result off its inline case goes to (default its
+        converter)."""
         from runtime_support.hal.buffer_view import HalBufferView
 
         arity = len(converters)
+        result_count = len(result_converters)
         params = [f"_a{i}" for i in range(arity)]
         values = [f"_v{i}" for i in range(arity)]
-        lines = ["def export(*args):", f"    if len(args) != {arity} or ctx._closed:"]
-        lines.append("        return general(*args)")
+        lines = ["def export(*args):"]
+        if learn is not None:
+            lines += ["    if _learned:", "        return _switch(args)"]
+        lines += [f"    if len(args) != {arity} or ctx._closed:", "        return general(*args)"]
         if arity:
             lines.append(f"    {', '.join(params)}{',' if arity == 1 else ''} = args")
             for i, c in enumerate(converters):  # (each converter's fast path inline)
@@ -550,6 +594,9 @@ class ModuleContext:
             "    finally:",
             "        release()",
         ]
+        if learn is not None:
+            learned = "box[0]" if several else "result" if result_count else "None"
+            lines += ["    if not _learned:", f"        _learn(args, {learned})"]
         # Argument copies nothing kept go back to their converter for the next call.
         spares = {i: c for i, c in enumerate(converters) if hasattr(c, "spare")}
         for i in spares:
@@ -582,7 +629,7 @@ class ModuleContext:
             "release": self._lock.release,
             "VMError": VMError,
             "HalBufferView": HalBufferView,
-            "view_to_numpy": result_converters[0] if result_converters else None,
+            "view_to_numpy": result_fallback or (result_converters[0] if result_converters else None),
             "from_vm": abi.from_vm,
             "result_type": result_types[0] if result_types else None,
             "to_numpy": to_numpy,
@@ -593,7 +640,21 @@ class ModuleContext:
         if result_converters:
             ns.update(abi.result_names(result_converters[0]))
         exec(compile("\n".join(lines), f"<export {python_name(name)}>", "exec"), ns)
-        return ns["export"]
+        export = ns["export"]
+        if learn is not None:
+
+            def learn_once(args, result):
+                ns["_next"] = learn(args, result)
+                ns["_learned"] = True
+
+            def switch(args):
+                nxt = ns["_next"]
+                ns.update(nxt.__globals__)  # (names the learning code reads stay as good)
+                export.__code__ = nxt.__code__
+                return export(*args)
+
+            ns.update(_learned=False, _learn=learn_once, _switch=switch)
+        return export
 
     def wrap_array(self, array):
         """A `HalBufferView` over a numpy array's own memory, without a copy: the opt-in

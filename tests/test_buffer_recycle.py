@@ -30,14 +30,21 @@ def _storage(buffer):
     return buffer.allocation.array
 
 
-def test_dropped_storage_comes_back_zero_filled():
-    first = _fresh()
-    first.write(0, b"\xff" * SIZE)
+# SIZE, and a small CNN's 40 KiB transient (below the recycling limit too); the second
+# takes a size of its own, like SIZE
+@pytest.mark.parametrize("size", [SIZE, 40960 + 64])
+def test_dropped_storage_comes_back_zero_filled(size):
+    first = _fresh(size)
+    first.write(0, b"\xff" * size)
     storage, address = id(_storage(first)), first.address  # (the pool keeps it alive)
     del first
-    again = _fresh()
+    again = _fresh(size)
     assert id(_storage(again)) == storage and again.address == address
-    assert again.read() == bytes(SIZE)
+    assert again.read() == bytes(size)
+    other = _fresh(size)  # (while `again` lives: a new entry, sharing the zero source)
+    other.write(0, b"\x11" * size)
+    del other
+    assert _fresh(size).read() == bytes(size) and again.read() == bytes(size)
     assert again.address % bm.ALIGNMENT == 0
     assert again.allocation.preserve_count == 1 and not again.readonly
 

@@ -197,6 +197,54 @@ def test_model_matches_iree_runtime_and_torch(model, params, model_artifacts, tm
     ctx.close()
 
 
+def _executable(ctx):
+    from runtime_support.hal.executable import HalExecutable
+
+    return next(r for r in ctx.refs._slots.values() if isinstance(r, HalExecutable))
+
+
+def test_repeated_calls_and_failures_through_main(model_artifacts, tmp_path):
+    """`main` over `main$async` call after call: its wrapper specializes after the first
+    call (no declaration: context.py learns the types), the same bits as iree.runtime
+    for every input; and what fails inside main$async (a dispatch of a closed
+    executable, whose failure reaches main's `hal.fence.await` through the fence the
+    queue chain signals; an input the module's checks reject) raises through main the
+    VMError an unspecialized wrapper and the unfused package raise."""
+    from iree_oracle import IreeSession
+    from runtime_support.errors import VMError
+
+    art = model_artifacts("mlp", "inline")
+    x = np.load(art.input)
+    theirs = IreeSession(art.vmfb, driver="local-sync")
+    pkg, ctx = translate_and_load(art, tmp_path / "fused")
+    main = ctx.main
+    for k in range(4):
+        xk = (x * (k + 1) - k).astype(np.float32)
+        [want] = theirs.call("main", [xk])
+        assert main(xk).tobytes() == want.tobytes(), k
+    assert "_switch" not in main.__code__.co_names  # (specialized, the same function object)
+    unfused = load_package(
+        write_package(read_module_file(art.vmfb), tmp_path / "unfused", "mlp_unfused",
+                      fuse_submissions=False)
+    )
+
+    def failures(context):
+        out = []
+        for bad in (np.zeros((2, 784), np.float32), x.astype(np.float64)):
+            with pytest.raises(VMError) as e:
+                context.main(bad)
+            out.append(str(e.value))
+        _executable(context).close()
+        with pytest.raises(VMError) as e:
+            context.main(x)
+        return out + [str(e.value)]
+
+    got = failures(ctx)
+    assert "executable is closed" in got[-1]
+    assert got == failures(pkg.load(device="local-sync"))  # (first calls: not specialized)
+    assert got == failures(unfused.load(device="local-sync"))
+
+
 def test_async_export_with_explicit_fences(model_artifacts, tmp_path):
     art = model_artifacts("mlp", "inline")
     x = np.load(art.input)

@@ -540,7 +540,11 @@ def fresh_buffer(size: int, memory_types: int, usage: int, allocator) -> HalBuff
         buffer = _aligned_buffer(raw, size, memory_types, usage, allocator)
         if pool is not None:
             storage = buffer.allocation.array
-            pool.append((storage, buffer.address, memoryview(storage), bytes(size)))
+            try:  # (one zero source per size, shared by its entries)
+                zeros = pool[0][3]
+            except IndexError:
+                zeros = bytes(size)
+            pool.append((storage, buffer.address, memoryview(storage), zeros))
         return buffer
     if size >= _UNCHECKED:
         return HalBuffer.over(Allocation.allocate(size), memory_types, usage, allocator)
@@ -564,9 +568,12 @@ def fresh_buffer(size: int, memory_types: int, usage: int, allocator) -> HalBuff
 # Recycled storage is zero-filled again, as IREE's heap buffers are (its aligned host
 # allocation goes through iree_allocator_malloc, a calloc with the system allocator).
 
-_RECYCLE_MAX = 4096  # bytes: a memset costs less than numpy's allocation up to here
+# bytes: a memset costs less than numpy's allocation up to here, whose calloc memsets too
+# below glibc's mmap threshold (128 KiB): a transient of a few tens of KiB (a small CNN's
+# intermediate, allocated and deallocated by each call) is ~0.5 us cheaper recycled
+_RECYCLE_MAX = 1 << 16
 _RECYCLE_DEPTH = 8  # entries per size
-_RECYCLE_SIZES = 64  # sizes tracked (a bound on the memory kept: 64 * 8 * 4 KiB)
+_RECYCLE_SIZES = 64  # sizes tracked (a bound on the memory kept: 64 * 8 * 64 KiB)
 _recycled: dict[int, deque] = {}
 _count = sys.getrefcount
 

@@ -579,11 +579,7 @@ def chain(create, alloca, join, execute, dealloca):
             return general(device, wait, allocas, join_flags, create_flags, affinity,
                            command_buffer, exec_flags, table, slots, dealloca_args)
         for a in allocas:
-            if a[2] != 0 or a[5] < 0:
-                return general(device, wait, allocas, join_flags, create_flags, affinity,
-                               command_buffer, exec_flags, table, slots, dealloca_args)
-        for entry in table:
-            if type(entry[0]) not in _CHAIN_TABLE_TYPES:
+            if a[2] or a[5] < 0:
                 return general(device, wait, allocas, join_flags, create_flags, affinity,
                                command_buffer, exec_flags, table, slots, dealloca_args)
         # hal.device.queue.alloca on a LocalDevice, each fence reached at once (and so
@@ -594,7 +590,10 @@ def chain(create, alloca, join, execute, dealloca):
             buffers.append(fresh_buffer(size, memory_types & _M32, usage & _M32, allocator))
             allocator.bytes_allocated += size
         # hal.device.queue.execute.indirect: LocalQueue.call with its wait fence reached
-        # (nothing ran since the check above: the queue is still idle on this thread)
+        # (nothing ran since the check above: the queue is still idle on this thread).
+        # The table's entries are checked here, after the allocas, as the import checks
+        # them after the unfused allocas ran: one of another type (TYPE) goes the imports'
+        # way from the execute on, where the import raises its own error.
         queue = device.queue
         plan = command_buffer._plan
         error = MISMATCH
@@ -604,20 +603,29 @@ def chain(create, alloca, join, execute, dealloca):
                 run = _submit_for(plan, slots, table, slots)
             if run is not None:  # (the steps below in one function, as above)
                 error = run(command_buffer, queue, table, device.worker_count, *buffers)
-        if error is MISMATCH or error is TYPE:  # (TYPE: checked above, cannot happen)
+        if error is MISMATCH:
             for k, j in slots:
                 _, offset, length = table[k]
                 table[k] = (buffers[j], offset, length)
-            error = queue.run_now(run_command_buffer, command_buffer, table, _EXECUTE_INDIRECT)
+            for entry in table:
+                if type(entry[0]) not in _TABLE_TYPES:
+                    error = TYPE
+                    break
+            else:
+                error = queue.run_now(
+                    run_command_buffer, command_buffer, table, _EXECUTE_INDIRECT
+                )
         return finish(device, create_flags, affinity, command_buffer, exec_flags, table,
                       dealloca_args, buffers, error)
 
     def finish(device, create_flags, affinity, command_buffer, exec_flags, table,
                dealloca_args, buffers, error):
         """The fast path after the execution ran (`error`: its outcome), or did not
-        (BUSY, BUSY_QUEUE: another thread holds the queue; the table holds the buffers)."""
+        (BUSY, BUSY_QUEUE: another thread holds the queue; TYPE: an entry the import
+        rejects; the table holds the buffers)."""
         queue = device.queue
-        if error is BUSY or error is BUSY_QUEUE:  # another thread took the queue: the imports
+        if error is BUSY or error is BUSY_QUEUE or error is TYPE:
+            # another thread took the queue, or an entry the import rejects: the imports
             fx = Fence()
             fx.signal()  # (what the allocas and join left: the execute's wait, reached)
             f = create(device, create_flags)
@@ -650,10 +658,6 @@ def chain(create, alloca, join, execute, dealloca):
     submit.finish = finish  # (for chain_loop.ChainLoop's replays)
     submit.transient = TRANSIENT
     return submit
-
-
-# The chain's table check: `ALLOCATED` marks an entry the call fills in itself.
-_CHAIN_TABLE_TYPES = _TABLE_TYPES | {_Allocated}
 
 
 # -- per-argument input checks ---------------------------------------------------------
