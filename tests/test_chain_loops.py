@@ -84,15 +84,17 @@ def test_rewritten_loop_matches_iree_and_the_loop_as_it_was(vmfb, packages, devi
 
 
 def _count_replays(monkeypatch):
+    """Counts the steps each loop's replays ran, read at its results()."""
     counts = {"replayed": 0}
-    real_run = chain_loop.ChainLoop._replay_run
+    real_results = chain_loop.ChainLoop.results
 
-    def replay_run(self, r, *args):
-        done = real_run(self, r, *args)
-        counts["replayed"] += bool(done)
-        return done
+    def results(self):
+        replay = self.replay
+        out = real_results(self)
+        counts["replayed"] += replay.ran if replay is not None else 0
+        return out
 
-    monkeypatch.setattr(chain_loop.ChainLoop, "_replay_run", replay_run)
+    monkeypatch.setattr(chain_loop.ChainLoop, "results", results)
     return counts
 
 
@@ -139,30 +141,56 @@ def test_statistics_count_every_step(packages):
     assert got == want and sum(counts.values()) == ITERATIONS
 
 
-@pytest.mark.parametrize("stop_at", [1, 7, ITERATIONS])
-def test_a_declined_replay_hands_over_to_the_helper(packages, monkeypatch, stop_at):
-    """A step that cannot replay (another thread holds the queue or the plan) and all
-    after it go through the helper, from the buffers the replays left."""
+@pytest.mark.parametrize("busy", ["queue", "plan"])
+def test_steps_that_cannot_replay_go_through_the_helper(packages, monkeypatch, busy):
+    """Where another thread holds the queue or the plan when the deferred steps would
+    run, every step goes through the helper: the same results and accounting."""
     ctx = packages[True].load(device="local-sync")
     w, x = _inputs(5)
     want = np.asarray(packages[False].load(device="local-sync").main(w, x)).tobytes()
     assert np.asarray(ctx.main(w, x)).tobytes() == want  # (the plan built: replays from step 1)
-    real_run = chain_loop.ChainLoop._replay_run
-    calls = []
+    counts = _count_replays(monkeypatch)
+    real_run = chain_loop.ChainLoop._run_pending
 
-    def replay_run(self, r, *args):
-        calls.append(1)
-        if len(calls) < stop_at:
-            return real_run(self, r, *args)
-        token = r.plan._token.pop()  # (as another thread running the plan holds it)
+    def run_pending(self, r):
+        if busy == "plan":
+            token = r.plan._token.pop()  # (as another thread running the plan holds it)
+            try:
+                return real_run(self, r)
+            finally:
+                r.plan._token.append(token)
+        queue = r.queue
+        with queue._lock:
+            queue._draining = True  # (as another thread draining the queue holds it)
         try:
-            return real_run(self, r, *args)
+            return real_run(self, r)
         finally:
-            r.plan._token.append(token)
+            with queue._lock:
+                queue._draining = False
 
-    monkeypatch.setattr(chain_loop.ChainLoop, "_replay_run", replay_run)
+    monkeypatch.setattr(chain_loop.ChainLoop, "_run_pending", run_pending)
+    before = _accounting(ctx)
+    if busy == "queue":
+        # (the helper's steps then queue behind the "other thread": drain them as it would)
+        real_helper_step = chain_loop.ChainLoop._helper_step
+
+        def helper_step(self):
+            queue = self.args[0].queue
+            with queue._lock:
+                queue._draining = False
+            real_helper_step(self)
+
+        monkeypatch.setattr(chain_loop.ChainLoop, "_helper_step", helper_step)
     assert np.asarray(ctx.main(w, x)).tobytes() == want
-    assert len(calls) == stop_at  # (no replay tried after the hand-over)
+    after = _accounting(ctx)
+    assert counts["replayed"] == 0
+    plain = packages[False].load(device="local-sync")
+    p_before = _accounting(plain)
+    plain.main(w, x)
+    plain.main(w, x)
+    p_after = _accounting(plain)
+    assert (after[0] - before[0]) * 2 == p_after[0] - p_before[0]  # (two calls there)
+    assert after[1] - before[1] == ITERATIONS
 
 
 def test_a_failing_replayed_step_fails_the_loop_as_the_chain_did(packages, monkeypatch):
@@ -293,9 +321,13 @@ def test_each_replayed_step_writes_zero_filled_buffers(packages, monkeypatch):
 
         zeroed = {id(view.obj) for turn in replay.zero for view, _ in turn}
 
+        runs = []
+
         def run_plan(address):
+            turn = len(runs) % 2  # (the steps take turns from turn 0)
+            runs.append(1)
             for pair in replay.outputs:
-                b = pair[replay.parity]
+                b = pair[turn]
                 if id(b.allocation.array.base) in zeroed or id(b.allocation.array) in zeroed:
                     seen.append(ctypes.string_at(b.address, b.length) == bytes(b.length))
             return real_run(address)

@@ -22,15 +22,22 @@ REPLAY. The steps may be replays of the command buffer's native plan on buffers 
 object owns, where nothing can tell the difference: the helper is `hal`'s own fast path,
 the device a LocalDevice, the wait fence the loop came with null or reached, the allocas
 from pool 0, the plan's checks passing on the first step's table and on this loop's
-buffers (their sizes are the allocas', the same every step), and per step the queue and
-plan free, no executable closed and statistics off. Each replayed step writes new
-zero-filled buffers as the helper's allocas would, two per alloca taking turns (the one a
-step reads is the last step's; the one before that is dead, since the loop carries a
-buffer one step only), and a TRANSIENT alloca on one scratch buffer; its fence is
-reached, as the helper's would be. Accounting is the helper's: the allocator counts each
-step's allocas, the command buffer each execution. Anything else at a step (a busy queue,
-a failure) ends the replays: that step and the rest go through the helper, from what the
-replays left, which does what the unfused chain does.
+buffers (their sizes are the allocas', the same every step), and the plan writing no
+buffer but this loop's. A replayed step writes new zero-filled buffers as the helper's
+allocas would, two per alloca taking turns (the one a step reads is the last step's; the
+one before that is dead, since the loop carries a buffer one step only), and a TRANSIENT
+alloca on one scratch buffer; its fence is reached, as the helper's would be.
+
+Replayed steps are DEFERRED: `step()` counts the step and its allocas, and `results()`
+runs the steps counted, in order, under one taking of the queue and the plan. Between
+steps the loop runs only integer ops (codegen/loops.py), which read nothing the steps
+write, and the steps write only this object's buffers, so running them later changes
+nothing anyone can see; a loop left by an exception has no results to read. Accounting is
+the helper's: the allocator counts each step's allocas, the command buffer each
+execution. Where the steps cannot all run then (another thread holds the queue or the
+plan, an executable was closed, statistics are on) or one fails, that step and the rest
+go through the helper, from what the replays left, which does what the unfused chain
+does (for the failed one, what it does with a failed execution).
 """
 
 from __future__ import annotations
@@ -57,7 +64,7 @@ class _Replay:
     """The per-step state of a replay (see the module docstring)."""
 
     __slots__ = ("plan", "queue", "lock", "take", "give", "images", "turn0", "zero", "memsets",
-                 "parity", "ran",
+                 "parity", "ran", "pending",
                  "outputs", "executables", "allocator", "total", "command_buffer",
                  "workers", "parallel", "run_plan", "args_address")
 
@@ -93,41 +100,25 @@ class ChainLoop:
                 self.sizes = ()
                 self.replay = replay
         if replay is not None:
-            if not statistics.enabled:
-                # A replay: its checks and zero-fills inline (a frame less per step), then
-                # the queue's draining role taken for _replay_run
-                for e in replay.executables:
-                    if e._closed:
-                        break
-                else:
-                    parity = replay.parity
-                    for view, zeros in replay.zero[parity]:  # (the new buffers, zeroed)
-                        view[:] = zeros
-                    for address, size in replay.memsets[parity]:
-                        memset(address, 0, size)
-                    queue, lock = replay.queue, replay.lock
-                    lock.acquire()
-                    if not queue._draining:
-                        queue._draining = True
-                        lock.release()
-                        if self._replay_run(replay, queue, lock, parity):
-                            return
-                    else:
-                        lock.release()
-            self.replay = None
-            if replay.ran:  # (what the replays left is what the next step reads)
+            replay.pending += 1  # (run by results(); its allocas counted now)
+            replay.allocator.bytes_allocated += replay.total
+            return
+        self._helper_step()
+
+    def results(self):
+        replay = self.replay
+        if replay is not None:
+            self._run_pending(replay)
+            if self.replay is not None and replay.ran:
                 self.last = self._materialized(replay)
-                self._carry(self.last)
+        return self.last
+
+    def _helper_step(self) -> None:
+        """A step through the helper, from what the loop carried."""
         args = self.args
         results = self.helper(*args[:TABLE], list(self.table), *args[SLOTS:])
         self.last = results
         self._carry(results)
-
-    def results(self):
-        replay = self.replay
-        if replay is not None and replay.ran:
-            self.last = self._materialized(replay)
-        return self.last
 
     def _carry(self, results) -> None:
         """What the loop's moves carried: the next step's wait fence and table buffers."""
@@ -171,6 +162,9 @@ class ChainLoop:
         plan = cb._plan
         own = dict(self.args[SLOTS])
         carried = dict(self.carried)
+        for slot, _, _, _, writable, _ in plan.checks:
+            if writable and slot not in own and slot not in carried:
+                return None  # (it writes a buffer from outside: steps must not be deferred)
         # Two buffers per alloca taking turns, one scratch for a TRANSIENT one.
         outputs = []
         allocator = device.allocator
@@ -239,49 +233,67 @@ class ChainLoop:
         replay.parallel = plan.parallel
         replay.run_plan = plan.run_plan
         replay.args_address = plan.args_address
-        replay.ran = 0
+        replay.ran = replay.pending = 0
         return replay
 
-    def _replay_run(self, r: _Replay, queue, lock, parity: int) -> bool:
-        """The rest of a replayed step, with the queue's draining role taken (and given
-        back here): False (nothing ran) where another thread holds the plan."""
-        error = None
-        try:
-            try:
-                r.take()
-            except IndexError:  # another thread is running this plan
-                return False
-            try:
-                plan = r.plan
-                if r.parallel and (r.workers != plan._workers or native._pool is not plan._pool):
-                    plan._use_workers(r.workers)
-                plan.table[:] = r.images[parity]
-                r.allocator.bytes_allocated += r.total
-                r.command_buffer.executions += 1
-                result = r.run_plan(r.args_address)
-                if result:
-                    try:
-                        plan._raise(result)
-                    except Exception as exc:  # (a VMError: the step's error)
-                        error = exc
-            finally:
-                r.give(1)
-        finally:
+    def _run_pending(self, r: _Replay) -> None:
+        """Runs the steps step() counted (module docstring: DEFERRED)."""
+        count, r.pending = r.pending, 0
+        done, error, parity = 0, None, r.parity
+        queue, lock, plan = r.queue, r.lock, r.plan
+        if count and not statistics.enabled and not any(e._closed for e in r.executables):
             lock.acquire()
-            if queue._ready:
+            if queue._draining:  # (another thread holds the queue)
                 lock.release()
-                queue._drain()
             else:
-                queue._draining = False
+                queue._draining = True
                 lock.release()
-        r.parity = parity ^ 1
-        r.images[0] = r.turn0  # (after the first step: its image is done with)
-        r.ran += 1
+                try:
+                    r.take()  # (IndexError: another thread is running this plan)
+                    try:
+                        if r.parallel and (r.workers != plan._workers
+                                           or native._pool is not plan._pool):
+                            plan._use_workers(r.workers)
+                        table, images, zero, memsets = plan.table, r.images, r.zero, r.memsets
+                        run_plan, address, cb = r.run_plan, r.args_address, r.command_buffer
+                        while done < count:
+                            for view, zeros in zero[parity]:  # (the step's new buffers)
+                                view[:] = zeros
+                            for at, size in memsets[parity]:
+                                memset(at, 0, size)
+                            table[:] = images[parity]
+                            cb.executions += 1
+                            result = run_plan(address)
+                            images[0] = r.turn0  # (the first step's image is done with)
+                            done += 1
+                            parity ^= 1
+                            if result:
+                                try:
+                                    plan._raise(result)
+                                except Exception as exc:  # (a VMError: the step's error)
+                                    error = exc
+                                break
+                    finally:
+                        r.give(1)
+                except IndexError:
+                    pass
+                finally:
+                    lock.acquire()  # (given back as LocalQueue._stop_draining does)
+                    if queue._ready:
+                        lock.release()
+                        queue._drain()
+                    else:
+                        queue._draining = False
+                        lock.release()
+        r.parity = parity
+        r.ran += done
+        if done == count and error is None:
+            return
+        # The rest through the helper: from what the replays left, or, after a failed
+        # step, from its results as the helper leaves a failed execution.
+        self.replay = None
         if error is not None:
-            # The step failed: its results as the helper leaves a failed execution (the
-            # fence failed, the dealloca through the imports), and no more replays.
-            self.replay = None
-            buffers = [pair[parity] for pair in r.outputs]
+            buffers = [pair[parity ^ 1] for pair in r.outputs]
             args = self.args
             table = list(self.table)
             for k, j in dict(args[SLOTS]).items():
@@ -292,7 +304,12 @@ class ChainLoop:
                 tuple(buffers), error,
             )
             self._carry(self.last)
-        return True
+        elif r.ran:
+            self.last = self._materialized(r)
+            self._carry(self.last)
+        for _ in range(count - done):
+            r.allocator.bytes_allocated -= r.total  # (counted by step(); the helper counts)
+            self._helper_step()
 
     def _materialized(self, r: _Replay):
         """The last replayed step's results, as the helper returns them."""
