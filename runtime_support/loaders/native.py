@@ -1180,7 +1180,12 @@ def native_error() -> BaseException | None:
 WORKERS_ENV = "PYREE_WORKERS"
 SPIN_ENV = "PYREE_SPIN"
 INLINE_ENV = "PYREE_INLINE_US"
-_DEFAULT_INLINE_US = 20  # grids estimated below this run on the caller alone
+# Grids estimated below this run on the caller alone. Waking a worker and sharing the
+# grid costs a few microseconds and the worker's core comes to the data cold: a 30 us
+# grid (model-mlp's first matmul) ran faster on the pool but its call slower (58 vs 53
+# us, interleaved); at 40 us model-mlp's `local` equals its local-sync, and the larger
+# grids of the other benchmark programs (mlp, gpt2, matmul, resnet) stay on the pool.
+_DEFAULT_INLINE_US = 40
 
 
 def _microseconds_env(name: str, default: float) -> int:
