@@ -479,15 +479,20 @@ def _compiled_chain(packages, monkeypatch):
     return helper, args, fast
 
 
-def test_transient_scratch_is_zero_filled_before_each_run(packages, monkeypatch):
+@pytest.mark.parametrize("by", ["copy", "memset"])
+def test_transient_scratch_is_zero_filled_before_each_run(packages, monkeypatch, by):
     """The scratch a TRANSIENT alloca runs on holds zeros when the plan runs, as a new
-    buffer would, whatever the last call left in it."""
+    buffer would, whatever the last call left in it (small ones zero-filled from zero
+    bytes, larger ones by memset)."""
     import ctypes
 
+    if by == "memset":
+        monkeypatch.setattr(plan_runner, "_ZERO_BY_COPY", 0)
     helper, args, fast = _compiled_chain(packages, monkeypatch)
     scratch = fast.__globals__["scratch"][0]
     assert scratch is not None  # the first call made it
-    buffer, view, _ = scratch
+    buffer, _ = scratch
+    view = memoryview(buffer.allocation.array)
     seen = []
     real = fast.__globals__["run_plan"]
 

@@ -11,6 +11,7 @@ before touching memory) so the Python path runs and raises the exact error.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import linecache
 import struct
@@ -348,14 +349,21 @@ def compile_alloca(plan, entries: int, slots):
     return ns["alloca"]
 
 
-# A TRANSIENT alloca up to this size runs on the call site's scratch buffer.
-_SCRATCH_MAX = 1 << 16
+# A TRANSIENT alloca up to this size runs on the call site's scratch buffer (a new one
+# that size costs a page fault per 4 KiB on every call: mlp's 128 KiB, about 10 us).
+_SCRATCH_MAX = 1 << 20
+_ZERO_BY_COPY = 1 << 16  # scratch zero-filled from zero bytes up to here, else by memset
 
 
 def _new_scratch(size: int) -> list:
-    """[buffer, memoryview of its bytes, `size` zero bytes]: a call site's scratch."""
+    """[buffer, a C callable that zero-fills it]: a call site's scratch."""
     buffer = HalBuffer.allocate(size)
-    return [buffer, memoryview(buffer.allocation.array), bytes(size)]
+    if size <= _ZERO_BY_COPY:
+        zero = functools.partial(memoryview(buffer.allocation.array).__setitem__,
+                                 slice(None), bytes(size))
+    else:
+        zero = functools.partial(ctypes.memset, buffer.address, 0, size)
+    return [buffer, zero]
 
 
 def compile_chain(plan, allocas: int, entries: int, placed, transient: int = -1,
@@ -451,7 +459,7 @@ def compile_chain(plan, allocas: int, entries: int, placed, transient: int = -1,
     place = (["if sc:", f"    {new[0]}"] if w >= 0 else []) + place
     lines += _execute_lines(plan, ns, place, busy=f"return {finish.format('BUSY_QUEUE')}",
                             lengths={k: f"s{j}" for k, j in own.items()},
-                            guarded=["if sc:", "    sc[1][:] = sc[2]"] if w >= 0 else [])
+                            guarded=["if sc:", "    sc[1]()"] if w >= 0 else [])
     # the common outcome as fused.chain's fast path leaves it: the last fence reached
     lines += [
         "    if error is None and (dealloca_args is None or not queue._draining):",
