@@ -70,8 +70,10 @@ class _Replay:
 
 
 class ChainLoop:
+    """One run of a loop's steps (module docstring): made before the loop, per call."""
+
     __slots__ = ("helper", "args", "table", "carried", "wait_carried", "last", "replay",
-                 "transient", "sizes", "steps")
+                 "transient", "tried", "steps")
 
     def __init__(self, helper, args, carried, wait_carried: bool) -> None:
         self.helper = helper
@@ -85,19 +87,19 @@ class ChainLoop:
         transient = getattr(helper, "transient", None)
         self.transient = (dealloca[4] if dealloca is not None and transient is not None
                           and dealloca[2] is transient else -1)
-        self.sizes = None
+        self.tried = False  # (whether replays were set up, or found not to apply)
         self.steps = 0  # steps made (an exit before the first reads no results)
 
     # -- the loop's calls ------------------------------------------------------------------
     def step(self) -> None:
         self.steps += 1
         replay = self.replay
-        if replay is None and self.sizes is None:
+        if replay is None and not self.tried:
             replay = self._set_up()  # (once: at the first step, or after it built the plan)
             if replay is _LATER:
                 replay = None
             else:
-                self.sizes = ()
+                self.tried = True
                 self.replay = replay
         if replay is not None:
             replay.pending += 1  # (run by results(); its allocas counted now)

@@ -28,22 +28,30 @@ This pass writes such a loop as
         r6, _, r0 = loop_0.results()
         ...
 
-where `ChainLoop` (runtime_support/hal/fused.py) makes each step's call with the
-registers the moves would have carried (the last step's buffers and fence), and may run
-the steps as replays of one native plan on buffers it owns: no new buffer objects and
-no argument checks that the first step already made. The moves are gone because nothing
-but the next step reads what they carried; the exit gets the last step's results.
+where `ChainLoop` (runtime_support/hal/chain_loop.py) makes each step's call with the
+registers the moves would have carried (the last step's buffers and fence), or runs the
+steps as replays of one native plan on buffers it owns. The moves are gone because
+nothing but the next step reads what they carried; the exit gets the last step's results
+and then what the ref statements after the chain did.
+
+Two shapes: the chain before the `if` (scf.while, as above: the test after the body), or
+inside it (scf.for: the test first, `if i8: chain ...; continue`); there an exit can come
+before any step, so the exit's results are behind `if loop_0.steps:`.
 
 The loop is rewritten only where that is the same program:
-- the loop body is flat (comments, releases, integer assignments and exactly one chain
-  call) up to one `if TEST:` holding only register moves and `continue`, then the exit,
-  which never continues (integer moves stay; the ref moves go);
-- the integer assignments read and write integer registers only (no refs);
-- every operand of the chain is a register nothing in the loop body (before the exit)
-  writes, or one the moves carry: the wait fence from the chain's fence result, a table
-  buffer from one of its alloca results;
-- every register a move writes is one the chain assigns or one released after it,
-  so that at the exit each holds what it would have held.
+- the loop body is flat (comments, releases, integer assignments, register moves and
+  exactly one chain call) up to one `if TEST:` whose body is flat too and ends in
+  `continue`, then the exit, which never continues (integer moves stay; the ref moves
+  after the chain go);
+- the integer assignments are the VM's own ops (no imports, no calls) and read and write
+  integer registers only;
+- no ref move comes before the chain (it could read a ref the steps no longer assign),
+  and in the test-first shape nothing before the `if` touches a ref;
+- every operand of the chain is a register the loop body never writes, or one the moves
+  carry to the next iteration from the chain's own results: the wait fence from its fence,
+  a table buffer from one of its allocas;
+- at an exit after the chain, every register a move in the `if` wrote is set again by
+  the chain's results or the statements re-applied there.
 """
 
 from __future__ import annotations
