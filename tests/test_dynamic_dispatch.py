@@ -28,19 +28,10 @@ from runtime_support.hal.command_buffer import (
 from runtime_support.hal.device import LocalDevice
 from runtime_support.loaders import native
 from test_translate_run import load_package
+from tests.helpers_compile import LLVM_CPU_FLAGS
+from tests.test_native_dispatch import MUL
 
-FLAGS = (
-    "--iree-hal-target-device=local",
-    "--iree-hal-local-target-device-backends=llvm-cpu",
-    "--iree-llvmcpu-target-cpu=generic",
-)
-
-MUL = """
-func.func @mul(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = arith.mulf %a, %b : tensor<4xf32>
-  return %0 : tensor<4xf32>
-}
-"""
+FLAGS = LLVM_CPU_FLAGS
 
 # As bench/programs/dynamic_shapes.mlir: counts and constants from the input's length.
 DYNAMIC = """

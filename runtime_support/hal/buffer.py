@@ -606,51 +606,17 @@ def buffer_copy_of(array: np.ndarray, usage: int, allocator) -> HalBuffer:
 
 
 def buffer_copy_recycled(array: np.ndarray, usage: int, allocator) -> HalBuffer:
-    """`buffer_copy_of`, small copies in recycled storage as fresh_buffer takes it: the
-    argument copies of converters without spares (abi.py: dynamic shapes copy theirs per
-    call, and a spare needs a fixed shape). Not for copies a spare may hold: a recycled
-    entry holds its storage, which changes the counts keep_spare decides by."""
+    """`buffer_copy_of`, small copies in recycled storage: a fresh_buffer (which takes
+    it) with the array's bytes written over its zeros. For the argument copies of
+    converters without spares (abi.py: dynamic shapes copy theirs per call, and a spare
+    needs a fixed shape); not for copies a spare may hold: a recycled entry holds its
+    storage, which changes the counts keep_spare decides by."""
     size = array.nbytes
     if size > _BYTES_COPY_MAX:
         return HalBuffer.over(Allocation.copy_of(array), 0, usage, allocator)
-    pool = None
-    if 0 < size <= _RECYCLE_MAX:
-        pool = _recycled.get(size)
-        if pool is not None:
-            try:
-                entry = pool.popleft()
-            except IndexError:
-                entry = None
-            if entry is not None:
-                storage = entry[0]
-                if _count(storage) == _FREE_STORAGE and _count(storage.base) == _FREE_BASE:
-                    entry[2][:] = array.tobytes()
-                    pool.append(entry)
-                    allocation = _new(Allocation)
-                    allocation.array = storage
-                    allocation.address = address = entry[1]
-                    allocation.owner = None
-                    allocation.readonly = False
-                    allocation.preserve_count = 1
-                    buffer = _new(HalBuffer)
-                    buffer.allocation = allocation
-                    buffer.offset = 0
-                    buffer.length = size
-                    buffer.address = address
-                    buffer.memory_types = MEMORY_TYPE_LOCAL_CPU
-                    buffer.allowed_usage = (usage | USAGE_LOCAL_CPU) & 0xFFFFFFFF
-                    buffer.allocator = allocator
-                    return buffer
-                if len(pool) < _RECYCLE_DEPTH - 1:
-                    pool.append(entry)
-        elif len(_recycled) < _RECYCLE_SIZES:
-            pool = _recycled.setdefault(size, deque(maxlen=_RECYCLE_DEPTH))
-    buffer = _aligned_buffer(_empty(size + ALIGNMENT, _U8), size, 0, usage, allocator)
+    buffer = fresh_buffer(size, 0, usage, allocator)
     if size:
-        storage = buffer.allocation.array
-        memoryview(storage)[:] = array.tobytes()
-        if pool is not None:
-            pool.append((storage, buffer.address, memoryview(storage), bytes(size)))
+        memoryview(buffer.allocation.array)[:] = array.tobytes()
     return buffer
 
 
