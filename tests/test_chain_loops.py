@@ -450,3 +450,25 @@ def test_overwritten_first():
     assert not first([dispatch, copy], 3, 64, 0, 64)  # (a dispatch first: unknown writes)
     assert first([dispatch, copy], 5, 64, 0, 64) is False  # (never touched)
     assert first([_Copy(ref(0), ref(1)), copy], 3, 64, 0, 64)  # (other slots first)
+
+
+def test_a_replay_table_image_is_what_plan_run_writes(packages):
+    """The table image a replay checks once (plan_runner.image_of) holds the words
+    plan.run writes for the same table, and is refused where plan.run would decline."""
+    from runtime_support.hal.buffer import fresh_buffer
+
+    ctx = packages[True].load(device="local-sync")
+    ctx.main(*_inputs())
+    plan = ctx.refs.get(2)._plan
+    device = ctx.refs.get(0)
+    sizes = [16 * 4, 16 * 16 * 4, 16 * 4, 16 * 4]
+    table = [(fresh_buffer(n, 0x30, 0xC03, device.allocator), 0, n) for n in sizes]
+    image = chain_loop._checked_image(plan, table)
+    assert image is not None
+    assert plan.run(table, 1)  # (the words it writes are left in plan.table)
+    assert list(image) == list(plan.table)
+    short = list(table)
+    short[1] = (fresh_buffer(16, 0x30, 0xC03, device.allocator), 0, 16)
+    assert chain_loop._checked_image(plan, short) is None and not plan.run(short, 1)
+    assert chain_loop._checked_image(plan, table[:1]) is None  # (slots past the table)
+    assert chain_loop._checked_image(plan, [(None, 0, n) for n in sizes]) is None

@@ -50,6 +50,7 @@ from .buffer import HalBuffer, fresh_buffer
 from .command_buffer import HalCommandBuffer, overwritten_first
 from .device import LocalDevice
 from .fence import REACHED, Fence
+from .plan_runner import image_of
 
 # helper argument positions (fused.chain's submit)
 DEVICE, WAIT, ALLOCAS, CMD, TABLE, SLOTS, DEALLOCA = 0, 1, 2, 6, 8, 9, 10
@@ -280,13 +281,7 @@ class ChainLoop:
                 except IndexError:
                     pass
                 finally:
-                    lock.acquire()  # (given back as LocalQueue._stop_draining does)
-                    if queue._ready:
-                        lock.release()
-                        queue._drain()
-                    else:
-                        queue._draining = False
-                        lock.release()
+                    queue._stop_draining()
         r.parity = parity
         r.ran += done
         if done == count and error is None:
@@ -326,22 +321,12 @@ class ChainLoop:
 
 def _checked_image(plan, table):
     """The native table plan.run would write for `table` (an array of the same type and
-    length as plan.table), or None where one of its checks fails (the checks of
-    plan_runner._slot_lines)."""
+    length as plan.table), or None where one of its checks fails: plan.run's own checks
+    (plan_runner.image_of), on (HalBuffer or null, int, int) entries."""
+    for entry in table:
+        if not (type(entry) is tuple and len(entry) == 3
+                and type(entry[0]) in (HalBuffer, type(None))
+                and type(entry[1]) is int and type(entry[2]) is int):
+            return None
     image = array("q", bytes(8 * len(plan.table)))
-    for slot, index, end, _nonnull, writable, align in plan.checks:
-        if slot >= len(table):
-            return None
-        buffer, offset, length = table[slot]
-        if type(buffer) is not HalBuffer or type(offset) is not int or type(length) is not int:
-            return None
-        if length == -1:
-            length = buffer.length - offset
-        if length < end or offset < 0 or offset + length > buffer.length:
-            return None
-        if writable and buffer.allocation.readonly:
-            return None
-        if align > 1 and offset % align:
-            return None
-        image[index], image[index + 1] = buffer.address + offset, length
-    return image
+    return image if image_of(plan)(table, image) else None

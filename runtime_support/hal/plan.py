@@ -68,6 +68,8 @@ class Plan:
         self.chains: dict = {}
         # fused.alloca_execute_indirect's, by the call site's `slots` (compile_alloca)
         self.allocas: dict = {}
+        # plan_runner.image_of: its checks into a table image (compiled at first use)
+        self.image = None
 
     # -- building ------------------------------------------------------------------------
 

@@ -162,6 +162,25 @@ def compile_run(plan):
     return ns["run"]
 
 
+def image_of(plan):
+    """`image(table, t) -> bool`, plan.run's checks of `table` (the same lines) with the
+    words they pass written into `t`, an array like plan.table, instead of the plan's
+    table; False (t partly written) where one fails. Compiled once per plan: for
+    replays that check a table once and then run it many times (chain_loop.py)."""
+    image = plan.image
+    if image is None:
+        ns = _namespace(plan)
+        fill = _fill_lines(plan, ns, "return False", unpack=True)  # (`t`: the argument)
+        lines = ["def image(table, t):", f"    if {plan.max_slot} >= len(table):",
+                 "        return False", "    try:"]
+        lines += [f"        {x}" for x in fill]
+        lines += ["    except (AttributeError, TypeError, ValueError):  # a null or odd entry",
+                  "        return False", "    return True"]
+        exec(_compiled("\n".join(lines)), ns)
+        image = plan.image = ns["image"]
+    return image
+
+
 @functools.lru_cache(maxsize=256)
 def _compiled(source: str):
     """The code of a runner's source: plans of one shape (a model's command buffers often
