@@ -52,21 +52,16 @@ class HalExecutable:
     ) -> None:
         """Launches export `ordinal` over `workgroup_count` (x, y, z) with u32
         `constants` and `bindings` = [(address, length), ...], on up to `workers`
-        threads when the loader supports that. The loader validates the counts.
-
-        As recorded plans do (loaders/native.py), a grid runs on one thread when this
-        export's last one-thread run says it takes under $PYREE_INLINE_US (or no run
-        says yet): waking workers costs more than small grids gain."""
+        threads when the loader supports that (see `_on_one_thread`). The loader
+        validates the counts."""
         counts = tuple(workgroup_count)
-        if workers > 1 and self._takes_workers():
-            total = counts[0] * counts[1] * counts[2] if len(counts) == 3 else 0
-            per_tile = self._tile_ns.get(ordinal, -1.0)
-            if total > 1 and (per_tile < 0 or per_tile * total < _inline_ns()):
-                start = time.perf_counter_ns()
-                self.native.dispatch(ordinal, counts, constants, bindings)
-                self._tile_ns[ordinal] = (time.perf_counter_ns() - start) / total
-            else:
-                self.native.dispatch(ordinal, counts, constants, bindings, workers)
+        one = self._on_one_thread(ordinal, counts, workers)
+        if one is None:
+            self.native.dispatch(ordinal, counts, constants, bindings, workers)
+        elif one:
+            start = time.perf_counter_ns()
+            self.native.dispatch(ordinal, counts, constants, bindings)
+            self._tile_ns[ordinal] = (time.perf_counter_ns() - start) / _tiles(counts)
         else:
             self.native.dispatch(ordinal, counts, constants, bindings)
 
@@ -80,25 +75,30 @@ class HalExecutable:
         if not inline:
             n = len(flat) // 2
             self.dispatch(ordinal, counts, constants, list(zip(flat[:n], flat[n:])), workers)
-        elif (
-            workers > 1
-            and len(counts) == 3
-            and counts[0] * counts[1] * counts[2] > 1
-            and self._takes_workers()
-        ):
-            total = counts[0] * counts[1] * counts[2]
-            per_tile = self._tile_ns.get(ordinal, -1.0)
-            if per_tile < 0 or per_tile * total < _inline_ns():
-                start = time.perf_counter_ns()
-                inline(ordinal, counts, constants, flat)
-                self._tile_ns[ordinal] = (time.perf_counter_ns() - start) / total
-            else:
-                n = len(flat) // 2
-                self.native.dispatch(
-                    ordinal, counts, constants, list(zip(flat[:n], flat[n:])), workers
-                )
+            return
+        one = self._on_one_thread(ordinal, counts, workers)
+        if one is None:
+            n = len(flat) // 2
+            self.native.dispatch(ordinal, counts, constants, list(zip(flat[:n], flat[n:])),
+                                 workers)
+        elif one:
+            start = time.perf_counter_ns()
+            inline(ordinal, counts, constants, flat)
+            self._tile_ns[ordinal] = (time.perf_counter_ns() - start) / _tiles(counts)
         else:
             inline(ordinal, counts, constants, flat)
+
+    def _on_one_thread(self, ordinal: int, counts: tuple, workers: int):
+        """How a grid runs: None on the pool; True on the calling thread, timed; False
+        on the calling thread. As recorded plans do (loaders/native.py), a grid of
+        several workgroups runs on one thread (and is timed) while this export's last
+        one-thread run says it takes under $PYREE_INLINE_US, or no run says yet: waking
+        workers costs more than small grids gain. Single workgroups and loaders without
+        a worker parameter always run on the calling thread."""
+        if workers > 1 and _tiles(counts) > 1 and self._takes_workers():
+            per_tile = self._tile_ns.get(ordinal, -1.0)
+            return True if per_tile < 0 or per_tile * _tiles(counts) < _inline_ns() else None
+        return False
 
     def _takes_workers(self) -> bool:
         if self._workers_param is None:
@@ -124,3 +124,8 @@ def _inline_ns() -> int:
 
         _threshold.append(inline_ns())
     return _threshold[0]
+
+
+def _tiles(counts: tuple) -> int:
+    """The workgroups of an (x, y, z) count (0 for another shape: the loader rejects it)."""
+    return counts[0] * counts[1] * counts[2] if len(counts) == 3 else 0
