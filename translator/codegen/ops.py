@@ -51,6 +51,15 @@ HELPER_MODULES = {
 _REGISTER = re.compile(r"\b[ri]\d+\b")  # a register local in an argument text
 
 
+def _table_entries(ex: list[str], allocated) -> tuple:
+    """execute.indirect's table (its operands after the fixed ones, as text) as (buffer,
+    offset, length) entries, None for the buffer of each entry in `allocated`."""
+    return tuple(
+        (None if k in allocated else e[0], e[1], e[2])
+        for k, e in enumerate(ex[i : i + 3] for i in range(EXECUTE_FIXED, len(ex), 3))
+    )
+
+
 def helper_name(mnemonic: str) -> str:
     return mnemonic.replace(".", "_")
 
@@ -439,10 +448,7 @@ class OpRenderer:
         reads = frozenset(n for a, _ in args for n in _REGISTER.findall(a))
         step = ()
         if kind != "execute":
-            table = tuple(
-                (None if k in group.slots else e[0], e[1], e[2])
-                for k, e in enumerate(ex[i : i + 3] for i in range(EXECUTE_FIXED, len(ex), 3))
-            )
+            table = _table_entries(ex, group.slots)
             if kind == "alloca_execute_indirect":
                 head = tuple(a for a, _ in args[:13])
             else:  # (no alloca: its operands None)
@@ -478,11 +484,7 @@ class OpRenderer:
         reg = self.reg
         ex = [reg(r) for r in chain.execute["operands"]]
         table_text = self._binding_table(ex, [k for k, _ in chain.slots])
-        own = {k for k, _ in chain.slots}
-        table = [
-            (None if k in own else e[0], e[1], e[2])
-            for k, e in enumerate(ex[i : i + 3] for i in range(EXECUTE_FIXED, len(ex), 3))
-        ]
+        table = _table_entries(ex, {k for k, _ in chain.slots})
         # A dealloca of the chain's own alloca reads ALLOCATED; TRANSIENT where nothing
         # reads that buffer after the call (its result is `_`: the runtime may run the
         # dispatches on a scratch buffer, see fused.TRANSIENT)
@@ -533,7 +535,7 @@ class OpRenderer:
             Comment(provs[0], f"fused: {names}"),
             Comment(provs[0], legend),
             ChainCall(self.provenance(fn, chain.execute), targets, call, reads,
-                      args=tuple(args), table=tuple(table)),
+                      args=tuple(args), table=table),
         ]
         released: list[str] = []
         for op, prov in zip(ops, provs):
