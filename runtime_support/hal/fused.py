@@ -220,23 +220,9 @@ def alloca_execute_indirect(create, alloca, execute, await_):
         allocator = device.allocator
         buffer = fresh_buffer(size, memory_types & _M32, usage & _M32, allocator)
         allocator.bytes_allocated += size
+        # (a plan's call site compiled above; here what it declined or could not compile:
+        # plan.run's own checks through run_command_buffer)
         queue = device.queue
-        plan = command_buffer._plan
-        if plan:
-            run = plan.submits.get(slots, _UNSEEN)
-            if run is _UNSEEN:
-                run = _submit_for(plan, slots, table, tuple((k, 0) for k in slots))
-            if run is not None:
-                # (the steps below in one compiled function: plan_runner.compile_submit)
-                error = run(command_buffer, queue, table, device.worker_count, buffer)
-                if error is None:
-                    return buffer, 0
-                if error is not MISMATCH:
-                    if error is TYPE or error is BUSY_QUEUE:
-                        return resume(device, create_flags, create_flags2, exec_affinity,
-                                      command_buffer, exec_flags, table, timeout,
-                                      await_flags, buffer)
-                    return buffer, _failed(error, await_, timeout, await_flags)
         for k in slots:
             _, offset, length = table[k]
             table[k] = (buffer, offset, length)
