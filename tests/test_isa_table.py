@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from runtime_support.errors import VMError
 from translator import isa
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
@@ -195,20 +196,53 @@ def test_cannot_fail_ops_never_raise():
 
     from runtime_support.vm import numerics
 
+    floats = (0.0, -0.0, 1.5, float("inf"), float("-inf"), float("nan"), 3.4e38, 5e-324)
     edges = {
         "i32": (0, 1, -1, 31, 32, 2**31 - 1, -(2**31)),
         "i64": (0, 1, -1, 63, 64, 2**63 - 1, -(2**63)),
+        "f32": floats,
+        "f64": floats,
     }
     for mnemonic in isa.CANNOT_FAIL:
         spec = isa.BY_MNEMONIC[mnemonic]
-        assert spec.cannot_fail and spec.emit in ("numeric", "const"), mnemonic
-        if spec.emit != "numeric":
-            continue
+        assert spec.cannot_fail and spec.emit in ("numeric", "const", "select"), mnemonic
         banks = [f.bank for f in spec.fields if f.kind == "register" and not f.write]
+        written = [f.bank for f in spec.fields if f.kind == "register" and f.write]
+        # (value registers only: no ref; a float only in a bit cast)
+        assert set(banks + written) <= {"i32", "i64"} or mnemonic.startswith("bitcast."), mnemonic
+        if spec.emit != "numeric":  # (a constant; a select is a conditional expression)
+            continue
         fn = numerics.OPS[mnemonic]
         for args in itertools.product(*(edges[b] for b in banks)):
             fn(*args)  # (raises nothing)
     assert not isa.BY_MNEMONIC["div.i64.s"].cannot_fail
+    assert not isa.CANNOT_FAIL & isa.FAILS_ON_DIVISOR
+
+
+def test_divisions_fail_only_on_a_zero_or_minus_one_divisor():
+    """isa.FAILS_ON_DIVISOR: every integer division and remainder of the table, and each
+    returns for every edge dividend over every divisor but 0 and -1 (what
+    analyses/one_shots.py relies on for a division by a known constant)."""
+    import itertools
+
+    from runtime_support.vm import numerics
+
+    rows = {
+        s.mnemonic for s in isa.OPCODES.values()
+        if s.emit == "numeric" and s.mnemonic.split(".")[0] in ("div", "rem")
+        and s.fields[0].bank in ("i32", "i64")
+    }  # fmt: skip
+    assert rows == set(isa.FAILS_ON_DIVISOR)
+    for mnemonic in rows:
+        bits = 32 if ".i32" in mnemonic else 64
+        edges = (0, 1, -1, 2, 7, 2 ** (bits - 1) - 1, -(2 ** (bits - 1)))
+        fn = numerics.OPS[mnemonic]
+        for a, b in itertools.product(edges, edges):
+            if b in (0, -1):
+                continue
+            fn(a, b)  # (raises nothing)
+        with pytest.raises(VMError):
+            fn(1, 0)
 
 
 def test_no_stage_switches_on_opcode_names():

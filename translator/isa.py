@@ -120,6 +120,16 @@ class OpSpec:
         """An integer op whose semantics cannot fail (see CANNOT_FAIL)."""
         return self.mnemonic in CANNOT_FAIL
 
+    @property
+    def fails_on_divisor(self) -> bool:
+        """An integer division or remainder (see FAILS_ON_DIVISOR)."""
+        return self.mnemonic in FAILS_ON_DIVISOR
+
+    @property
+    def integer_const(self) -> bool:
+        """An integer constant: its one register field gets `value` (0 without one)."""
+        return self.emit == "const" and self.fields[-1].bank in ("i32", "i64")
+
     def field(self, name: str) -> FieldSpec:
         for f in self.fields:
             if f.name == name:
@@ -454,15 +464,31 @@ def _make_table() -> dict[tuple[str, int], OpSpec]:
     return table
 
 
-# Integer ops whose semantics (runtime_support.vm.numerics) cannot fail, whatever their
-# operands: an analysis may move them ahead of a call that can (analyses/arguments.py:
-# the byte length of a dynamic-shape argument).
+# Integer ops (and bit casts) whose semantics (runtime_support.vm.numerics) cannot fail,
+# whatever their operands: an analysis may move them ahead of a call that can (analyses/arguments.py:
+# the byte length of a dynamic-shape argument), or a call's effects past them
+# (analyses/one_shots.py: workgroup counts between a command buffer's recording calls).
 CANNOT_FAIL = frozenset({
-    "add.i32", "sub.i32", "mul.i32", "and.i32", "or.i32", "xor.i32",
-    "add.i64", "sub.i64", "mul.i64", "and.i64", "or.i64", "xor.i64",
+    "add.i32", "sub.i32", "mul.i32", "and.i32", "or.i32", "xor.i32", "not.i32",
+    "add.i64", "sub.i64", "mul.i64", "and.i64", "or.i64", "xor.i64", "not.i64",
+    "fma.i32", "fma.i64", "abs.i32", "abs.i64", "ctlz.i32", "ctlz.i64",
+    "min.i32.s", "min.i32.u", "max.i32.s", "max.i32.u",
+    "min.i64.s", "min.i64.u", "max.i64.s", "max.i64.u",
     "shl.i32", "shr.i32.s", "shr.i32.u", "shl.i64", "shr.i64.s", "shr.i64.u",
-    "trunc.i64.i32", "ext.i32.i64.s", "ext.i32.i64.u",
+    "trunc.i64.i32", "trunc.i32.i8", "trunc.i32.i16", "ext.i32.i64.s", "ext.i32.i64.u",
+    "ext.i8.i32.s", "ext.i8.i32.u", "ext.i16.i32.s", "ext.i16.i32.u",
+    "cmp.eq.i32", "cmp.ne.i32", "cmp.lt.i32.s", "cmp.lt.i32.u", "cmp.nz.i32",
+    "cmp.eq.i64", "cmp.ne.i64", "cmp.lt.i64.s", "cmp.lt.i64.u", "cmp.nz.i64",
+    "select.i32", "select.i64",
+    "bitcast.f32.i32", "bitcast.i32.f32", "bitcast.f64.i64", "bitcast.i64.f64",
     "const.i32", "const.i64", "const.i32.zero", "const.i64.zero",
+})  # fmt: skip
+
+# Integer divisions and remainders: they fail only on a zero divisor or, signed, on -1
+# (INT_MIN / -1); one by a register known to hold another constant cannot fail.
+FAILS_ON_DIVISOR = frozenset({
+    "div.i32.s", "div.i32.u", "div.i64.s", "div.i64.u",
+    "rem.i32.s", "rem.i32.u", "rem.i64.s", "rem.i64.u",
 })  # fmt: skip
 
 OPCODES: dict[tuple[str, int], OpSpec] = _make_table()
