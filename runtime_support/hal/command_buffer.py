@@ -185,15 +185,7 @@ class _Dispatch(NamedTuple):
     def execute(self, table, workers):
         direct = self.direct
         if direct is not None:
-            if 0 not in self.workgroups:  # (an empty grid launches nothing)
-                executable = self.executable
-                inline = executable._flat
-                if workers == 1 and inline:  # (the loader's own, as dispatch_flat calls it)
-                    inline(self.ordinal, self.workgroups, self.constants, direct)
-                else:
-                    executable.dispatch_flat(
-                        self.ordinal, self.workgroups, self.constants, direct, workers
-                    )
+            run_direct(self.executable, self.ordinal, self.workgroups, self.constants, direct, workers)
             return
         if isinstance(self.workgroups, BufferRef):
             buffer, offset, _ = _require(
@@ -214,6 +206,18 @@ class _Dispatch(NamedTuple):
         if 0 in counts:
             return  # an empty grid launches nothing
         self.executable.dispatch(self.ordinal, counts, self.constants, bindings, workers)
+
+
+def run_direct(executable, ordinal: int, workgroups, constants, direct, workers: int) -> None:
+    """Runs a dispatch recorded with direct bindings (`direct`: every binding's address,
+    then every length; `workgroups` masked to u32): nothing left to resolve or check.
+    (_Dispatch.execute, and runtime_support/hal/one_shot.py's fast path.)"""
+    if 0 not in workgroups:  # (an empty grid launches nothing)
+        inline = executable._flat
+        if workers == 1 and inline:  # (the loader's own, as dispatch_flat calls it)
+            inline(ordinal, workgroups, constants, direct)
+        else:
+            executable.dispatch_flat(ordinal, workgroups, constants, direct, workers)
 
 
 def overwritten_first(commands, slot: int, size: int, offset: int, length: int) -> bool:

@@ -27,7 +27,7 @@ from translator.codegen.passes import MessageTable, tidy_ifs, tidy_releases, tri
 from translator.codegen.runs import RunTable
 from translator.codegen.loops import LoopTable
 from translator.codegen.printer import Printer
-from translator.analyses import arguments, chains, submissions
+from translator.analyses import arguments, chains, one_shots, submissions
 from translator.codegen.view import (
     ExportRow,
     FunctionView,
@@ -349,6 +349,17 @@ _FUSED_IMPORTS = {
         chains.FENCE_JOIN,
         submissions.EXECUTE_INDIRECT,
         chains.QUEUE_DEALLOCA,
+    ),
+    "one_shot": (
+        submissions.FENCE_CREATE,
+        submissions.QUEUE_ALLOCA,
+        one_shots.CB_CREATE,
+        one_shots.LOOKUP_FUNCTION,
+        one_shots.CB_DISPATCH,
+        one_shots.CB_BARRIER,
+        one_shots.CB_FINALIZE,
+        submissions.QUEUE_EXECUTE,
+        submissions.FENCE_AWAIT,
     ),
 }
 

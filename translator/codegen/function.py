@@ -18,7 +18,7 @@ from translator.cconv import CConv
 from translator.analyses import cfg
 from translator.analyses.layout import parameter_names
 from translator.analyses.liveness import RefLiveness
-from translator.analyses import arguments, chains, submissions
+from translator.analyses import arguments, chains, one_shots, submissions
 from translator.codegen.hal_enums import const_notes
 from translator.codegen.ops import OpRenderer, Terminator
 from translator.analyses.regkinds import HIGH, RegisterKinds
@@ -85,6 +85,17 @@ class FunctionEmitter:
         # Each argument's checks (first op's pc -> group), lowered as one fused call.
         self.arguments = arguments.find(renderer.module, fn) if renderer.fuse_submissions else {}
         self.in_chain |= {op.pc for g in self.arguments.values() for op in g.ops[1:]}
+        # Blocks that record a one-shot command buffer and submit it: each step where its
+        # call was (first op's pc -> (group, kind, ops)), the execute one fused call.
+        self.one_shots = (
+            one_shots.find(renderer.module, fn, self.live, self.groups) if renderer.fuse_submissions else {}
+        )
+        claimed = self.in_chain | set(self.chains) | set(self.arguments)
+        self.one_shots = {b: g for b, g in self.one_shots.items() if not g.pcs & claimed}
+        self.one_shot_steps = {
+            ops[0].pc: (g, kind, ops) for g in self.one_shots.values() for kind, ops in g.steps
+        }
+        self.in_chain |= {op.pc for g in self.one_shots.values() for _, ops in g.steps for op in ops[1:]}
 
     # -- pieces shared by both strategies --------------------------------------------
     def block_ops(self, index: int) -> list[Stmt]:
@@ -105,6 +116,10 @@ class FunctionEmitter:
             if argument is not None:
                 out += self.r.lower_argument(self.fn, argument, self.live.dies_at)
                 continue
+            step = self.one_shot_steps.get(op.pc)
+            if step is not None:
+                out += self.r.lower_one_shot_step(self.fn, *step, self.live.dies_at)
+                continue
             overwritten = (
                 _overwritten_by(nxt)
                 if nxt is not (group and group.ops[0]) and nxt.pc not in self.chains and nxt.pc not in self.arguments
@@ -122,7 +137,10 @@ class FunctionEmitter:
         if term is None:
             op = self.fn.blocks[index].ops[-1]
             group = self.groups.get(index)
-            if group is not None:
+            one_shot = self.one_shots.get(index)
+            if one_shot is not None:
+                term = self.r.lower_one_shot(self.fn, one_shot, self.live.dies_at, self.index_of)
+            elif group is not None:
                 term = self.r.lower_submission(self.fn, group, self.live.dies_at, self.index_of)
             else:
                 term = self.r.lower_terminator(self.fn, op, self.index_of)

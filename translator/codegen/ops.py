@@ -45,7 +45,11 @@ HELPER_MODULES = {
     "list": "runtime_support.vm.list",
     "globals": "runtime_support.vm.globals",
     "fused": "runtime_support.hal.fused",
+    "one_shot": "runtime_support.hal.one_shot",
 }
+
+# The local a one-shot group's steps are appended to (analyses/one_shots.py).
+RECORDING = "recording"
 
 
 _REGISTER = re.compile(r"\b[ri]\d+\b")  # a register local in an argument text
@@ -354,12 +358,13 @@ class OpRenderer:
         return [Assign(prov, outs, expr, self.reads(op))]
 
     # -- fused submissions ----------------------------------------------------------------
-    def _fused_local(self, kind: str) -> str:
-        """The context's local for a helper of runtime_support/hal/fused.py (bound once)."""
+    def _fused_local(self, kind: str, module: str = "fused") -> str:
+        """The context's local for a helper of runtime_support/hal/fused.py (or another
+        HELPER_MODULES module), bound once."""
         local = self.fused.get(kind)
         if local is None:
             local = self.fused[kind] = self.names.fused_local(kind)
-            self.use("fused", kind)
+            self.use(module, kind)
         return local
 
     def _binding_table(self, ex: list[str], allocated_entries) -> str:
@@ -584,6 +589,98 @@ class OpRenderer:
         if released:
             stmts.append(Release(provs[-1], released))
         return stmts
+
+    # -- one-shot command buffers (analyses/one_shots.py) --------------------------------
+    def lower_one_shot_step(self, fn: Function, group, kind: str, ops, dead) -> list[Stmt]:
+        """One step of a one-shot group where its call was: its operands as a tuple
+        appended to `recording` (the group's first step makes the list), the command
+        buffer left out, `LOOKED_UP` and `ALLOCATED` where the group's markers say (see
+        runtime_support/hal/one_shot.py). The refs the call writes are released there
+        (the helper makes their values), those it read last after it."""
+        reg = self.reg
+        one = lambda name: self.use("one_shot", name)  # noqa: E731
+        op = ops[-1]
+        o = [reg(r) for r in op["operands"]]
+        if kind == "alloca":
+            items = [one("ALLOCA"), reg(ops[0]["operands"][1]), o[1], o[2], *o[4:9]]
+        elif kind == "create":
+            items = [one("CREATE"), *o[1:5]]
+        elif kind == "lookup":
+            items = [one("LOOKUP"), o[0], o[1]]
+        elif kind == "barrier":
+            items = [one("BARRIER"), *o[1:]]
+        elif kind == "dispatch":
+            for p in group.markers[op.pc]:
+                o[p] = one("LOOKED_UP") if p == 2 else self.use("fused", "ALLOCATED")
+            constants, count = op["segment_sizes"][-2:]
+            base = 7 + constants
+            bindings = [_tuple(o[base + 5 * b : base + 5 * b + 5]) for b in range(count)]
+            items = [one("DISPATCH"), *o[1:7], _tuple(o[7:base]), _tuple(bindings)]
+        else:  # finalize: the helper finalizes after the last step
+            items = None
+        provs = [self.provenance(fn, x) for x in ops]
+        stmts: list[Stmt] = []
+        if items is not None:
+            step = _tuple(items)
+            reads = frozenset(n for x in items for n in _REGISTER.findall(x))
+            if group.steps[0][1][0] is ops[0]:
+                stmts.append(Assign(provs[-1], (RECORDING,), f"[{step}]", reads))
+            else:
+                stmts.append(Call(provs[-1], f"{RECORDING}.append({step})", reads | {RECORDING}))
+        released = [reg(r) for x in ops for r in x.writes() if r.is_ref]
+        for x, prov in zip(ops, provs):
+            for r in self.moves_after(x, prov, frozenset(), dead(x)):
+                released += r.names
+        released = list(dict.fromkeys(released))
+        if released:
+            stmts.append(Release(provs[-1], released))
+        return stmts
+
+    def lower_one_shot(self, fn: Function, group, dead, index_of: dict[int, int]) -> Terminator:
+        """A one-shot group's execute and await (the block's terminator) as one call of
+        the context's `one_shot` helper (runtime_support/hal/one_shot.py) on the steps
+        recorded above; it assigns the new buffer and the lookups' results the group
+        keeps (`_`: left alone) and the await's status."""
+        sub = group.submission
+        term = sub.await_op
+        local = self._fused_local("one_shot", "one_shot")
+        reg = self.reg
+        ex = [reg(r) for r in sub.execute["operands"]]
+        timeout, await_flags = (reg(r) for r in term["operands"][:2])
+        if group.alloca is not None:
+            wait = (self.use("one_shot", "ALLOCA_FENCE"), "wait fence: the queue.alloca's")
+        else:
+            wait = (ex[2], "wait fence")
+        args = [
+            (ex[0], "device"),
+            (RECORDING, "the steps recorded above"),
+            (reg(sub.ops[0]["operands"][1]), "flags (fence.create)"),
+            (ex[1], "affinity (queue.execute)"),
+            wait,
+            (ex[5], "flags"),
+            (timeout, "timeout (fence.await)"),
+            (await_flags, "flags"),
+        ]
+        call = f"{local}(\n" + "".join(f"{a},  # {label}\n" for a, label in args) + ")"
+        targets = tuple("_" if t is None else reg(t) for t in group.targets) + (reg(term["results"][0]),)
+        provs = [self.provenance(fn, x) for x in (group.steps[-1][1][0], *sub.ops, term)]
+        names = ", ".join(p.callee.removeprefix("hal.") for p in provs)
+        reads = frozenset(n for a, _ in args for n in _REGISTER.findall(a)) | {RECORDING}
+        stmts: list[Stmt] = [
+            Comment(provs[0], f"fused: the steps recorded above, {names}"),
+            Assign(provs[-2], targets, call, reads),
+        ]
+        # The ops' last reads, the execute's private fence, and the steps' list.
+        released: list[str] = []
+        for op, prov in zip(sub.ops, provs[1:]):
+            for r in self.moves_after(op, prov, frozenset(), dead(op)):
+                released += r.names
+        for r in self.moves_after(term, provs[-1]):
+            released += r.names
+        released += [reg(r) for op in sub.ops for r in op.writes()] + [RECORDING]
+        released = [r for r in dict.fromkeys(released) if r not in targets]
+        stmts.append(Release(provs[-1], released))
+        return Terminator(provs[-1], stmts, None, self._edges(term, index_of, [None]))
 
     # -- control flow -----------------------------------------------------------------
     def lower_remap(self, pairs, kinds, prov: Provenance | None) -> list[Stmt]:

@@ -1,7 +1,7 @@
 # Golden 'dynamic_shapes': dyn_shape_2d.mlir, one function. Covers: dynamic dimensions: i64 index arithmetic, shape lists.
     def dyn_matmul(r0, r1):
         "sync func @dyn_matmul(%input0: tensor<?x?xf32>, %input1: tensor<?x?xf32>) -> (%output0: tensor<?x?xf32>)"
-        # pc 0x1-0x38d hal.buffer_view.dim, hal.buffer_view.assert, hal.buffer.assert (+9 more)
+        # pc 0x1-0x38d hal.buffer_view.dim, hal.buffer_view.assert, hal.buffer.assert (+8 more)
         i0 = 13
         i1 = 28
         i2 = 3
@@ -38,8 +38,7 @@
         r7 = check_input(r1, r7, i5, i6, (i30, i32), r0, r6, i18, i4, i20)
         r1 = r6 = r0 = None
         i26 = mul_i64(i26, i32)
-        r0 = hal_fence_create(r3, i14)
-        r1 = hal_device_queue_alloca(r3, i16, r2, r0, i14, i9, i20, i26, i14)
+        recording = [(ALLOCA, i14, i16, r2, i14, i9, i20, i26, i14)]
         i4 = trunc_i64_i32(i24)
         i24 = shr_i64_u(i24, i3)
         i9 = trunc_i64_i32(i24)
@@ -52,9 +51,9 @@
         i30 = trunc_i64_i32(i32)
         i34 = shr_i64_u(i32, i3)
         i3 = trunc_i64_i32(i34)
-        r2 = hal_command_buffer_create(r3, i6, i2, i16, i7)
+        recording.append((CREATE, i6, i2, i16, i7))
         r6 = rodata_dyn_matmul_dispatch_0_matmul_dxdxd_f32
-        i34 = hal_executable_lookup_function(r4, r6)
+        recording.append((LOOKUP, r4, r6))
         r6 = None
         i2 = cmp_lt_i64_u(i14, i22)
         i2 = i2 ^ i6
@@ -76,32 +75,33 @@
         i10 = i36 if i2 else i10
         i10 = mul_i64(i38, i10)
         i2 = trunc_i64_i32(i10)
-        hal_command_buffer_dispatch(
-            r2,
-            r4,
-            i34,
-            i2,
-            i6,
-            i6,
-            i14,
-            [i4, i9, i20, i21, i24, i25, i30, i3],
-            [(i7, i7, r5, i14, i28), (i7, i7, r7, i14, i18), (i7, i7, r1, i14, i26)],
+        recording.append(
+            (
+                DISPATCH,
+                r4,
+                LOOKED_UP,
+                i2,
+                i6,
+                i6,
+                i14,
+                (i4, i9, i20, i21, i24, i25, i30, i3),
+                ((i7, i7, r5, i14, i28), (i7, i7, r7, i14, i18), (i7, i7, ALLOCATED, i14, i26)),
+            )
         )
         r4 = r5 = r7 = None
-        hal_command_buffer_execution_barrier(r2, i1, i0, i14)
-        hal_command_buffer_finalize(r2)
-        # fused: fence.create, device.queue.execute, fence.await
-        i0 = submit_execute(
+        recording.append((BARRIER, i1, i0, i14))
+        # fused: the steps recorded above, command_buffer.finalize, fence.create, device.queue.execute, fence.await
+        r1, i34, i0 = submit_one_shot(
             r3,  # device
+            recording,  # the steps recorded above
             i14,  # flags (fence.create)
             i16,  # affinity (queue.execute)
-            r0,  # wait fence
-            r2,  # command buffer
+            ALLOCA_FENCE,  # wait fence: the queue.alloca's
             i14,  # flags
             i8,  # timeout (fence.await)
             i14,  # flags
         )
-        r3 = r0 = r2 = None
+        r3 = recording = None
         if i0:
             raise vm_fail(i0, "failed to wait on timepoint", "dyn_matmul", None)
         # pc 0x39d-0x3c4 hal.buffer_view.create

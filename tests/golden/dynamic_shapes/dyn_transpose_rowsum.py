@@ -1,7 +1,7 @@
 # Golden 'dynamic_shapes': dyn_shape_2d.mlir, one function. Covers: dynamic dimensions: i64 index arithmetic, shape lists.
     def dyn_transpose_rowsum(r0):
         "sync func @dyn_transpose_rowsum(%input0: tensor<?x?xf32>) -> (%output0: tensor<?x?xf32>, %output1: tensor<?xf32>)"
-        # pc 0x1-0x3bd hal.buffer_view.dim, hal.buffer_view.assert, hal.buffer.assert (+9 more)
+        # pc 0x1-0x3bd hal.buffer_view.dim, hal.buffer_view.assert, hal.buffer.assert (+8 more)
         i0 = 13
         i1 = 28
         i2 = 3
@@ -40,8 +40,8 @@
         i6 = add_i64(i32, i6)
         i4 = i6 & i4
         i4 = add_i64(i36, i4)
-        r0 = hal_fence_create(r2, i18)
-        r5 = hal_device_queue_alloca(r2, i20, r1, r0, i18, i13, i26, i4, i18)
+        recording = [(ALLOCA, i18, i20, r1, i18, i13, i26, i4, i18)]
+        r0 = None
         i6 = trunc_i64_i32(i30)
         i26 = shr_i64_u(i30, i3)
         i7 = trunc_i64_i32(i26)
@@ -51,9 +51,9 @@
         i26 = trunc_i64_i32(i36)
         i38 = shr_i64_u(i36, i3)
         i3 = trunc_i64_i32(i38)
-        r1 = hal_command_buffer_create(r2, i10, i2, i20, i11)
+        recording.append((CREATE, i10, i2, i20, i11))
         r6 = rodata_9
-        i38 = hal_executable_lookup_function(r3, r6)
+        recording.append((LOOKUP, r3, r6))
         r6 = None
         i2 = cmp_lt_i64_u(i18, i28)
         i2 = i2 ^ i10
@@ -75,51 +75,54 @@
         i22 = i44 if i27 else i22
         i22 = mul_i64(i40, i22)
         i27 = trunc_i64_i32(i22)
-        hal_command_buffer_dispatch(
-            r1,
-            r3,
-            i38,
-            i27,
-            i10,
-            i10,
-            i18,
-            [i6, i7, i8, i13],
-            [(i11, i11, r4, i18, i34), (i11, i11, r5, i18, i4)],
+        recording.append(
+            (
+                DISPATCH,
+                r3,
+                LOOKED_UP,
+                i27,
+                i10,
+                i10,
+                i18,
+                (i6, i7, i8, i13),
+                ((i11, i11, r4, i18, i34), (i11, i11, ALLOCATED, i18, i4)),
+            )
         )
         r6 = rodata_10
-        i22 = hal_executable_lookup_function(r3, r6)
+        recording.append((LOOKUP, r3, r6))
         r6 = None
         i14 = div_i64_s(i42, i14)
         i38 = sub_i64(i18, i14)
         i16 = add_i64(i14, i16)
         i16 = i38 if i2 else i16
         i2 = trunc_i64_i32(i16)
-        hal_command_buffer_dispatch(
-            r1,
-            r3,
-            i22,
-            i2,
-            i10,
-            i10,
-            i18,
-            [i26, i3, i6, i7, i8, i13],
-            [(i11, i11, r4, i18, i34), (i11, i11, r5, i18, i4)],
+        recording.append(
+            (
+                DISPATCH,
+                r3,
+                LOOKED_UP,
+                i2,
+                i10,
+                i10,
+                i18,
+                (i26, i3, i6, i7, i8, i13),
+                ((i11, i11, r4, i18, i34), (i11, i11, ALLOCATED, i18, i4)),
+            )
         )
         r3 = r4 = None
-        hal_command_buffer_execution_barrier(r1, i1, i0, i18)
-        hal_command_buffer_finalize(r1)
-        # fused: fence.create, device.queue.execute, fence.await
-        i0 = submit_execute(
+        recording.append((BARRIER, i1, i0, i18))
+        # fused: the steps recorded above, command_buffer.finalize, fence.create, device.queue.execute, fence.await
+        r5, _, i22, i0 = submit_one_shot(
             r2,  # device
+            recording,  # the steps recorded above
             i18,  # flags (fence.create)
             i20,  # affinity (queue.execute)
-            r0,  # wait fence
-            r1,  # command buffer
+            ALLOCA_FENCE,  # wait fence: the queue.alloca's
             i18,  # flags
             i12,  # timeout (fence.await)
             i18,  # flags
         )
-        r2 = r0 = r1 = None
+        r2 = recording = None
         if i0:
             raise vm_fail(i0, "failed to wait on timepoint", "dyn_transpose_rowsum", None)
         # pc 0x3cd-0x41a hal.buffer_view.create

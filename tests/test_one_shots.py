@@ -1,0 +1,524 @@
+"""One-shot command buffers recorded and submitted in one block (dynamic shapes).
+
+translator/analyses/one_shots.py finds the group only where recording the calls as steps
+and running them in one call is the same program; runtime_support/hal/one_shot.py's fast
+path gives what its general path (the bound imports, one by one) gives, errors and
+accounting included; packages give what unfused ones and iree.runtime give, bit for bit,
+on local-sync and local.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+
+import numpy as np
+import pytest
+
+from runtime_support.errors import StatusCode, VMError
+from runtime_support.hal import HalModule, one_shot
+from runtime_support.hal.buffer import fresh_buffer
+from runtime_support.hal.device import LocalDevice
+from runtime_support.hal.executable import HalExecutable
+from runtime_support.hal.fence import Fence
+from runtime_support.hal.fused import ALLOCATED
+from runtime_support.hal.one_shot import (
+    ALLOCA, ALLOCA_FENCE, BARRIER, CREATE, DISPATCH, LOOKED_UP, LOOKUP,
+)
+from runtime_support.loaders import statistics
+from runtime_support.run_cli import import_package_as
+from runtime_support.vm.buffer import VMBuffer
+from tests.helpers_compile import LLVM_CPU_FLAGS, compile_mlir
+from translator.analyses import cfg, one_shots, submissions
+from translator.analyses.liveness import RefLiveness
+from translator.codegen import write_package
+from translator.ir import Imm, Op, Reg
+from translator.isa import BY_MNEMONIC
+from translator.pipeline import Pipeline
+from translator.reader import read_module_file
+
+DYN_ADD = """
+func.func @dyn_add(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {
+  %0 = arith.addf %a, %b : tensor<?xf32>
+  %1 = arith.mulf %0, %b : tensor<?xf32>
+  return %1 : tensor<?xf32>
+}
+"""
+# Two dispatches in one command buffer, two results; the first lookup's register is
+# written again before the submit (the call leaves it alone).
+DYN_2D = """
+func.func @dyn_transpose_rowsum(%a: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = tensor.dim %a, %c0 : tensor<?x?xf32>
+  %n = tensor.dim %a, %c1 : tensor<?x?xf32>
+  %e = tensor.empty(%n, %m) : tensor<?x?xf32>
+  %t = linalg.transpose ins(%a : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>) permutation = [1, 0]
+  %zero = arith.constant 0.0 : f32
+  %re = tensor.empty(%m) : tensor<?xf32>
+  %rf = linalg.fill ins(%zero : f32) outs(%re : tensor<?xf32>) -> tensor<?xf32>
+  %s = linalg.reduce ins(%a : tensor<?x?xf32>) outs(%rf : tensor<?xf32>) dimensions = [1]
+    (%x: f32, %acc: f32) {
+      %y = arith.addf %x, %acc : f32
+      linalg.yield %y : f32
+    }
+  return %t, %s : tensor<?x?xf32>, tensor<?xf32>
+}
+"""
+# A static shape with a scalar argument: a one-shot command buffer (push constant) too.
+SCALE = """
+func.func @scale(%a: tensor<5xf32>, %k: f32) -> tensor<5xf32> {
+  %e = tensor.empty() : tensor<5xf32>
+  %0 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
+                       iterator_types = ["parallel"]}
+      ins(%a : tensor<5xf32>) outs(%e : tensor<5xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = arith.mulf %x, %k : f32
+    linalg.yield %y : f32
+  } -> tensor<5xf32>
+  return %0 : tensor<5xf32>
+}
+"""
+SOURCES = {"dyn_add": DYN_ADD, "dyn_2d": DYN_2D, "scale": SCALE}
+EXPORT = {"dyn_add": "dyn_add", "dyn_2d": "dyn_transpose_rowsum", "scale": "scale"}
+REF_BIT = 0x8000
+
+
+@pytest.fixture(scope="module")
+def vmfbs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("one_shot_vmfb")
+    return {name: compile_mlir(src, out, LLVM_CPU_FLAGS, name) for name, src in SOURCES.items()}
+
+
+@pytest.fixture(scope="module")
+def packages(vmfbs, tmp_path_factory):
+    """name -> {fused: bool -> package module}."""
+    out = tmp_path_factory.mktemp("one_shot_pkgs")
+    pkgs = {}
+    for name, vmfb in vmfbs.items():
+        for fuse in (True, False):
+            where = out / ("fused" if fuse else "unfused")
+            pkg = write_package(read_module_file(vmfb), where, name, fuse_submissions=fuse)
+            pkgs.setdefault(name, {})[fuse] = import_package_as(f"_one_shot_test_{name}_{fuse}", pkg)
+    return pkgs
+
+
+# -- the analysis ---------------------------------------------------------------------
+
+
+def _function(pipeline: Pipeline, name: str):
+    return copy.deepcopy(next(fn for fn in pipeline.functions if fn.name == name))
+
+
+def _find(pipeline, fn):
+    live = RefLiveness(fn, cfg.analyze(fn))
+    return one_shots.find(pipeline.module, fn, live, submissions.find(pipeline.module, fn, live))
+
+
+def _kinds(group) -> list[str]:
+    return [kind for kind, _ in group.steps]
+
+
+@pytest.fixture
+def dyn_add(vmfbs):
+    """(pipeline, a private copy of @dyn_add, its group's block, the group)."""
+    pipeline = Pipeline.from_file(vmfbs["dyn_add"])
+    fn = _function(pipeline, "dyn_add")
+    (index, group), = _find(pipeline, fn).items()
+    return pipeline, fn, index, group
+
+
+def _ops(fn, index):
+    return fn.blocks[index].ops
+
+
+def _pos(fn, index, op) -> int:
+    return next(i for i, o in enumerate(_ops(fn, index)) if o is op)
+
+
+def _store(ordinal: int, pc: int) -> Op:
+    """`vm.global.store.ref` of ref register `ordinal`: an op that can fail, and a use."""
+    return Op(pc, 0, BY_MNEMONIC["global.store.ref"], {"global": 0, "type_def": 0, "value": Reg(REF_BIT | ordinal)})
+
+
+def _numeric(mnemonic: str, pc: int, *regs: int, wide: bool = True) -> Op:
+    """An integer op of the table on value registers `regs` (operands, then result)."""
+    spec = BY_MNEMONIC[mnemonic]
+    fields = [f for f in spec.fields if f.kind == "register"]
+    return Op(pc, 0, spec, {f.name: Reg(r, f.bank) for f, r in zip(fields, regs)})
+
+
+def test_group_found_with_alloca_lookup_and_markers(dyn_add):
+    pipeline, fn, index, group = dyn_add
+    assert _kinds(group) == ["alloca", "create", "lookup", "dispatch", "barrier", "finalize"]
+    (dispatch_pc, marks), = group.markers.items()
+    assert 2 in marks and len(marks) == 2  # the function and the new buffer's binding
+    buf, function = group.targets
+    assert buf == group.alloca["results"][0] and function is not None
+
+
+def test_two_dispatches_and_a_lookup_register_written_again(vmfbs):
+    pipeline = Pipeline.from_file(vmfbs["dyn_2d"])
+    fn = _function(pipeline, "dyn_transpose_rowsum")
+    (group,) = _find(pipeline, fn).values()
+    assert _kinds(group) == [
+        "alloca", "create", "lookup", "dispatch", "lookup", "dispatch", "barrier", "finalize"
+    ]
+    buf, first, second = group.targets
+    assert buf is not None and first is None and second is not None
+
+
+def test_group_found_for_a_static_shape_with_a_scalar_argument(vmfbs):
+    pipeline = Pipeline.from_file(vmfbs["scale"])
+    (group,) = _find(pipeline, _function(pipeline, "scale")).values()
+    assert _kinds(group)[0] == "alloca"  # (the bit cast of the scalar between: movable)
+
+
+def test_not_found_when_an_op_that_can_fail_sits_between_the_steps(dyn_add):
+    pipeline, fn, index, group = dyn_add
+    ops = _ops(fn, index)
+    create = group.steps[1][1][0]
+    ops.insert(_pos(fn, index, create) + 1, _store(0, create.pc + 1))
+    assert _find(pipeline, fn) == {}
+
+
+def test_not_found_when_the_command_buffer_escapes(dyn_add):
+    pipeline, fn, index, group = dyn_add
+    cmd = group.submission.execute["operands"][4].ordinal
+    lookup = group.steps[2][1][0]
+    ops = _ops(fn, index)
+    ops.insert(_pos(fn, index, lookup), _store(cmd, lookup.pc - 1))
+    assert _find(pipeline, fn) == {}
+
+
+def test_alloca_left_out_when_its_fence_escapes(dyn_add):
+    pipeline, fn, index, group = dyn_add
+    f0 = group.submission.execute["operands"][2].ordinal
+    # a read of the fence after the await: live after the execute
+    fn.blocks[index + 1].ops.insert(0, _store(f0, fn.blocks[index + 1].ops[0].pc - 1))
+    (group2,) = _find(pipeline, fn).values()
+    assert _kinds(group2)[0] == "create" and group2.alloca is None
+
+
+def test_not_found_when_an_op_between_reads_a_step_value(dyn_add):
+    pipeline, fn, index, group = dyn_add
+    lookup = group.steps[2][1][0]
+    result = lookup["results"][0].ordinal
+    ops = _ops(fn, index)
+    # an integer op reading the lookup's result before the dispatch
+    ops.insert(_pos(fn, index, lookup) + 1, _numeric("add.i64", lookup.pc + 1, result, result, 200))
+    assert _find(pipeline, fn) == {}
+
+
+def test_not_found_for_a_division_by_an_unknown_register(dyn_add):
+    pipeline, fn, index, group = dyn_add
+    lookup = group.steps[2][1][0]
+    ops = _ops(fn, index)
+    ops.insert(_pos(fn, index, lookup) + 1, _numeric("div.i64.s", lookup.pc + 1, 200, 202, 204))
+    assert _find(pipeline, fn) == {}
+    # by a register a constant op set before: movable
+    const = _numeric("const.i64", lookup.pc + 1, 202)
+    const.values["value"] = Imm("i64", 7)
+    ops.insert(_pos(fn, index, lookup) + 1, const)
+    assert _find(pipeline, fn) != {}
+    const.values["value"] = Imm("i64", 2**64 - 1)  # -1: (INT_MIN / -1 fails)
+    assert _find(pipeline, fn) == {}
+    const.values["value"] = Imm("i64", 0)
+    assert _find(pipeline, fn) == {}
+
+
+def test_not_found_when_the_device_register_is_written_between(dyn_add):
+    pipeline, fn, index, group = dyn_add
+    dev = group.submission.execute["operands"][0].ordinal
+    lookup = group.steps[2][1][0]
+    null = Op(lookup.pc + 1, 0, BY_MNEMONIC["const.ref.zero"], {"result": Reg(REF_BIT | dev, "ref")})
+    ops = _ops(fn, index)
+    ops.insert(_pos(fn, index, lookup) + 1, null)
+    assert _find(pipeline, fn) == {}
+
+
+def test_not_found_when_the_function_comes_from_an_older_lookup(dyn_add):
+    pipeline, fn, index, group = dyn_add
+    lookup = group.steps[2][1][0]
+    again = Op(lookup.pc + 1, lookup.length, lookup.spec, dict(lookup.values))
+    again.values["results"] = (Reg(lookup["results"][0].raw + 40),)  # another register
+    ops = _ops(fn, index)
+    ops.insert(_pos(fn, index, lookup) + 1, again)
+    assert _find(pipeline, fn) == {}
+
+
+def test_generated_code_records_steps_and_calls_the_helper(vmfbs, tmp_path):
+    pkg = write_package(read_module_file(vmfbs["dyn_add"]), tmp_path, "dyn_add")
+    text = (pkg / "__init__.py").read_text()
+    assert "recording = [(ALLOCA," in text and "recording.append((CREATE," in text
+    assert "submit_one_shot(" in text and "ALLOCA_FENCE" in text
+    assert "hal_command_buffer_dispatch(" not in text.split("def dyn_add", 1)[1]
+    unfused = write_package(read_module_file(vmfbs["dyn_add"]), tmp_path / "u", "dyn_add", fuse_submissions=False)
+    assert "recording" not in (unfused / "__init__.py").read_text()
+
+
+# -- the helper: fast path == general path -----------------------------------------------
+
+
+class _Parts:
+    """A local device, its hal module, an executable of dyn_add and its export's name."""
+
+    def __init__(self, packages, device="local-sync"):
+        ctx = packages["dyn_add"][True].load(device=device)
+        self.ctx = ctx
+        self.hal = ctx.modules["hal"]
+        self.device = next(ctx.refs[k] for k in range(len(ctx.refs)) if isinstance(ctx.refs[k], LocalDevice))
+        self.exe = next(ctx.refs[k] for k in range(len(ctx.refs)) if isinstance(ctx.refs[k], HalExecutable))
+        self.name = VMBuffer(self.exe.export_names()[0].encode(), readonly=True)
+
+    def helper(self):
+        h = self.hal
+        return one_shot.one_shot(
+            h.fence_create, h.device_queue_alloca, h.command_buffer_create,
+            h.executable_lookup_function, h.command_buffer_dispatch,
+            h.command_buffer_execution_barrier, h.command_buffer_finalize, h.device_queue_execute,
+            h.fence_await,
+        )
+
+    def input(self, values):
+        data = np.asarray(values, np.float32)
+        buf = fresh_buffer(data.nbytes, 0x30, 0xC03, self.device.allocator)
+        buf.write(0, data.tobytes())
+        return buf
+
+
+def _steps(parts, n=6, *, pool=0, size=None, wait=None, modes=1, categories=3, capacity=0,
+           exe=None, name=None, offset=0, length=None, a=None, constants=None, workgroups=None):
+    nbytes = 4 * n
+    size = nbytes if size is None else size
+    length = nbytes if length is None else length
+    a = parts.input(np.arange(n)) if a is None else a
+    b = parts.input(np.full(n, 2.0))
+    counts = workgroups or (1, 1, 1)
+    consts = (n, 0, n, 0) if constants is None else constants
+    return [
+        (ALLOCA, 0, -1, wait, pool, 48, 3075, size, 0),
+        (CREATE, modes, categories, -1, capacity),
+        (LOOKUP, parts.exe if exe is None else exe, parts.name if name is None else name),
+        (DISPATCH, parts.exe if exe is None else exe, LOOKED_UP, *counts, 0, consts,
+         ((0, 0, a, offset, length), (0, 0, b, 0, nbytes), (0, 0, ALLOCATED, 0, nbytes))),
+        (BARRIER, 28, 13, 0),
+    ]
+
+
+def _call(run, parts, steps, *, wait=ALLOCA_FENCE, timeout=-1):
+    try:
+        buffer, function, status = run(parts.device, steps, 0, -1, wait, 0, timeout, 0)
+    except VMError as e:
+        return ("error", e.code, e.message)
+    return ("ok", None if buffer is None else buffer.read(), function, status)
+
+
+def _both(packages, warm=True, **kw):
+    """The fast helper (warmed by one good call, so its lookup is answered) and its
+    general path, each on a fresh context: (outcome, bytes allocated) for each."""
+    out = []
+    for general in (False, True):
+        parts = _Parts(packages)
+        helper = parts.helper()
+        assert helper is not helper.general
+        if warm and not general:
+            assert _call(helper, parts, _steps(parts))[0] == "ok"
+        before = parts.device.allocator.bytes_allocated
+        got = _call(helper.general if general else helper, parts, _steps(parts, **kw))
+        out.append((got, parts.device.allocator.bytes_allocated - before))
+    return out
+
+
+def test_fast_path_result_and_accounting_equal_general(packages, monkeypatch):
+    made = []
+    real = one_shot.fresh_buffer
+    monkeypatch.setattr(one_shot, "fresh_buffer", lambda *a: made.append(a) or real(*a))
+    (fast, fast_bytes), (gen, gen_bytes) = _both(packages)
+    assert len(made) == 1  # the fast path's own (the warm-up call's lookup went through the imports)
+    assert fast == gen and fast_bytes == gen_bytes
+    want = ((np.arange(6) + 2.0) * 2.0).astype(np.float32).tobytes()
+    assert fast[0] == "ok" and fast[1] == want and fast[3] == 0
+
+
+def test_first_call_goes_through_the_imports_then_the_fast_path(packages, monkeypatch):
+    parts = _Parts(packages)
+    helper = parts.helper()
+    general = helper.general
+    calls = []
+    monkeypatch.setattr(one_shot, "fresh_buffer", lambda *a, real=one_shot.fresh_buffer: calls.append("fast") or real(*a))
+    for _ in range(3):
+        assert _call(helper, parts, _steps(parts))[3] == 0
+    assert calls == ["fast", "fast"]  # the first call's lookup was not answered yet
+    assert general is helper.general
+
+
+@pytest.mark.parametrize(
+    "kw, code",
+    [
+        ({"pool": 1}, StatusCode.UNIMPLEMENTED),
+        ({"size": -1}, StatusCode.INVALID_ARGUMENT),
+        ({"capacity": -1}, StatusCode.INVALID_ARGUMENT),
+        ({"categories": 1}, StatusCode.FAILED_PRECONDITION),  # TRANSFER only: no dispatch
+        ({"offset": 4}, StatusCode.OUT_OF_RANGE),  # the range past the argument's end
+        ({"length": -1}, None),  # (the whole buffer: the imports resolve it)
+        ({"size": 8}, StatusCode.OUT_OF_RANGE),  # the new buffer shorter than its binding
+        ({"exe": Fence()}, StatusCode.INVALID_ARGUMENT),
+        ({"name": VMBuffer(b"no_such_export", readonly=True)}, StatusCode.NOT_FOUND),
+        ({"a": Fence()}, StatusCode.INVALID_ARGUMENT),
+        ({"constants": (6, 0)}, StatusCode.INVALID_ARGUMENT),  # fails when it runs
+        ({"workgroups": (0, 1, 1)}, None),  # an empty grid runs nothing
+        ({"modes": 0}, None),  # a reusable command buffer: the imports run it
+    ],
+    ids=["pool", "negative-size", "negative-capacity", "no-dispatch-category", "offset",
+         "whole-length", "short-buffer", "wrong-executable", "unknown-export", "wrong-ref",
+         "constant-count", "empty-grid", "reusable"],
+)
+def test_fast_path_errors_equal_general(packages, kw, code):
+    (fast, fast_bytes), (gen, gen_bytes) = _both(packages, **kw)
+    assert fast == gen, (fast, gen)
+    assert fast_bytes == gen_bytes
+    if code is None:
+        assert fast[0] == "ok" and fast[3] == 0
+    else:
+        assert fast[0] == "error" and fast[1] == code, fast
+
+
+def test_unreached_wait_takes_the_general_path(packages):
+    results = []
+    for general in (False, True):
+        parts = _Parts(packages)
+        helper = parts.helper()
+        _call(helper, parts, _steps(parts))  # (warm)
+        wait = Fence()
+        run = helper.general if general else helper
+        buffer, _, status = run(parts.device, _steps(parts, wait=wait), 0, -1, ALLOCA_FENCE, 0, 0, 0)
+        early = buffer.read()
+        wait.signal()  # the queued work runs now
+        results.append((status, early, buffer.read()))
+    assert results[0] == results[1]
+    assert results[0][0] == StatusCode.DEADLINE_EXCEEDED
+
+
+def test_busy_queue_resumes_through_the_imports(packages, monkeypatch):
+    """Another thread takes the queue between the fast path's check and its run: the
+    helper finishes through the imports from the command buffer's create on, with the
+    buffer and lookup it made."""
+    parts = _Parts(packages)
+    helper = parts.helper()
+    _call(helper, parts, _steps(parts))  # (warm)
+    queue = parts.device.queue
+    real = type(queue).run_now
+
+    def busy_once(self, fn, a, b, name):
+        monkeypatch.setattr(type(queue), "run_now", real)
+        from runtime_support.hal.queue import BUSY
+
+        return BUSY
+
+    monkeypatch.setattr(type(queue), "run_now", busy_once)
+    made = []
+    monkeypatch.setattr(one_shot, "fresh_buffer", lambda *a, r=one_shot.fresh_buffer: made.append(a) or r(*a))
+    got = _call(helper, parts, _steps(parts))
+    assert got[0] == "ok" and got[3] == 0 and len(made) == 1  # one buffer: the fast path's
+    assert got[1] == ((np.arange(6) + 2.0) * 2.0).astype(np.float32).tobytes()
+
+
+def test_kernel_failure_fails_the_await_as_unfused(packages):
+    outs = []
+    for general in (False, True):
+        parts = _Parts(packages)
+        helper = parts.helper()
+        _call(helper, parts, _steps(parts))  # (warm)
+        parts.exe.close()  # (every dispatch of it now fails when it runs)
+        outs.append(_call(helper.general if general else helper, parts, _steps(parts)))
+    assert outs[0] == outs[1] and outs[0][0] == "error"
+
+
+def test_foreign_imports_get_the_general_path_only(packages):
+    parts = _Parts(packages)
+    h = parts.hal
+    calls = []
+
+    def spy(f):
+        return lambda *a: calls.append(f.__name__) or f(*a)
+
+    helper = one_shot.one_shot(
+        spy(h.fence_create), h.device_queue_alloca, h.command_buffer_create,
+        h.executable_lookup_function, h.command_buffer_dispatch,
+        h.command_buffer_execution_barrier, h.command_buffer_finalize, h.device_queue_execute,
+        h.fence_await,
+    )
+    assert not hasattr(helper, "general")
+    assert _call(helper, parts, _steps(parts))[3] == 0
+    assert calls == ["fence_create", "fence_create"]
+
+
+def test_statistics_count_each_dispatch(packages):
+    ctx = packages["dyn_2d"][True].load(device="local-sync")
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    statistics.reset()
+    statistics.enable()
+    try:
+        for _ in range(3):
+            ctx.dyn_transpose_rowsum(a)
+        counts = {name: c for name, (c, _) in statistics.snapshot().items()}
+    finally:
+        statistics.enable(False)
+        statistics.reset()
+    assert sum(counts.values()) == 6  # 2 dispatches x 3 calls
+
+
+def test_threads_sharing_a_context(packages):
+    ctx = packages["dyn_add"][True].load(device="local")
+    rng = np.random.default_rng(3)
+    inputs = [(rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32))
+              for n in (1, 7, 64, 1000, 4096)]
+    want = [((a + b) * b).tobytes() for a, b in inputs]
+    errors = []
+
+    def work():
+        try:
+            for _ in range(50):
+                for (a, b), w in zip(inputs, want):
+                    assert ctx.dyn_add(a, b).tobytes() == w
+        except Exception as e:  # (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+# -- differential: fused == unfused == iree.runtime ----------------------------------------
+
+
+def _inputs(name, rng, n):
+    if name == "dyn_add":
+        return (rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32))
+    if name == "dyn_2d":
+        return (rng.standard_normal((n, max(n // 2, 1) + 1)).astype(np.float32),)
+    return (rng.standard_normal(5).astype(np.float32), float(np.float32(rng.standard_normal())))
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+@pytest.mark.parametrize("device, driver", [("local-sync", "local-sync"), ("local", "local-task")])
+def test_packages_match_iree(vmfbs, packages, name, device, driver):
+    rt = pytest.importorskip("iree.runtime")
+    ctx = rt.SystemContext(config=rt.Config(driver))
+    ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, vmfbs[name].read_bytes()))
+    iree_fn = getattr(ctx.modules.module, EXPORT[name])
+    ours = {fuse: getattr(packages[name][fuse].load(device=device), EXPORT[name]) for fuse in (True, False)}
+    rng = np.random.default_rng(11)
+    for n in (1, 3, 16, 1000, 5000, 0 if name == "dyn_add" else 2):
+        args = _inputs(name, rng, n)
+        want = iree_fn(*args)
+        want = [want] if not isinstance(want, (tuple, list)) else want
+        want = [np.asarray(w.to_host()).tobytes() for w in want]
+        for fuse in (True, False):
+            got = ours[fuse](*args)
+            got = [got] if not isinstance(got, tuple) else got
+            assert [np.asarray(g).tobytes() for g in got] == want, (name, n, fuse)

@@ -1,0 +1,341 @@
+"""One-shot command buffers recorded and submitted in one block: one call in generated code.
+
+With dynamic shapes, IREE's compiler records a command buffer per call, in the block that
+submits and awaits it:
+
+    [%f0 = vm.call @hal.fence.create(%dev, %flags0)
+     %buf = vm.call @hal.device.queue.alloca(%dev, %aff, %wait, %f0, ...)]
+    %cmd = vm.call @hal.command_buffer.create(%dev, %modes, %categories, %aff, %capacity)
+    %fn = vm.call @hal.executable.lookup.function(%exe, %name)        (any number)
+    vm.call.variadic @hal.command_buffer.dispatch(%cmd, %exe, %fn, %x, %y, %z, ...)
+    vm.call @hal.command_buffer.execution_barrier(%cmd, ...)          (any number)
+    vm.call @hal.command_buffer.finalize(%cmd)
+    %f1 = vm.call @hal.fence.create(%dev, %flags1)                        the `execute`
+    vm.call @hal.device.queue.execute(%dev, %aff, %f0, %f1, %cmd, %flags)  group of
+    vm.call.variadic.yieldable @hal.fence.await(..., %f1)                  submissions.py
+
+with integer ops computing workgroup counts and constants between the calls. The code
+generator keeps every op in its place: the calls before the execute (the steps) become
+tuples appended to a list, each reading its operands where the call read them, and one
+call of the `one_shot` helper (runtime_support/hal/one_shot.py) then runs the sequence.
+That is the same program when:
+
+- every op between the steps cannot fail and writes no ref but a rodata move's or a null
+  (`movable`): the steps' effects (the allocation, a failing lookup) come later than in
+  the VM, after ops nothing can observe (a function left by an error keeps no locals);
+- no op between the steps reads what a step wrote, and a step reads what another step
+  wrote only where the helper supplies it: the command buffer (left out of the steps),
+  the alloca's fence (the execute's wait), the new buffer (a dispatch binding:
+  `ALLOCATED`) and a dispatch's function (the latest lookup's result: `LOOKED_UP`), each
+  still holding that step's value;
+- the command buffer and the alloca's fence are dead after the execute; the device
+  register is not written from the first step on;
+- what the call assigns afterwards (the buffer, each lookup's result) is left alone
+  (`None` in `targets`) where an op after its step writes the register again.
+
+    find(module, fn, live, groups) -> {block index: OneShot}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from translator.analyses.liveness import RefLiveness
+from translator.analyses.submissions import EXECUTE_FIXED, FENCE_CREATE, QUEUE_ALLOCA, callee
+from translator.ir import IMPORT_BIT, Function, Op, Reg
+
+CB_CREATE = ("hal.command_buffer.create", "0riiIi_r")
+CB_FINALIZE = ("hal.command_buffer.finalize", "0r_v")
+CB_BARRIER = ("hal.command_buffer.execution_barrier", "0riiI_v")
+CB_DISPATCH = ("hal.command_buffer.dispatch", "0rrIiiiICiDCiirIID_v")
+LOOKUP_FUNCTION = ("hal.executable.lookup.function", "0rr_I")
+
+STEP_KINDS = {
+    CB_CREATE: "create",
+    CB_FINALIZE: "finalize",
+    CB_BARRIER: "barrier",
+    CB_DISPATCH: "dispatch",
+    LOOKUP_FUNCTION: "lookup",
+}
+
+# Operands of a dispatch before its constants and bindings; a binding's 5 operands
+# (ordinal, slot, buffer, offset, length), the buffer third.
+DISPATCH_FIXED = 7
+BINDING_WIDTH = 5
+
+
+@dataclass(frozen=True)
+class OneShot:
+    """One group. `steps`: (kind, ops) in order; kinds "alloca" (its fence.create and
+    queue.alloca), "create", "lookup", "dispatch", "barrier", "finalize" (one op each).
+    `markers`: per dispatch (by pc), the operand positions the helper supplies
+    (`LOOKED_UP` for the function, `ALLOCATED` for a binding's buffer). `targets`: what
+    the call assigns: the alloca's buffer register, then each lookup's result register
+    (None where the call leaves the register alone, and for the buffer without alloca)."""
+
+    submission: object  # analyses/submissions.Submission of kind "execute"
+    steps: tuple[tuple[str, tuple[Op, ...]], ...]
+    markers: dict[int, frozenset[int]]
+    targets: tuple[Reg | None, ...]
+
+    @property
+    def alloca(self) -> Op | None:
+        return self.steps[0][1][1] if self.steps[0][0] == "alloca" else None
+
+    def step_at(self) -> dict[int, tuple[str, tuple[Op, ...]]]:
+        """The pc of each step's first op -> the step."""
+        return {ops[0].pc: (kind, ops) for kind, ops in self.steps}
+
+    @property
+    def pcs(self) -> frozenset[int]:
+        return frozenset(op.pc for _, ops in self.steps for op in ops)
+
+
+def _slots(regs) -> set[tuple[str, int]]:
+    """Register slots: ("r", n) for a ref, ("i", n) per 32-bit integer slot."""
+    out: set[tuple[str, int]] = set()
+    for r in regs:
+        if r.is_ref:
+            out.add(("r", r.ordinal))
+        else:
+            out.add(("i", r.ordinal))
+            if r.is_wide:
+                out.add(("i", r.ordinal + 1))
+    return out
+
+
+_BANK = {"i": "i32", "I": "i64", "f": "f32", "F": "f64", "r": "ref"}
+
+
+def _typed(module, op: Op) -> tuple[list[Reg], list[Reg]]:
+    """A step's operands and results, each with its bank from the callee's calling
+    convention (registers in a call's lists carry none: an i64 covers two slots)."""
+    cc = module.imports[op["callee_ordinal"] & ~IMPORT_BIT].signature.cconv
+    codes: list[str] = []
+    segments = op.get("segment_sizes")
+    for k, item in enumerate(cc.arguments):
+        codes += list(item) * segments[k] if isinstance(item, tuple) else [item]
+    operands, results = op["operands"], op["results"]
+    if len(codes) != len(operands) or len(cc.results) != len(results):
+        raise ValueError("operands do not match the calling convention")
+    return (
+        [Reg(r.raw, _BANK[c]) for r, c in zip(operands, codes)],
+        [Reg(r.raw, _BANK[c]) for r, c in zip(results, cc.results)],
+    )
+
+
+def _holds(written_by: dict, r: Reg, step) -> bool:
+    """Whether every slot of `r` holds `step`'s value (None: no step's value)."""
+    return all(written_by.get(s) is step for s in _slots([r]))
+
+
+def _update_constants(known: dict[int, tuple[bool, int]], op: Op) -> None:
+    """Integer registers known to hold a constant after `op`: ordinal -> (wide, value)."""
+    for kind, n in _slots(op.writes()):
+        if kind == "i":
+            known.pop(n, None)
+            known.pop(n - 1, None)  # (an i64 pair is known by its low ordinal)
+    if op.spec.integer_const:
+        (r,) = op.writes()
+        known[r.ordinal] = (r.is_wide, op["value"].value if "value" in op.values else 0)
+
+
+def movable(op: Op, known: dict[int, tuple[bool, int]] | None = None) -> bool:
+    """An op the steps' effects may pass: one that cannot fail (isa.CANNOT_FAIL, a
+    rodata move, a null ref; with `known`, a division or remainder by a register known to
+    hold a constant of its width other than 0 and -1: isa.FAILS_ON_DIVISOR)."""
+    if op.spec.cannot_fail or op.spec.emit in ("rodata", "null"):
+        return True
+    if known is not None and op.spec.fails_on_divisor:
+        divisor = op["right"]
+        wide, value = known.get(divisor.ordinal, (None, 0))
+        return wide == divisor.is_wide and value not in (0, -1)
+    return False
+
+
+def _collect(module, ops: list[Op], end: int, cmd: Reg):
+    """The steps from the command buffer's create to its finalize, backwards from
+    `ops[end]`: (index of the create, [(kind, (op,)), ...]) or None."""
+    steps: list[tuple[str, tuple[Op, ...]]] = []
+    for j in range(end - 1, -1, -1):
+        op = ops[j]
+        kind = STEP_KINDS.get(callee(module, op))
+        if kind is None:
+            if not (movable(op) or op.spec.fails_on_divisor):  # (divisions: checked with constants)
+                return None
+            continue
+        if kind in ("finalize", "dispatch", "barrier"):
+            first = op["operands"][0]
+            if not (first.is_ref and first.ordinal == cmd.ordinal):
+                return None
+        if (kind == "finalize") != (not steps):  # the finalize last, and only there
+            return None
+        steps.append((kind, (op,)))
+        if kind == "create":
+            res = op["results"]
+            if len(res) != 1 or not res[0].is_ref or res[0].ordinal != cmd.ordinal:
+                return None
+            steps.reverse()
+            return j, steps
+    return None
+
+
+def _alloca_before(module, ops: list[Op], start: int, dev: Reg, wait: Reg):
+    """The fence.create + queue.alloca signalling `wait` before `ops[start]` (integer
+    ops between): its fence.create's index, or None."""
+    k = start - 1
+    while k >= 1 and movable(ops[k]):
+        k -= 1
+    if k < 1 or callee(module, ops[k]) != QUEUE_ALLOCA or callee(module, ops[k - 1]) != FENCE_CREATE:
+        return None
+    create, alloca = ops[k - 1], ops[k]
+    cr, co, al, ar = create["results"], create["operands"], alloca["operands"], alloca["results"]
+    if (
+        len(cr) == 1 and cr[0].is_ref and cr[0].ordinal == wait.ordinal
+        and len(co) == 2 and co[0].is_ref and co[0].ordinal == dev.ordinal
+        and len(al) == 9 and al[0].is_ref and al[0].ordinal == dev.ordinal
+        and al[3].is_ref and al[3].ordinal == wait.ordinal
+        and al[2].is_ref and al[2].ordinal != wait.ordinal
+        and len(ar) == 1 and ar[0].is_ref
+    ):  # fmt: skip
+        return k - 1
+    return None
+
+
+def _binding_buffers(op: Op) -> list[int] | None:
+    """A dispatch's operand positions holding its bindings' buffers (None: malformed)."""
+    o = op["operands"]
+    segments = op.get("segment_sizes")
+    if segments is None or len(segments) < 2 or len(o) < DISPATCH_FIXED:
+        return None
+    constants, bindings = segments[-2], segments[-1]
+    base = DISPATCH_FIXED + constants
+    if len(o) != base + BINDING_WIDTH * bindings:
+        return None
+    return [base + BINDING_WIDTH * b + 2 for b in range(bindings)]
+
+
+def _match(module, ops: list[Op], submission, live: RefLiveness) -> OneShot | None:
+    execute = submission.execute
+    ex = execute["operands"]
+    dev, wait, cmd = ex[0], ex[2], ex[4]
+    end = len(ops) - len(submission.ops)  # the execute group's fence.create
+    found = _collect(module, ops, end, cmd)
+    if found is None:
+        return None
+    start, steps = found
+    k = _alloca_before(module, ops, start, dev, wait)
+    if k is not None:  # (the alloca in the group where it can be, else left before it)
+        group = _check(module, ops, submission, live, k, [("alloca", (ops[k], ops[k + 1])), *steps])
+        if group is not None:
+            return group
+    return _check(module, ops, submission, live, start, steps)
+
+
+def _check(module, ops: list[Op], submission, live: RefLiveness, start: int, steps) -> OneShot | None:
+    """The group of `steps` (from `ops[start]` to the execute group), or None where the
+    rules of this module's docstring do not all hold."""
+    execute = submission.execute
+    ex = execute["operands"]
+    dev, wait, cmd = ex[0], ex[2], ex[4]
+    end = len(ops) - len(submission.ops)
+    alloca = steps[0][1][1] if steps[0][0] == "alloca" else None
+    f0 = ("r", wait.ordinal) if alloca is not None else None
+    buf = alloca["results"][0] if alloca is not None else None
+    private = {("r", cmd.ordinal)} | ({f0} if f0 else set())
+    if private & {("r", n) for n in live.after(execute)}:
+        return None
+    step_ops = {id(op): kind for kind, group in steps for op in group}
+    creator = {("r", cmd.ordinal): steps[1 if alloca is not None else 0][1][0]}
+    if alloca is not None:
+        creator[f0] = steps[0][1][0]
+
+    # One pass in order: `written_by` maps a slot to the step op whose value it holds.
+    known: dict[int, tuple[bool, int]] = {}
+    for op in ops[:start]:
+        _update_constants(known, op)
+    written_by: dict[tuple[str, int], Op] = {}
+    markers: dict[int, frozenset[int]] = {}
+    last_lookup = None
+    lookups: list[Op] = []
+    for op in ops[start:end]:
+        kind = step_ops.get(id(op))
+        if kind is None:
+            if not movable(op, known) or _slots(op.reads()) & written_by.keys():
+                return None
+        else:
+            try:
+                o, results = _typed(module, op)
+            except ValueError:  # (the verifier checks calls against their cconv)
+                return None
+            if kind in ("alloca", "create") and o[0].ordinal != dev.ordinal:
+                return None
+            supplied: dict[int, Op] = {}  # operand position -> the step it must hold
+            if callee(module, op) == QUEUE_ALLOCA:
+                supplied[3] = creator[f0]
+            elif kind in ("dispatch", "barrier", "finalize"):
+                supplied[0] = creator[("r", cmd.ordinal)]
+            mark: set[int] = set()
+            if kind == "dispatch":
+                buffers = _binding_buffers(op)
+                if buffers is None:
+                    return None
+                fn = o[2]
+                if not fn.is_ref and ("i", fn.ordinal) in written_by:
+                    supplied[2] = last_lookup
+                    mark.add(2)
+                for p in buffers:
+                    if buf is not None and o[p].ordinal == buf.ordinal:
+                        supplied[p] = alloca
+                        mark.add(p)
+                markers[op.pc] = frozenset(mark)
+            for p, r in enumerate(o):
+                if p in supplied:
+                    if supplied[p] is None or not _holds(written_by, r, supplied[p]):
+                        return None
+                elif not _holds(written_by, r, None):
+                    return None  # another step's value, read as a register
+            if kind == "lookup":
+                last_lookup = op
+                lookups.append(op)
+        for s in _slots(op.writes() if kind is None else results):
+            if kind is None:
+                written_by.pop(s, None)  # (no longer a step's value)
+            else:
+                written_by[s] = op
+        _update_constants(known, op)
+        if ("r", dev.ordinal) in _slots(op.writes()):
+            return None
+    # The execute group reads no step's value but the command buffer and the alloca's fence.
+    for op in (*submission.ops, submission.await_op):
+        for p, r in enumerate(_typed(module, op)[0]):
+            if op is execute and p == 4:
+                holder = creator[("r", cmd.ordinal)]
+            elif op is execute and p == 2 and f0 is not None:
+                holder = creator[f0]
+            else:
+                holder = None
+            if not _holds(written_by, r, holder):
+                return None
+    targets: list[Reg | None] = [buf if buf is not None and written_by.get(("r", buf.ordinal)) is alloca else None]
+    for op in lookups:
+        r = _typed(module, op)[1][0]
+        targets.append(r if _holds(written_by, r, op) else None)
+    return OneShot(submission, tuple(steps), markers, tuple(targets))
+
+
+def find(module, fn: Function, live: RefLiveness, groups: dict) -> dict[int, OneShot]:
+    """Block index -> the one-shot group that ends it, for each block whose submission
+    group (analyses/submissions.find) is an `execute` of a command buffer recorded in
+    the block."""
+    out: dict[int, OneShot] = {}
+    for index, submission in groups.items():
+        if submission.kind != "execute":
+            continue
+        found = _match(module, fn.blocks[index].ops[:-1], submission, live)
+        if found is not None:
+            out[index] = found
+    return out
+
+
+__all__ = ["OneShot", "find", "movable"]
