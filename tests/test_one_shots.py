@@ -330,10 +330,17 @@ def _both(packages, warm=True, **kw):
     return out
 
 
-def test_fast_path_result_and_accounting_equal_general(packages, monkeypatch):
+def _count_allocations(monkeypatch) -> list:
+    """The fast path's allocations (its compiled functions read `fresh_buffer` from the
+    namespace they are compiled in; the general path allocates through the import)."""
     made = []
     real = one_shot.fresh_buffer
-    monkeypatch.setattr(one_shot, "fresh_buffer", lambda *a: made.append(a) or real(*a))
+    monkeypatch.setitem(one_shot._NAMESPACE, "fresh_buffer", lambda *a: made.append(a) or real(*a))
+    return made
+
+
+def test_fast_path_result_and_accounting_equal_general(packages, monkeypatch):
+    made = _count_allocations(monkeypatch)
     (fast, fast_bytes), (gen, gen_bytes) = _both(packages)
     assert len(made) == 1  # the fast path's own (the warm-up call's lookup went through the imports)
     assert fast == gen and fast_bytes == gen_bytes
@@ -345,11 +352,10 @@ def test_first_call_goes_through_the_imports_then_the_fast_path(packages, monkey
     parts = _Parts(packages)
     helper = parts.helper()
     general = helper.general
-    calls = []
-    monkeypatch.setattr(one_shot, "fresh_buffer", lambda *a, real=one_shot.fresh_buffer: calls.append("fast") or real(*a))
+    made = _count_allocations(monkeypatch)
     for _ in range(3):
         assert _call(helper, parts, _steps(parts))[3] == 0
-    assert calls == ["fast", "fast"]  # the first call's lookup was not answered yet
+    assert len(made) == 2  # the first call's lookup was not answered yet
     assert general is helper.general
 
 
@@ -384,6 +390,20 @@ def test_fast_path_errors_equal_general(packages, kw, code):
         assert fast[0] == "error" and fast[1] == code, fast
 
 
+def test_command_buffer_without_dispatches(packages):
+    outs = []
+    for general in (False, True):
+        parts = _Parts(packages)
+        helper = parts.helper()
+        run = helper.general if general else helper
+        steps = [(ALLOCA, 0, -1, None, 0, 48, 3075, 8, 0), (CREATE, 1, 3, -1, 0), (BARRIER, 28, 13, 0)]
+        before = parts.device.allocator.bytes_allocated
+        buffer, status = run(parts.device, steps, 0, -1, ALLOCA_FENCE, 0, -1, 0)
+        outs.append((buffer.read(), status, parts.device.allocator.bytes_allocated - before))
+    assert outs[0] == outs[1] == (bytes(8), 0, 8)
+    assert one_shot.compile_fast(steps) is not None
+
+
 def test_unreached_wait_takes_the_general_path(packages):
     results = []
     for general in (False, True):
@@ -401,27 +421,33 @@ def test_unreached_wait_takes_the_general_path(packages):
 
 
 def test_busy_queue_resumes_through_the_imports(packages, monkeypatch):
-    """Another thread takes the queue between the fast path's check and its run: the
-    helper finishes through the imports from the command buffer's create on, with the
-    buffer and lookup it made."""
+    """Another thread takes the queue between the fast path's check and its taking the
+    draining role: the helper finishes through the imports from the command buffer's
+    create on, with the buffer and lookup it made; the execution waits behind that
+    thread's work, and runs when it gives the role back."""
     parts = _Parts(packages)
     helper = parts.helper()
-    _call(helper, parts, _steps(parts))  # (warm)
+    made = _count_allocations(monkeypatch)
+    _call(helper, parts, _steps(parts))  # (warm: the lookup answered, through the imports)
     queue = parts.device.queue
-    real = type(queue).run_now
+    real = queue._lock
 
-    def busy_once(self, fn, a, b, name):
-        monkeypatch.setattr(type(queue), "run_now", real)
-        from runtime_support.hal.queue import BUSY
+    class TakenMeanwhile:
+        def acquire(self):
+            queue._lock = real
+            real.acquire()
+            queue._draining = True  # (as if another thread had taken it just before)
 
-        return BUSY
+        def release(self):
+            real.release()
 
-    monkeypatch.setattr(type(queue), "run_now", busy_once)
-    made = []
-    monkeypatch.setattr(one_shot, "fresh_buffer", lambda *a, r=one_shot.fresh_buffer: made.append(a) or r(*a))
-    got = _call(helper, parts, _steps(parts))
-    assert got[0] == "ok" and got[3] == 0 and len(made) == 1  # one buffer: the fast path's
-    assert got[1] == ((np.arange(6) + 2.0) * 2.0).astype(np.float32).tobytes()
+    queue._lock = TakenMeanwhile()
+    buffer, function, status = helper(parts.device, _steps(parts), 0, -1, ALLOCA_FENCE, 0, 0, 0)
+    assert status == StatusCode.DEADLINE_EXCEEDED and len(made) == 1  # the fast path's buffer
+    assert buffer.read() == bytes(24)  # (queued behind the other thread's work)
+    queue._stop_draining()  # the other thread gives the role back: the queue runs it
+    assert buffer.read() == ((np.arange(6) + 2.0) * 2.0).astype(np.float32).tobytes()
+    assert function == parts.exe.lookup(parts.exe.export_names()[0])
 
 
 def test_kernel_failure_fails_the_await_as_unfused(packages):

@@ -30,7 +30,9 @@ execution runs them (command_buffer.run_direct), holding the queue's draining ro
 queue.execute does; a failure fails the await as in the unfused code, and the fences and
 the command buffer, which nothing else sees, are never made. Anything else: the general
 path, before anything is done (or, when another thread took the queue meanwhile, from
-the command buffer's create on, the buffer and lookups already made).
+the command buffer's create on, the buffer and lookups already made). A call site
+appends tuples of one shape every call: its fast path is compiled once, for that shape
+(`compile_fast`), so each call unpacks and tests its steps in one frame.
 """
 
 from __future__ import annotations
@@ -41,7 +43,9 @@ from .device import LocalDevice
 from .executable import HalExecutable
 from .fence import REACHED, Fence
 from .fused import ALLOCATED, _failed, _own
-from .queue import BUSY
+from .plan_runner import MISMATCH, _compiled
+from .queue import BUSY, _internal
+from ..errors import VMError
 from ..vm.buffer import VMBuffer
 
 _M32 = 0xFFFFFFFF
@@ -69,11 +73,6 @@ BARRIER = _Marker("BARRIER")
 # the execute's wait fence, the ALLOCA step's signal fence.
 LOOKED_UP = _Marker("LOOKED_UP")
 ALLOCA_FENCE = _Marker("ALLOCA_FENCE")
-
-
-def _run(commands, workers) -> None:
-    for executable, ordinal, counts, constants, flat in commands:
-        run_direct(executable, ordinal, counts, constants, flat, workers)
 
 
 def one_shot(fence_create, alloca, create, lookup, dispatch, barrier, finalize, execute, await_):
@@ -136,83 +135,182 @@ def one_shot(fence_create, alloca, create, lookup, dispatch, barrier, finalize, 
                    if f is not None]):
         return general
 
+    def finish(error, buffer, looked, device, steps, create_flags, affinity, wait, exec_flags,
+               timeout, await_flags):
+        """After the fast path's allocation: another thread held the queue (the imports
+        queue behind it, from the create on), or the execution failed."""
+        if error is BUSY:
+            return general(device, steps, create_flags, affinity, wait, exec_flags, timeout,
+                           await_flags, buffer, list(looked))
+        return (buffer, *looked, _failed(error, await_, timeout, await_flags))
+
+    fast = None  # this call site's compiled fast path (its steps' shape is fixed), or False
+
     def submit(device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags):
-        # (the tests are inline, in the order the imports make them; any failing one: the
-        # general path, nothing done yet)
-        if type(device) is not LocalDevice or device.queue._draining:
-            return general(device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags)
-        step = steps[0]
-        k = 0
-        size = 0
-        if step[0] is ALLOCA:
-            _, _, _, awaited, pool, memory_types, usage, size, _ = step
-            if pool or size < 0 or wait is not ALLOCA_FENCE or not (
-                awaited is None
-                or (type(awaited) is Fence and (awaited.state == REACHED or awaited.reached_now()))
-            ):
-                return general(device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags)
-            k = 1
-        elif not (
-            wait is None or (type(wait) is Fence and (wait.state == REACHED or wait.reached_now()))
-        ):
-            return general(device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags)
-        _, modes, categories, _, capacity = steps[k]
-        if capacity < 0 or not modes & MODE_ONE_SHOT:
-            return general(device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags)
-        can_dispatch = categories & CATEGORY_DISPATCH == CATEGORY_DISPATCH
-        # What recording checks: (executable, function, counts, constants, bindings)
-        commands = []
-        looked = []
-        function = None
-        for step in steps[k + 1:]:
-            kind = step[0]
-            if kind is DISPATCH:
-                _, executable, fn, x, y, z, _, constants, bindings = step
-                if not can_dispatch or type(executable) is not HalExecutable:
-                    break
-                for _, _, b, off, length in bindings:
-                    if b is ALLOCATED:
-                        if k and 0 <= off and 0 <= length <= size - off:
-                            continue
-                    elif type(b) is HalBuffer and 0 <= off and 0 <= length <= b.length - off:
-                        continue
-                    break
-                else:
-                    commands.append((
-                        executable, function if fn is LOOKED_UP else fn,
-                        (x & _M32, y & _M32, z & _M32), tuple([c & _M32 for c in constants]),
-                        bindings,
-                    ))
-                    continue
-                break
-            elif kind is LOOKUP:
-                function = answers.get((step[1], step[2]))
-                if function is None:
-                    break
-                looked.append(function)
-            elif kind is not BARRIER:
-                break
-        else:
-            # queue.alloca on a LocalDevice (its fence reached at once, as its wait is)
-            buffer = None
-            if k:
-                allocator = device.allocator
-                buffer = fresh_buffer(size, memory_types & _M32, usage & _M32, allocator)
-                allocator.bytes_allocated += size
-            for j, (executable, fn, counts, constants, bindings) in enumerate(commands):
-                flat = [buffer.address + off if b is ALLOCATED else b.address + off
-                        for _, _, b, off, _ in bindings]
-                flat += [length for _, _, _, _, length in bindings]
-                commands[j] = (executable, fn, counts, constants, tuple(flat))
-            # queue.execute with its wait reached: the command buffer's one execution
-            error = device.queue.run_now(_run, commands, device.worker_count, _EXECUTE)
-            if error is None:
-                return (buffer, *looked, 0)  # (the await of a reached fence)
-            if error is BUSY:  # another thread runs the queue: the imports queue behind it
-                return general(device, steps, create_flags, affinity, wait, exec_flags,
-                               timeout, await_flags, buffer, looked)
-            return (buffer, *looked, _failed(error, await_, timeout, await_flags))
+        nonlocal fast
+        run = fast
+        if run is None:
+            run = fast = compile_fast(steps) or False
+        if run:
+            result = run(device, steps, create_flags, affinity, wait, exec_flags, timeout,
+                         await_flags, answers, finish)
+            if result is not MISMATCH:
+                return result
         return general(device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags)
 
     submit.general = general
     return submit
+
+
+def _tuple(items) -> str:
+    items = list(items)
+    return f"({items[0]},)" if len(items) == 1 else "(" + ", ".join(items) + ")"
+
+
+def _reached(fence: str) -> str:
+    """A test that `fence` is neither null nor reached (then: the general path)."""
+    return (f"({fence} is not None and not (type({fence}) is Fence and "
+            f"({fence}.state == REACHED or {fence}.reached_now())))")
+
+
+def compile_fast(steps):
+    """The fast path for steps of this shape, as one function: `fast(device, steps,
+    create_flags, affinity, wait, exec_flags, timeout, await_flags, answers, finish)`.
+    A call site appends the same tuples every call, so its shape is fixed; the function
+    still unpacks them by that shape and tests every marker, and returns MISMATCH
+    (nothing done) for steps of another shape or where any test fails: the general path
+    then runs. Else it allocates, runs the dispatches under the queue's draining role and
+    returns what `submit` returns (`finish` where the queue was busy or a dispatch
+    failed). None for a shape it does not take."""
+    if type(steps) is not list or not steps:
+        return None
+    alloca = type(steps[0]) is tuple and len(steps[0]) == 9 and steps[0][0] is ALLOCA
+    parts: list[str] = []
+    tests = ["type(device) is not LocalDevice"]
+    looks: list[str] = []
+    runs: list[str] = []
+    looked: list[str] = []  # each lookup's local, in order
+    for j, step in enumerate(steps):
+        if type(step) is not tuple or not step:
+            return None
+        kind, k = step[0], f"k{j}"
+        if j == 0 and alloca:
+            parts.append(f"({k}, _, _, w{j}, pool, types, usage, size, _)")
+            tests += [f"{k} is not ALLOCA", "wait is not ALLOCA_FENCE", "pool", "size < 0", _reached(f"w{j}")]
+        elif j == alloca:  # (the create, first after any alloca)
+            if kind is not CREATE or len(step) != 5:
+                return None
+            parts.append(f"({k}, modes, categories, _, capacity)")
+            tests += [f"{k} is not CREATE", "capacity < 0", "not modes & MODE_ONE_SHOT"]
+            if not alloca:
+                tests.append(_reached("wait"))
+        elif kind is LOOKUP and len(step) == 3:
+            parts.append(f"({k}, e{j}, n{j})")
+            tests.append(f"{k} is not LOOKUP")
+            # (an answer the import gave before for this executable and read-only name)
+            looks += [f"f{j} = answers.get((e{j}, n{j}))", f"if f{j} is None:", "    return MISMATCH"]
+            looked.append(f"f{j}")
+        elif kind is DISPATCH and len(step) == 9:
+            _, _, function, _, _, _, _, constants, bindings = step
+            if type(constants) is not tuple or type(bindings) is not tuple or any(
+                type(b) is not tuple or len(b) != 5 for b in bindings
+            ):
+                return None
+            cs = [f"c{j}_{i}" for i in range(len(constants))]
+            bs = [f"(_, _, b{j}_{i}, o{j}_{i}, l{j}_{i})" for i in range(len(bindings))]
+            parts.append(f"({k}, e{j}, g{j}, x{j}, y{j}, z{j}, _, {_tuple(cs)}, {_tuple(bs)})")
+            tests += [f"{k} is not DISPATCH", "categories & CATEGORY_DISPATCH != CATEGORY_DISPATCH",
+                      f"type(e{j}) is not HalExecutable"]
+            if function is LOOKED_UP:
+                if not looked:
+                    return None
+                tests.append(f"g{j} is not LOOKED_UP")
+                ordinal = looked[-1]
+            else:
+                tests.append(f"g{j} is LOOKED_UP")
+                ordinal = f"g{j}"
+            addresses = []
+            for i, (_, _, b, _, _) in enumerate(bindings):
+                o, n = f"o{j}_{i}", f"l{j}_{i}"
+                if b is ALLOCATED:
+                    if not alloca:
+                        return None
+                    tests += [f"b{j}_{i} is not ALLOCATED", f"not (0 <= {o} and 0 <= {n} <= size - {o})"]
+                    addresses.append(f"x.address + {o}")
+                else:  # (what recording checks of a direct binding)
+                    tests += [f"type(b{j}_{i}) is not HalBuffer",
+                              f"not (0 <= {o} and 0 <= {n} <= b{j}_{i}.length - {o})"]
+                    addresses.append(f"b{j}_{i}.address + {o}")
+            flat = _tuple(addresses + [f"l{j}_{i}" for i in range(len(bindings))])
+            masked = _tuple([f"{c} & M32" for c in cs])
+            runs.append(f"run_direct(e{j}, {ordinal}, (x{j} & M32, y{j} & M32, z{j} & M32), {masked}, {flat}, workers)")
+        elif kind is BARRIER and len(step) == 4:
+            parts.append(f"({k}, _, _, _)")
+            tests.append(f"{k} is not BARRIER")
+        else:
+            return None
+    if not runs:  # (a command buffer without dispatches: nothing runs)
+        runs.append("pass")
+    functions = _tuple(looked) if looked else "()"
+    lines = [
+        "def fast(device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags,",
+        "         answers, finish):",
+        "    try:",
+        f"        {_tuple(parts)} = steps",
+        "    except (TypeError, ValueError):  # (steps of another shape)",
+        "        return MISMATCH",
+        "    if (",
+        *[f"        {t} or" for t in tests[:-1]],
+        f"        {tests[-1]}",
+        "    ):",
+        "        return MISMATCH",
+        *[f"    {x}" for x in looks],
+        "    queue = device.queue",
+        "    if queue._draining:",
+        "        return MISMATCH",
+    ]
+    if alloca:  # queue.alloca on a LocalDevice (its fence reached at once, as its wait is)
+        lines += ["    allocator = device.allocator",
+                  "    x = fresh_buffer(size, types & M32, usage & M32, allocator)",
+                  "    allocator.bytes_allocated += size"]
+    else:
+        lines.append("    x = None")
+    # queue.execute of a reached wait: the command buffer's one execution, the queue's
+    # draining role taken and given back as LocalQueue.run_now does
+    lines += [
+        "    lock = queue._lock",
+        "    lock.acquire()",
+        "    if queue._draining:",
+        "        lock.release()",
+        f"        return finish(BUSY, x, {functions}, device, steps, create_flags, affinity, wait,",
+        "                      exec_flags, timeout, await_flags)",
+        "    queue._draining = True",
+        "    lock.release()",
+        "    workers = device.worker_count",
+        "    try:",
+        *[f"        {r}" for r in runs],
+        "    except VMError as exc:",
+        "        error = exc",
+        "    except Exception as exc:  # a bug or a native failure: INTERNAL",
+        "        error = _internal(NAME, exc)",
+        "    else:",
+        "        queue._stop_draining()",
+        f"        return (x, {''.join(f + ', ' for f in looked)}0)  # (the await of a reached fence)",
+        "    queue._stop_draining()",
+        f"    return finish(error, x, {functions}, device, steps, create_flags, affinity, wait,",
+        "                  exec_flags, timeout, await_flags)",
+    ]
+    ns = dict(_NAMESPACE)
+    exec(_compiled("\n".join(lines)), ns)
+    return ns["fast"]
+
+
+_NAMESPACE = {
+    "ALLOCA": ALLOCA, "CREATE": CREATE, "LOOKUP": LOOKUP, "DISPATCH": DISPATCH,
+    "BARRIER": BARRIER, "LOOKED_UP": LOOKED_UP, "ALLOCA_FENCE": ALLOCA_FENCE,
+    "ALLOCATED": ALLOCATED, "MISMATCH": MISMATCH, "BUSY": BUSY, "M32": _M32,
+    "MODE_ONE_SHOT": MODE_ONE_SHOT, "CATEGORY_DISPATCH": CATEGORY_DISPATCH,
+    "LocalDevice": LocalDevice, "HalExecutable": HalExecutable, "HalBuffer": HalBuffer,
+    "Fence": Fence, "REACHED": REACHED, "VMError": VMError, "_internal": _internal,
+    "NAME": _EXECUTE, "fresh_buffer": fresh_buffer, "run_direct": run_direct,
+}
