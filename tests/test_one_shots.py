@@ -23,7 +23,7 @@ from runtime_support.hal.executable import HalExecutable
 from runtime_support.hal.fence import Fence
 from runtime_support.hal.fused import ALLOCATED
 from runtime_support.hal.one_shot import (
-    ALLOCA, ALLOCA_FENCE, BARRIER, CREATE, DISPATCH, LOOKED_UP, LOOKUP,
+    ALLOCA, ALLOCA_FENCE, BARRIER, COPY, CREATE, DISPATCH, FILL, LOOKED_UP, LOOKUP,
 )
 from runtime_support.loaders import statistics
 from runtime_support.run_cli import import_package_as
@@ -79,8 +79,32 @@ func.func @scale(%a: tensor<5xf32>, %k: f32) -> tensor<5xf32> {
   return %0 : tensor<5xf32>
 }
 """
-SOURCES = {"dyn_add": DYN_ADD, "dyn_2d": DYN_2D, "scale": SCALE}
-EXPORT = {"dyn_add": "dyn_add", "dyn_2d": "dyn_transpose_rowsum", "scale": "scale"}
+# Copies only (a TRANSFER command buffer), and a fill beside a dispatch.
+DYN_CONCAT = """
+func.func @dyn_concat(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {
+  %0 = tensor.concat dim(0) %a, %b : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+"""
+FILL_AND_ADD = """
+func.func @fill_and_add(%a: tensor<?xf32>) -> (tensor<?xf32>, tensor<?xi32>) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %a, %c0 : tensor<?xf32>
+  %e = tensor.empty(%n) : tensor<?xi32>
+  %c = arith.constant 7 : i32
+  %f = linalg.fill ins(%c : i32) outs(%e : tensor<?xi32>) -> tensor<?xi32>
+  %s = arith.addf %a, %a : tensor<?xf32>
+  return %s, %f : tensor<?xf32>, tensor<?xi32>
+}
+"""
+SOURCES = {
+    "dyn_add": DYN_ADD, "dyn_2d": DYN_2D, "scale": SCALE, "dyn_concat": DYN_CONCAT,
+    "fill_and_add": FILL_AND_ADD,
+}
+EXPORT = {
+    "dyn_add": "dyn_add", "dyn_2d": "dyn_transpose_rowsum", "scale": "scale",
+    "dyn_concat": "dyn_concat", "fill_and_add": "fill_and_add",
+}
 REF_BIT = 0x8000
 
 
@@ -172,6 +196,17 @@ def test_group_found_for_a_static_shape_with_a_scalar_argument(vmfbs):
     pipeline = Pipeline.from_file(vmfbs["scale"])
     (group,) = _find(pipeline, _function(pipeline, "scale")).values()
     assert _kinds(group)[0] == "alloca"  # (the bit cast of the scalar between: movable)
+
+
+def test_copies_and_fills_are_steps(vmfbs):
+    pipeline = Pipeline.from_file(vmfbs["dyn_concat"])
+    (group,) = _find(pipeline, _function(pipeline, "dyn_concat")).values()
+    assert _kinds(group) == ["alloca", "create", "copy", "copy", "barrier", "finalize"]
+    # each copy's target is the new buffer (operand 5)
+    assert [sorted(m) for m in group.markers.values()] == [[5], [5]]
+    pipeline = Pipeline.from_file(vmfbs["fill_and_add"])
+    (group,) = _find(pipeline, _function(pipeline, "fill_and_add")).values()
+    assert "fill" in _kinds(group) and "dispatch" in _kinds(group)
 
 
 def test_not_found_when_an_op_that_can_fail_sits_between_the_steps(dyn_add):
@@ -276,7 +311,8 @@ class _Parts:
         return one_shot.one_shot(
             h.fence_create, h.device_queue_alloca, h.command_buffer_create,
             h.executable_lookup_function, h.command_buffer_dispatch,
-            h.command_buffer_execution_barrier, h.command_buffer_finalize, h.device_queue_execute,
+            h.command_buffer_execution_barrier, h.command_buffer_copy_buffer,
+            h.command_buffer_fill_buffer, h.command_buffer_finalize, h.device_queue_execute,
             h.fence_await,
         )
 
@@ -390,6 +426,62 @@ def test_fast_path_errors_equal_general(packages, kw, code):
         assert fast[0] == "error" and fast[1] == code, fast
 
 
+def _transfer_steps(parts, *, categories=1, copy=(0, 0, 8), fill=(0, 8, 4), pattern=0x01020304,
+                    size=24, source_length=None):
+    """An ALLOCA, a copy of a 16-byte argument into the new buffer at (target offset,
+    source offset, length) `copy`, and a fill of (offset, length, pattern length)."""
+    a = parts.input(np.arange(4))
+    to, so, n = copy
+    fo, fn, pl = fill
+    return [
+        (ALLOCA, 0, -1, None, 0, 48, 3075, size, 0),
+        (CREATE, 1, categories, -1, 0),
+        (COPY, 0, 0, a, so, ALLOCATED, to, n, 0),
+        (FILL, ALLOCATED, fo + 16, fn, 0, pattern, pl, 0),
+        (BARRIER, 28, 13, 0),
+    ]
+
+
+@pytest.mark.parametrize(
+    "kw, code",
+    [
+        ({}, None),
+        ({"categories": 2}, StatusCode.FAILED_PRECONDITION),  # DISPATCH only: no transfer
+        ({"copy": (0, 12, 8)}, StatusCode.OUT_OF_RANGE),  # past the source's end
+        ({"copy": (20, 0, 8)}, StatusCode.OUT_OF_RANGE),  # past the new buffer's end
+        ({"fill": (0, 8, 3)}, StatusCode.INVALID_ARGUMENT),  # pattern length 3
+        ({"fill": (2, 4, 4)}, StatusCode.INVALID_ARGUMENT),  # offset not a multiple
+        ({"fill": (0, 6, 4)}, StatusCode.INVALID_ARGUMENT),  # length not a multiple
+        ({"fill": (0, 8, 2), "pattern": -2}, None),  # (a negative pattern's low bytes)
+        ({"copy": (0, 0, -1)}, None),  # the whole source (the imports resolve the length)
+    ],
+    ids=["ok", "no-transfer-category", "copy-source", "copy-target", "fill-pattern-length",
+         "fill-offset", "fill-length", "fill-negative-pattern", "copy-whole"],
+)
+def test_copies_and_fills_fast_path_equals_general(packages, kw, code):
+    outs = []
+    for general in (False, True):
+        parts = _Parts(packages)
+        helper = parts.helper()
+        run = helper.general if general else helper
+        before = parts.device.allocator.bytes_allocated
+        try:
+            buffer, status = run(parts.device, _transfer_steps(parts, **kw), 0, -1, ALLOCA_FENCE, 0, -1, 0)
+            got = ("ok", buffer.read(), status)
+        except VMError as e:
+            got = ("error", e.code, e.message)
+        outs.append((got, parts.device.allocator.bytes_allocated - before))
+    assert outs[0] == outs[1], outs
+    if code is None:
+        assert outs[0][0][0] == "ok"
+    else:
+        assert outs[0][0][:2] == ("error", code), outs[0]
+    if not kw:
+        data = outs[0][0][1]
+        assert data[:8] == np.arange(4, dtype=np.float32).tobytes()[:8]
+        assert data[16:] == bytes([4, 3, 2, 1]) * 2
+
+
 def test_command_buffer_without_dispatches(packages):
     outs = []
     for general in (False, True):
@@ -472,7 +564,8 @@ def test_foreign_imports_get_the_general_path_only(packages):
     helper = one_shot.one_shot(
         spy(h.fence_create), h.device_queue_alloca, h.command_buffer_create,
         h.executable_lookup_function, h.command_buffer_dispatch,
-        h.command_buffer_execution_barrier, h.command_buffer_finalize, h.device_queue_execute,
+        h.command_buffer_execution_barrier, h.command_buffer_copy_buffer,
+        h.command_buffer_fill_buffer, h.command_buffer_finalize, h.device_queue_execute,
         h.fence_await,
     )
     assert not hasattr(helper, "general")
@@ -525,6 +618,10 @@ def test_threads_sharing_a_context(packages):
 def _inputs(name, rng, n):
     if name == "dyn_add":
         return (rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32))
+    if name == "dyn_concat":
+        return (rng.standard_normal(n).astype(np.float32), rng.standard_normal(n // 2 + 1).astype(np.float32))
+    if name == "fill_and_add":
+        return (rng.standard_normal(n).astype(np.float32),)
     if name == "dyn_2d":
         return (rng.standard_normal((n, max(n // 2, 1) + 1)).astype(np.float32),)
     return (rng.standard_normal(5).astype(np.float32), float(np.float32(rng.standard_normal())))
@@ -539,7 +636,7 @@ def test_packages_match_iree(vmfbs, packages, name, device, driver):
     iree_fn = getattr(ctx.modules.module, EXPORT[name])
     ours = {fuse: getattr(packages[name][fuse].load(device=device), EXPORT[name]) for fuse in (True, False)}
     rng = np.random.default_rng(11)
-    for n in (1, 3, 16, 1000, 5000, 0 if name == "dyn_add" else 2):
+    for n in (1, 3, 16, 1000, 5000, 0 if name in ("dyn_add", "fill_and_add") else 2):
         args = _inputs(name, rng, n)
         want = iree_fn(*args)
         want = [want] if not isinstance(want, (tuple, list)) else want

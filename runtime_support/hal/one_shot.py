@@ -9,36 +9,41 @@ was, appends that call's operands to a list as a step (the command buffer left o
     steps.append((LOOKUP, executable, name))
     steps.append((DISPATCH, executable, function, x, y, z, flags, constants, bindings))
     steps.append((BARRIER, source_stage_mask, target_stage_mask, flags))
+    steps.append((COPY, source_slot, target_slot, source, source_offset, target,
+                  target_offset, length, flags))
+    steps.append((FILL, target, offset, length, slot, pattern, pattern_length, flags))
     buffer, *functions, status = submit(device, steps, create_flags, affinity, wait,
                                         exec_flags, timeout, await_flags)
 
 (the ALLOCA step, a fence.create + queue.alloca pair, is optional; `wait` is then
 `ALLOCA_FENCE`, its fence; a dispatch's function `LOOKED_UP` is the latest lookup's
-result, a binding's buffer `ALLOCATED` the new buffer). The call returns the new buffer
-(None without an ALLOCA step), each lookup's result and the await's status.
+result, a buffer `ALLOCATED` the new buffer). The call returns the new buffer (None
+without an ALLOCA step), each lookup's result and the await's status.
 
 GENERAL path: the calls themselves through the bound imports, in order, then
 command_buffer.finalize, fence.create, queue.execute and fence.await: what the unfused
 code does. FAST path, only where provably the same: the imports are the `hal` module's
 own, the device a `LocalDevice` whose queue no other thread runs, the waits null or
 reached, pool 0, a size >= 0, a ONE_SHOT command buffer of a capacity >= 0 with the
-DISPATCH category, every dispatch's executable a `HalExecutable` and every binding a
-`HalBuffer` (or the new buffer) with its range inside it (what recording checks), and
-every lookup answered before by the import for that executable and read-only name.
-Then it allocates as queue.alloca does and runs the dispatches as the command buffer's
-execution runs them (command_buffer.run_direct), holding the queue's draining role as
-queue.execute does; a failure fails the await as in the unfused code, and the fences and
-the command buffer, which nothing else sees, are never made. Anything else: the general
-path, before anything is done (or, when another thread took the queue meanwhile, from
-the command buffer's create on, the buffer and lookups already made). A call site
-appends tuples of one shape every call: its fast path is compiled once, for that shape
-(`compile_fast`), so each call unpacks and tests its steps in one frame.
+DISPATCH category for dispatches and TRANSFER for copies and fills, every dispatch's
+executable a `HalExecutable`, every buffer a `HalBuffer` (or the new buffer) with its
+range inside it, a fill's pattern length and alignment valid (what recording checks),
+and every lookup answered before by the import for that executable and read-only name.
+Then it allocates as queue.alloca does and runs the commands as the command buffer's
+execution runs them (command_buffer.run_direct, HalBuffer.copy_from, HalBuffer.fill),
+holding the queue's draining role as queue.execute does; a failure fails the await as
+in the unfused code, and the fences and the command buffer, which nothing else sees, are
+never made. Anything else: the general path, before anything is done (or, when another
+thread took the queue meanwhile, from the command buffer's create on, the buffer and
+lookups already made). A call site appends tuples of one shape every call: its fast path
+is compiled once, for that shape (`compile_fast`), so each call unpacks and tests its
+steps in one frame.
 """
 
 from __future__ import annotations
 
 from .buffer import HalBuffer, fresh_buffer
-from .command_buffer import CATEGORY_DISPATCH, MODE_ONE_SHOT, run_direct
+from .command_buffer import CATEGORY_DISPATCH, CATEGORY_TRANSFER, MODE_ONE_SHOT, run_direct
 from .device import LocalDevice
 from .executable import HalExecutable
 from .fence import REACHED, Fence
@@ -69,16 +74,19 @@ CREATE = _Marker("CREATE")
 LOOKUP = _Marker("LOOKUP")
 DISPATCH = _Marker("DISPATCH")
 BARRIER = _Marker("BARRIER")
+COPY = _Marker("COPY")
+FILL = _Marker("FILL")
 # Operands the helper supplies: a dispatch's function from the latest LOOKUP step, and
 # the execute's wait fence, the ALLOCA step's signal fence.
 LOOKED_UP = _Marker("LOOKED_UP")
 ALLOCA_FENCE = _Marker("ALLOCA_FENCE")
 
 
-def one_shot(fence_create, alloca, create, lookup, dispatch, barrier, finalize, execute, await_):
-    """The helper, built per context from its bound imports (module.py.j2's `_bind`;
-    `alloca`, `lookup` and `barrier` None where the module imports none: then no step
-    needs them)."""
+def one_shot(fence_create, alloca, create, lookup, dispatch, barrier, copy, fill, finalize,
+             execute, await_):
+    """The helper of one call site, built per context from its bound imports
+    (module.py.j2's `_bind`; those the module does not import None: then no step needs
+    them)."""
     answers: dict = {}  # (executable, read-only name) -> the import's answer
 
     def general(
@@ -119,8 +127,11 @@ def one_shot(fence_create, alloca, create, lookup, dispatch, barrier, finalize, 
                     [(o, s, buffer if b is ALLOCATED else b, off, length)
                      for o, s, b, off, length in bindings],
                 )
-            else:
+            elif kind is BARRIER:
                 barrier(command_buffer, *step[1:])
+            else:  # COPY, FILL
+                operands = [buffer if x is ALLOCATED else x for x in step[1:]]
+                (copy if kind is COPY else fill)(command_buffer, *operands)
         finalize(command_buffer)
         f1 = fence_create(device, create_flags)
         execute(device, affinity, f0 if wait is ALLOCA_FENCE else wait, f1, command_buffer, exec_flags)
@@ -131,7 +142,9 @@ def one_shot(fence_create, alloca, create, lookup, dispatch, barrier, finalize, 
                  (finalize, "command_buffer_finalize"), (execute, "device_queue_execute")]
                 + [(f, name) for f, name in ((alloca, "device_queue_alloca"),
                                              (lookup, "executable_lookup_function"),
-                                             (barrier, "command_buffer_execution_barrier"))
+                                             (barrier, "command_buffer_execution_barrier"),
+                                             (copy, "command_buffer_copy_buffer"),
+                                             (fill, "command_buffer_fill_buffer"))
                    if f is not None]):
         return general
 
@@ -247,6 +260,33 @@ def compile_fast(steps):
         elif kind is BARRIER and len(step) == 4:
             parts.append(f"({k}, _, _, _)")
             tests.append(f"{k} is not BARRIER")
+        elif kind in (COPY, FILL) and len(step) == (9 if kind is COPY else 8):
+            if kind is COPY:
+                parts.append(f"({k}, _, _, s{j}, so{j}, t{j}, to{j}, n{j}, _)")
+                ranges = [(f"s{j}", f"so{j}", step[3]), (f"t{j}", f"to{j}", step[5])]
+                tests += [f"{k} is not COPY"]
+            else:
+                parts.append(f"({k}, t{j}, to{j}, n{j}, _, p{j}, pl{j}, _)")
+                ranges = [(f"t{j}", f"to{j}", step[1])]
+                tests += [f"{k} is not FILL", f"pl{j} not in (1, 2, 4)", f"to{j} % pl{j}",
+                          f"n{j} % pl{j}"]
+            tests.append("categories & CATEGORY_TRANSFER != CATEGORY_TRANSFER")
+            where = {}
+            for b, o, given in ranges:
+                n = f"n{j}"
+                if given is ALLOCATED:
+                    if not alloca:
+                        return None
+                    tests += [f"{b} is not ALLOCATED", f"not (0 <= {o} and 0 <= {n} <= size - {o})"]
+                    where[b] = "x"
+                else:  # (what recording checks of a direct buffer)
+                    tests += [f"type({b}) is not HalBuffer",
+                              f"not (0 <= {o} and 0 <= {n} <= {b}.length - {o})"]
+                    where[b] = b
+            if kind is COPY:
+                runs.append(f"{where[f't{j}']}.copy_from(to{j}, {where[f's{j}']}, so{j}, n{j})")
+            else:
+                runs.append(f"{where[f't{j}']}.fill(to{j}, n{j}, p{j}, pl{j})")
         else:
             return None
     if not runs:  # (a command buffer without dispatches: nothing runs)
@@ -307,7 +347,8 @@ def compile_fast(steps):
 
 _NAMESPACE = {
     "ALLOCA": ALLOCA, "CREATE": CREATE, "LOOKUP": LOOKUP, "DISPATCH": DISPATCH,
-    "BARRIER": BARRIER, "LOOKED_UP": LOOKED_UP, "ALLOCA_FENCE": ALLOCA_FENCE,
+    "BARRIER": BARRIER, "COPY": COPY, "FILL": FILL, "LOOKED_UP": LOOKED_UP,
+    "ALLOCA_FENCE": ALLOCA_FENCE, "CATEGORY_TRANSFER": CATEGORY_TRANSFER,
     "ALLOCATED": ALLOCATED, "MISMATCH": MISMATCH, "BUSY": BUSY, "M32": _M32,
     "MODE_ONE_SHOT": MODE_ONE_SHOT, "CATEGORY_DISPATCH": CATEGORY_DISPATCH,
     "LocalDevice": LocalDevice, "HalExecutable": HalExecutable, "HalBuffer": HalBuffer,

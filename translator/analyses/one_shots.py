@@ -9,6 +9,7 @@ submits and awaits it:
     %fn = vm.call @hal.executable.lookup.function(%exe, %name)        (any number)
     vm.call.variadic @hal.command_buffer.dispatch(%cmd, %exe, %fn, %x, %y, %z, ...)
     vm.call @hal.command_buffer.execution_barrier(%cmd, ...)          (any number)
+    vm.call @hal.command_buffer.copy_buffer / fill_buffer(%cmd, ...)  (any number)
     vm.call @hal.command_buffer.finalize(%cmd)
     %f1 = vm.call @hal.fence.create(%dev, %flags1)                        the `execute`
     vm.call @hal.device.queue.execute(%dev, %aff, %f0, %f1, %cmd, %flags)  group of
@@ -25,8 +26,8 @@ That is the same program when:
   the VM, after ops nothing can observe (a function left by an error keeps no locals);
 - no op between the steps reads what a step wrote, and a step reads what another step
   wrote only where the helper supplies it: the command buffer (left out of the steps),
-  the alloca's fence (the execute's wait), the new buffer (a dispatch binding:
-  `ALLOCATED`) and a dispatch's function (the latest lookup's result: `LOOKED_UP`), each
+  the alloca's fence (the execute's wait), the new buffer (a dispatch binding, a
+  copy's source or target, a fill's target: `ALLOCATED`) and a dispatch's function (the latest lookup's result: `LOOKED_UP`), each
   still holding that step's value;
 - the command buffer and the alloca's fence are dead after the execute; the device
   register is not written from the first step on;
@@ -48,6 +49,8 @@ CB_CREATE = ("hal.command_buffer.create", "0riiIi_r")
 CB_FINALIZE = ("hal.command_buffer.finalize", "0r_v")
 CB_BARRIER = ("hal.command_buffer.execution_barrier", "0riiI_v")
 CB_DISPATCH = ("hal.command_buffer.dispatch", "0rrIiiiICiDCiirIID_v")
+CB_COPY = ("hal.command_buffer.copy_buffer", "0riirIrIII_v")
+CB_FILL = ("hal.command_buffer.fill_buffer", "0rrIIiIiI_v")
 LOOKUP_FUNCTION = ("hal.executable.lookup.function", "0rr_I")
 
 STEP_KINDS = {
@@ -55,8 +58,15 @@ STEP_KINDS = {
     CB_FINALIZE: "finalize",
     CB_BARRIER: "barrier",
     CB_DISPATCH: "dispatch",
+    CB_COPY: "copy",
+    CB_FILL: "fill",
     LOOKUP_FUNCTION: "lookup",
 }
+# The recording calls on the command buffer (its first operand).
+RECORDING = frozenset({"finalize", "barrier", "dispatch", "copy", "fill"})
+# Operand positions of the buffers of a copy (source, target) and of a fill (target).
+COPY_BUFFERS = (3, 5)
+FILL_BUFFERS = (1,)
 
 # Operands of a dispatch before its constants and bindings; a binding's 5 operands
 # (ordinal, slot, buffer, offset, length), the buffer third.
@@ -68,8 +78,8 @@ BINDING_WIDTH = 5
 class OneShot:
     """One group. `steps`: (kind, ops) in order; kinds "alloca" (its fence.create and
     queue.alloca), "create", "lookup", "dispatch", "barrier", "finalize" (one op each).
-    `markers`: per dispatch (by pc), the operand positions the helper supplies
-    (`LOOKED_UP` for the function, `ALLOCATED` for a binding's buffer). `targets`: what
+    `markers`: per dispatch, copy and fill (by pc), the operand positions the helper
+    supplies (`LOOKED_UP` for a dispatch's function, `ALLOCATED` for a buffer). `targets`: what
     the call assigns: the alloca's buffer register, then each lookup's result register
     (None where the call leaves the register alone, and for the buffer without alloca)."""
 
@@ -164,7 +174,7 @@ def _collect(module, ops: list[Op], end: int, cmd: Reg):
             if not (movable(op) or op.spec.fails_on_divisor):  # (divisions: checked with constants)
                 return None
             continue
-        if kind in ("finalize", "dispatch", "barrier"):
+        if kind in RECORDING:
             first = op["operands"][0]
             if not (first.is_ref and first.ordinal == cmd.ordinal):
                 return None
@@ -202,8 +212,14 @@ def _alloca_before(module, ops: list[Op], start: int, dev: Reg, wait: Reg):
     return None
 
 
-def _binding_buffers(op: Op) -> list[int] | None:
-    """A dispatch's operand positions holding its bindings' buffers (None: malformed)."""
+def _buffer_positions(kind: str, op: Op) -> list[int] | None:
+    """A recording call's operand positions holding buffers (None: malformed)."""
+    if kind == "copy":
+        return list(COPY_BUFFERS)
+    if kind == "fill":
+        return list(FILL_BUFFERS)
+    if kind != "dispatch":
+        return []
     o = op["operands"]
     segments = op.get("segment_sizes")
     if segments is None or len(segments) < 2 or len(o) < DISPATCH_FIXED:
@@ -273,21 +289,22 @@ def _check(module, ops: list[Op], submission, live: RefLiveness, start: int, ste
             supplied: dict[int, Op] = {}  # operand position -> the step it must hold
             if callee(module, op) == QUEUE_ALLOCA:
                 supplied[3] = creator[f0]
-            elif kind in ("dispatch", "barrier", "finalize"):
+            elif kind in RECORDING:
                 supplied[0] = creator[("r", cmd.ordinal)]
             mark: set[int] = set()
             if kind == "dispatch":
-                buffers = _binding_buffers(op)
-                if buffers is None:
-                    return None
                 fn = o[2]
                 if not fn.is_ref and ("i", fn.ordinal) in written_by:
                     supplied[2] = last_lookup
                     mark.add(2)
-                for p in buffers:
-                    if buf is not None and o[p].ordinal == buf.ordinal:
-                        supplied[p] = alloca
-                        mark.add(p)
+            buffers = _buffer_positions(kind, op)
+            if buffers is None:
+                return None
+            for p in buffers:
+                if buf is not None and o[p].is_ref and o[p].ordinal == buf.ordinal:
+                    supplied[p] = alloca
+                    mark.add(p)
+            if buffers:
                 markers[op.pc] = frozenset(mark)
             for p, r in enumerate(o):
                 if p in supplied:

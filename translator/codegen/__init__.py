@@ -357,6 +357,8 @@ _FUSED_IMPORTS = {
         one_shots.LOOKUP_FUNCTION,
         one_shots.CB_DISPATCH,
         one_shots.CB_BARRIER,
+        one_shots.CB_COPY,
+        one_shots.CB_FILL,
         one_shots.CB_FINALIZE,
         submissions.QUEUE_EXECUTE,
         submissions.FENCE_AWAIT,

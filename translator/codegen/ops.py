@@ -609,6 +609,10 @@ class OpRenderer:
             items = [one("LOOKUP"), o[0], o[1]]
         elif kind == "barrier":
             items = [one("BARRIER"), *o[1:]]
+        elif kind in ("copy", "fill"):
+            for p in group.markers[op.pc]:
+                o[p] = self.use("fused", "ALLOCATED")
+            items = [one(kind.upper()), *o[1:]]
         elif kind == "dispatch":
             for p in group.markers[op.pc]:
                 o[p] = one("LOOKED_UP") if p == 2 else self.use("fused", "ALLOCATED")
