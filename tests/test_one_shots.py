@@ -108,10 +108,17 @@ EXPORT = {
 REF_BIT = 0x8000
 
 
+ASYNC_FLAGS = (*LLVM_CPU_FLAGS, "--iree-execution-model=async-external")
+
+
 @pytest.fixture(scope="module")
 def vmfbs(tmp_path_factory):
+    """name -> vmfb; `dyn_add_async`: dyn_add with async-external exports (the signal
+    form: the execute signals the caller's fence)."""
     out = tmp_path_factory.mktemp("one_shot_vmfb")
-    return {name: compile_mlir(src, out, LLVM_CPU_FLAGS, name) for name, src in SOURCES.items()}
+    built = {name: compile_mlir(src, out, LLVM_CPU_FLAGS, name) for name, src in SOURCES.items()}
+    built["dyn_add_async"] = compile_mlir(DYN_ADD, out, ASYNC_FLAGS, "dyn_add_async")
+    return built
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +126,7 @@ def packages(vmfbs, tmp_path_factory):
     """name -> {fused: bool -> package module}."""
     out = tmp_path_factory.mktemp("one_shot_pkgs")
     pkgs = {}
-    for name, vmfb in vmfbs.items():
+    for name, vmfb in vmfbs.items():  # (dyn_add_async included)
         for fuse in (True, False):
             where = out / ("fused" if fuse else "unfused")
             pkg = write_package(read_module_file(vmfb), where, name, fuse_submissions=fuse)
@@ -135,8 +142,11 @@ def _function(pipeline: Pipeline, name: str):
 
 
 def _find(pipeline, fn):
+    """Block index -> its one group (these functions have one per block at most)."""
     live = RefLiveness(fn, cfg.analyze(fn))
-    return one_shots.find(pipeline.module, fn, live, submissions.find(pipeline.module, fn, live))
+    found = one_shots.find(pipeline.module, fn, live, submissions.find(pipeline.module, fn, live))
+    assert all(len(groups) == 1 for groups in found.values())
+    return {index: groups[0] for index, groups in found.items()}
 
 
 def _kinds(group) -> list[str]:
@@ -207,6 +217,25 @@ def test_copies_and_fills_are_steps(vmfbs):
     pipeline = Pipeline.from_file(vmfbs["fill_and_add"])
     (group,) = _find(pipeline, _function(pipeline, "fill_and_add")).values()
     assert "fill" in _kinds(group) and "dispatch" in _kinds(group)
+
+
+def test_signal_form_found_in_an_async_export(vmfbs, tmp_path):
+    pipeline = Pipeline.from_file(vmfbs["dyn_add_async"])
+    fn = _function(pipeline, "dyn_add")
+    (group,) = _find(pipeline, fn).values()
+    assert group.submission is None and _kinds(group)[0] == "alloca"
+    text = (write_package(read_module_file(vmfbs["dyn_add_async"]), tmp_path, "a") / "__init__.py").read_text()
+    assert "submit_one_shot_signal(" in text and "hal_device_queue_execute(" not in text.split("def dyn_add", 1)[1]
+
+
+def test_signal_form_not_found_when_the_command_buffer_is_read_after(vmfbs):
+    pipeline = Pipeline.from_file(vmfbs["dyn_add_async"])
+    fn = _function(pipeline, "dyn_add")
+    (index, group), = _find(pipeline, fn).items()
+    ops = _ops(fn, index)
+    cmd = group.execute["operands"][4].ordinal
+    ops.insert(_pos(fn, index, group.execute) + 1, _store(cmd, group.execute.pc + 1))
+    assert _find(pipeline, fn) == {}
 
 
 def test_not_found_when_an_op_that_can_fail_sits_between_the_steps(dyn_add):
@@ -496,6 +525,57 @@ def test_command_buffer_without_dispatches(packages):
     assert one_shot.compile_fast(steps) is not None
 
 
+def _signal_helper(parts):
+    h = parts.hal
+    return one_shot.one_shot_signal(
+        h.fence_create, h.device_queue_alloca, h.command_buffer_create,
+        h.executable_lookup_function, h.command_buffer_dispatch,
+        h.command_buffer_execution_barrier, h.command_buffer_copy_buffer,
+        h.command_buffer_fill_buffer, h.command_buffer_finalize, h.device_queue_execute,
+    )
+
+
+@pytest.mark.parametrize("case", ["ok", "failing", "failing-null-signal", "busy"])
+def test_signal_form_fast_path_equals_general(packages, monkeypatch, case):
+    """The signal form leaves the caller's fence as the queue leaves it: reached, or
+    failed with the execution's error (raised where the signal fence is null)."""
+    outs = []
+    for general in (False, True):
+        parts = _Parts(packages)
+        helper = _signal_helper(parts)
+        assert helper is not helper.general
+        signal = None if case == "failing-null-signal" else Fence()
+        helper(parts.device, _steps(parts), -1, ALLOCA_FENCE, Fence(), 0)  # (warm)
+        if case.startswith("failing"):
+            parts.exe.close()
+        run = helper.general if general else helper
+        queue = parts.device.queue
+        if case == "busy":
+            queue._draining = True  # another thread runs the queue: the work queues behind
+        try:
+            buffer, function = run(parts.device, _steps(parts), -1, ALLOCA_FENCE, signal, 0)
+            got = ["ok", function]
+        except VMError as e:
+            buffer, got = None, ["error", e.code, e.message]
+        if case == "busy":
+            got.append(signal.query())  # (not reached yet)
+            queue._stop_draining()  # the other thread gives the role back
+        if signal is not None:
+            got.append(signal.query())
+            try:
+                signal.wait(0)
+            except VMError as e:
+                got.append((e.code, e.message))
+        got.append(None if buffer is None else buffer.read())
+        outs.append(got)
+    assert outs[0] == outs[1], outs
+    want = ((np.arange(6) + 2.0) * 2.0).astype(np.float32).tobytes()
+    if case in ("ok", "busy"):
+        assert outs[0][0] == "ok" and outs[0][-1] == want
+    else:
+        assert StatusCode.FAILED_PRECONDITION in (outs[0][1], *(x[0] for x in outs[0] if isinstance(x, tuple)))
+
+
 def test_unreached_wait_takes_the_general_path(packages):
     results = []
     for general in (False, True):
@@ -625,6 +705,23 @@ def _inputs(name, rng, n):
     if name == "dyn_2d":
         return (rng.standard_normal((n, max(n // 2, 1) + 1)).astype(np.float32),)
     return (rng.standard_normal(5).astype(np.float32), float(np.float32(rng.standard_normal())))
+
+
+@pytest.mark.parametrize("device, driver", [("local-sync", "local-sync"), ("local", "local-task")])
+def test_async_export_matches_iree(vmfbs, packages, device, driver):
+    """dyn_add's async-external build (the signal form) equals its unfused package and
+    iree.runtime on the synchronous build."""
+    rt = pytest.importorskip("iree.runtime")
+    ctx = rt.SystemContext(config=rt.Config(driver))
+    ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, vmfbs["dyn_add"].read_bytes()))
+    iree_fn = ctx.modules.module.dyn_add
+    ours = {fuse: packages["dyn_add_async"][fuse].load(device=device).dyn_add for fuse in (True, False)}
+    rng = np.random.default_rng(5)
+    for n in (1, 3, 1000, 5000, 0):
+        args = _inputs("dyn_add", rng, n)
+        want = np.asarray(iree_fn(*args).to_host()).tobytes()
+        for fuse in (True, False):
+            assert np.asarray(ours[fuse](*args)).tobytes() == want, (n, fuse)
 
 
 @pytest.mark.parametrize("name", sorted(SOURCES))

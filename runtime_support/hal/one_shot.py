@@ -82,19 +82,15 @@ LOOKED_UP = _Marker("LOOKED_UP")
 ALLOCA_FENCE = _Marker("ALLOCA_FENCE")
 
 
-def one_shot(fence_create, alloca, create, lookup, dispatch, barrier, copy, fill, finalize,
-             execute, await_):
-    """The helper of one call site, built per context from its bound imports
-    (module.py.j2's `_bind`; those the module does not import None: then no step needs
-    them)."""
-    answers: dict = {}  # (executable, read-only name) -> the import's answer
+def _recorder(fence_create, alloca, create, lookup, dispatch, barrier, copy, fill, finalize,
+              answers: dict):
+    """`record(device, steps, buffer=None, functions=None)`: the steps through the
+    imports, then command_buffer.finalize: (command buffer, the alloca's fence, the new
+    buffer, the lookups' results). With `functions` (the fast path's buffer and lookups,
+    already made), from the create on, the alloca's fence made reached. Each lookup's
+    answer for an executable and a read-only name is kept in `answers`."""
 
-    def general(
-        device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags,
-        buffer=None, functions=None,
-    ):
-        """The steps through the imports; with `functions` (the fast path's buffer and
-        lookups made), from the create on, the alloca's fence reached."""
+    def record(device, steps, buffer=None, functions=None):
         looked = [] if functions is None else functions
         function = command_buffer = f0 = None
         n = 0
@@ -133,19 +129,39 @@ def one_shot(fence_create, alloca, create, lookup, dispatch, barrier, copy, fill
                 operands = [buffer if x is ALLOCATED else x for x in step[1:]]
                 (copy if kind is COPY else fill)(command_buffer, *operands)
         finalize(command_buffer)
+        return command_buffer, f0, buffer, looked
+
+    own = [(fence_create, "fence_create"), (create, "command_buffer_create"),
+           (dispatch, "command_buffer_dispatch"), (finalize, "command_buffer_finalize")]
+    own += [(f, name) for f, name in ((alloca, "device_queue_alloca"),
+                                      (lookup, "executable_lookup_function"),
+                                      (barrier, "command_buffer_execution_barrier"),
+                                      (copy, "command_buffer_copy_buffer"),
+                                      (fill, "command_buffer_fill_buffer"))
+            if f is not None]
+    return record, own
+
+
+def one_shot(fence_create, alloca, create, lookup, dispatch, barrier, copy, fill, finalize,
+             execute, await_):
+    """The helper of one call site of the await form (the execute signals a fence of its
+    own that the block's terminator awaits), built per context from its bound imports
+    (module.py.j2's `_bind`; those the module does not import None: then no step needs
+    them)."""
+    answers: dict = {}  # (executable, read-only name) -> the import's answer
+    record, own = _recorder(fence_create, alloca, create, lookup, dispatch, barrier, copy, fill,
+                            finalize, answers)
+
+    def general(
+        device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags,
+        buffer=None, functions=None,
+    ):
+        command_buffer, f0, buffer, looked = record(device, steps, buffer, functions)
         f1 = fence_create(device, create_flags)
         execute(device, affinity, f0 if wait is ALLOCA_FENCE else wait, f1, command_buffer, exec_flags)
         return (buffer, *looked, await_(timeout, await_flags, [f1]))
 
-    if not _own([(await_, "fence_await"), (fence_create, "fence_create"),
-                 (create, "command_buffer_create"), (dispatch, "command_buffer_dispatch"),
-                 (finalize, "command_buffer_finalize"), (execute, "device_queue_execute")]
-                + [(f, name) for f, name in ((alloca, "device_queue_alloca"),
-                                             (lookup, "executable_lookup_function"),
-                                             (barrier, "command_buffer_execution_barrier"),
-                                             (copy, "command_buffer_copy_buffer"),
-                                             (fill, "command_buffer_fill_buffer"))
-                   if f is not None]):
+    if not _own(own + [(execute, "device_queue_execute"), (await_, "fence_await")]):
         return general
 
     def finish(error, buffer, looked, device, steps, create_flags, affinity, wait, exec_flags,
@@ -175,6 +191,48 @@ def one_shot(fence_create, alloca, create, lookup, dispatch, barrier, copy, fill
     return submit
 
 
+def one_shot_signal(fence_create, alloca, create, lookup, dispatch, barrier, copy, fill,
+                    finalize, execute, await_=None):
+    """The helper of one call site of the signal form (the execute signals a fence from
+    outside the group, which nothing in the block awaits: iree-turbine's `main$async`):
+
+        buffer, *functions = submit(device, steps, affinity, wait, signal, exec_flags)
+
+    Its fast path leaves `signal` as LocalQueue leaves it: signaled, or failed with the
+    execution's error (raised instead where `signal` is null)."""
+    answers: dict = {}
+    record, own = _recorder(fence_create, alloca, create, lookup, dispatch, barrier, copy, fill,
+                            finalize, answers)
+
+    def general(device, steps, affinity, wait, signal, exec_flags, buffer=None, functions=None):
+        command_buffer, f0, buffer, looked = record(device, steps, buffer, functions)
+        execute(device, affinity, f0 if wait is ALLOCA_FENCE else wait, signal, command_buffer, exec_flags)
+        return (buffer, *looked)
+
+    if not _own(own + [(execute, "device_queue_execute")]):
+        return general
+
+    def finish(error, buffer, looked, device, steps, affinity, wait, signal, exec_flags):
+        """After the fast path's allocation: another thread held the queue."""
+        return general(device, steps, affinity, wait, signal, exec_flags, buffer, list(looked))
+
+    fast = None
+
+    def submit(device, steps, affinity, wait, signal, exec_flags):
+        nonlocal fast
+        run = fast
+        if run is None:
+            run = fast = compile_fast(steps, signal_form=True) or False
+        if run:
+            result = run(device, steps, affinity, wait, signal, exec_flags, answers, finish)
+            if result is not MISMATCH:
+                return result
+        return general(device, steps, affinity, wait, signal, exec_flags)
+
+    submit.general = general
+    return submit
+
+
 def _tuple(items) -> str:
     items = list(items)
     return f"({items[0]},)" if len(items) == 1 else "(" + ", ".join(items) + ")"
@@ -186,9 +244,11 @@ def _reached(fence: str) -> str:
             f"({fence}.state == REACHED or {fence}.reached_now())))")
 
 
-def compile_fast(steps):
+def compile_fast(steps, signal_form: bool = False):
     """The fast path for steps of this shape, as one function: `fast(device, steps,
-    create_flags, affinity, wait, exec_flags, timeout, await_flags, answers, finish)`.
+    create_flags, affinity, wait, exec_flags, timeout, await_flags, answers, finish)`
+    (with `signal_form`: `fast(device, steps, affinity, wait, signal, exec_flags,
+    answers, finish)`, and it signals or fails `signal` as the queue does).
     A call site appends the same tuples every call, so its shape is fixed; the function
     still unpacks them by that shape and tests every marker, and returns MISMATCH
     (nothing done) for steps of another shape or where any test fails: the general path
@@ -292,9 +352,15 @@ def compile_fast(steps):
     if not runs:  # (a command buffer without dispatches: nothing runs)
         runs.append("pass")
     functions = _tuple(looked) if looked else "()"
+    if signal_form:
+        tests.append("signal is not None and type(signal) is not Fence")
+        params = "device, steps, affinity, wait, signal, exec_flags"
+        passed = "device, steps, affinity, wait, signal, exec_flags"
+    else:
+        params = "device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags"
+        passed = "device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags"
     lines = [
-        "def fast(device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags,",
-        "         answers, finish):",
+        f"def fast({params}, answers, finish):",
         "    try:",
         f"        {_tuple(parts)} = steps",
         "    except (TypeError, ValueError):  # (steps of another shape)",
@@ -322,8 +388,7 @@ def compile_fast(steps):
         "    lock.acquire()",
         "    if queue._draining:",
         "        lock.release()",
-        f"        return finish(BUSY, x, {functions}, device, steps, create_flags, affinity, wait,",
-        "                      exec_flags, timeout, await_flags)",
+        f"        return finish(BUSY, x, {functions}, {passed})",
         "    queue._draining = True",
         "    lock.release()",
         "    workers = device.worker_count",
@@ -333,13 +398,32 @@ def compile_fast(steps):
         "        error = exc",
         "    except Exception as exc:  # a bug or a native failure: INTERNAL",
         "        error = _internal(NAME, exc)",
-        "    else:",
-        "        queue._stop_draining()",
-        f"        return (x, {''.join(f + ', ' for f in looked)}0)  # (the await of a reached fence)",
-        "    queue._stop_draining()",
-        f"    return finish(error, x, {functions}, device, steps, create_flags, affinity, wait,",
-        "                  exec_flags, timeout, await_flags)",
     ]
+    returned = "".join(f + ", " for f in looked)
+    if signal_form:  # the queue signals the fence, or fails it (no fence: it raises)
+        lines += [
+            "    else:",
+            "        error = None",
+            "    try:",
+            "        if signal is not None:",
+            "            if error is None:",
+            "                signal.signal()",
+            "            else:",
+            "                signal.fail(error)",
+            "    finally:",
+            "        queue._stop_draining()",
+            "    if error is not None and signal is None:",
+            "        raise error",
+            f"    return (x, {returned})",
+        ]
+    else:
+        lines += [
+            "    else:",
+            "        queue._stop_draining()",
+            f"        return (x, {returned}0)  # (the await of a reached fence)",
+            "    queue._stop_draining()",
+            f"    return finish(error, x, {functions}, {passed})",
+        ]
     ns = dict(_NAMESPACE)
     exec(_compiled("\n".join(lines)), ns)
     return ns["fast"]

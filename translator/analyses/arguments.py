@@ -11,8 +11,10 @@ Every export of an IREE-compiled program checks each tensor argument with
 With dynamic dims, scalar ops sit between the assert and the buffer (the byte length the
 buffer.assert checks: `%len = vm.mul.i64 %dim, %size`); integer ops that cannot fail are
 part of the group and go before the fused call, with the rodata moves, where the view
-assert reads nothing they write (it would see their results) and nothing else in the group
-writes what they read.
+assert reads nothing they write but its shape (it would see their results: where a shape
+register is written again, as iree-turbine's exports reuse a static dim's register for
+the byte length, the shape is read into a tuple before them, `snapshot`) and nothing else
+in the group writes what they read.
 
 A group is found when the ops are in this order with nothing else between them, every call
 goes to a required import with the cconv runtime_support/hal/fused.py's `check_argument`
@@ -50,6 +52,7 @@ class Argument:
     rodata: tuple[Op, ...]  # the rodata moves between
     buffer_assert: Op
     scalars: tuple[Op, ...] = ()  # the integer ops between the assert and the buffer
+    snapshot: bool = False  # the assert's shape read before the scalars (they write it)
 
     @property
     def kind(self) -> str:
@@ -78,10 +81,14 @@ def _match(module, ops: list[Op], i: int) -> Argument | None:
     while k < len(ops) and ops[k].spec.cannot_fail:  # (isa.CANNOT_FAIL)
         scalars.append(ops[k])
         k += 1
+    snapshot = False
     if scalars:
-        # hoisted before the call: the assert must not read what they write
-        if _slots(r for op in scalars for r in op.writes()) & _slots(a.reads()):
+        # hoisted before the call: the assert must not read what they write, but in its
+        # shape (read before them, into a tuple)
+        written = _slots(r for op in scalars for r in op.writes())
+        if written & _slots(a["operands"][:4]):
             return None
+        snapshot = bool(written & _slots(a["operands"][4:]))
         if any(r.is_ref for op in scalars for r in op.writes()):
             return None
     if k + 1 >= len(ops) or callee(module, ops[k]) != VIEW_BUFFER:
@@ -132,7 +139,7 @@ def _match(module, ops: list[Op], i: int) -> Argument | None:
         return None
     if co[1].ordinal in written:  # the second message: a value from before the group
         return None
-    return Argument(tuple(ops[i : j + 1]), a, b, allocator, tuple(rodata), c, tuple(scalars))
+    return Argument(tuple(ops[i : j + 1]), a, b, allocator, tuple(rodata), c, tuple(scalars), snapshot)
 
 
 def find(module, fn: Function) -> dict[int, Argument]:

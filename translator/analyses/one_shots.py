@@ -15,7 +15,9 @@ submits and awaits it:
     vm.call @hal.device.queue.execute(%dev, %aff, %f0, %f1, %cmd, %flags)  group of
     vm.call.variadic.yieldable @hal.fence.await(..., %f1)                  submissions.py
 
-with integer ops computing workgroup counts and constants between the calls. The code
+with integer ops computing workgroup counts and constants between the calls; or, in an
+async export (iree-turbine's `main$async`), the queue.execute signals a fence from
+outside the group and nothing in the block awaits it (the signal form). The code
 generator keeps every op in its place: the calls before the execute (the steps) become
 tuples appended to a list, each reading its operands where the call read them, and one
 call of the `one_shot` helper (runtime_support/hal/one_shot.py) then runs the sequence.
@@ -42,7 +44,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from translator.analyses.liveness import RefLiveness
-from translator.analyses.submissions import EXECUTE_FIXED, FENCE_CREATE, QUEUE_ALLOCA, callee
+from translator.analyses.submissions import (
+    EXECUTE_FIXED, FENCE_CREATE, QUEUE_ALLOCA, QUEUE_EXECUTE, callee,
+)
 from translator.ir import IMPORT_BIT, Function, Op, Reg
 
 CB_CREATE = ("hal.command_buffer.create", "0riiIi_r")
@@ -83,7 +87,11 @@ class OneShot:
     the call assigns: the alloca's buffer register, then each lookup's result register
     (None where the call leaves the register alone, and for the buffer without alloca)."""
 
-    submission: object  # analyses/submissions.Submission of kind "execute"
+    execute: Op  # the queue.execute
+    # The await form: the submissions.Submission (kind "execute": fence.create, execute,
+    # await) that ends the block; None for the signal form (the execute signals a fence
+    # from outside the group and nothing awaits it in the block).
+    submission: object | None
     steps: tuple[tuple[str, tuple[Op, ...]], ...]
     markers: dict[int, frozenset[int]]
     targets: tuple[Reg | None, ...]
@@ -92,13 +100,12 @@ class OneShot:
     def alloca(self) -> Op | None:
         return self.steps[0][1][1] if self.steps[0][0] == "alloca" else None
 
-    def step_at(self) -> dict[int, tuple[str, tuple[Op, ...]]]:
-        """The pc of each step's first op -> the step."""
-        return {ops[0].pc: (kind, ops) for kind, ops in self.steps}
-
     @property
     def pcs(self) -> frozenset[int]:
-        return frozenset(op.pc for _, ops in self.steps for op in ops)
+        """The pcs of the ops the group lowers itself (the steps; the signal form's
+        execute too)."""
+        extra = (self.execute.pc,) if self.submission is None else ()
+        return frozenset(op.pc for _, ops in self.steps for op in ops) | frozenset(extra)
 
 
 def _slots(regs) -> set[tuple[str, int]]:
@@ -231,30 +238,32 @@ def _buffer_positions(kind: str, op: Op) -> list[int] | None:
     return [base + BINDING_WIDTH * b + 2 for b in range(bindings)]
 
 
-def _match(module, ops: list[Op], submission, live: RefLiveness) -> OneShot | None:
-    execute = submission.execute
+def _match(module, ops: list[Op], execute: Op, end: int, submission, live: RefLiveness) -> OneShot | None:
+    """The group whose steps end before `ops[end]`: the execute group's fence.create
+    (the await form, `submission`) or the execute itself (the signal form)."""
     ex = execute["operands"]
+    if len(ex) != EXECUTE_FIXED or not all(r.is_ref for r in (ex[0], ex[2], ex[3], ex[4])):
+        return None
     dev, wait, cmd = ex[0], ex[2], ex[4]
-    end = len(ops) - len(submission.ops)  # the execute group's fence.create
     found = _collect(module, ops, end, cmd)
     if found is None:
         return None
     start, steps = found
     k = _alloca_before(module, ops, start, dev, wait)
     if k is not None:  # (the alloca in the group where it can be, else left before it)
-        group = _check(module, ops, submission, live, k, [("alloca", (ops[k], ops[k + 1])), *steps])
+        alloca = [("alloca", (ops[k], ops[k + 1])), *steps]
+        group = _check(module, ops, execute, end, submission, live, k, alloca)
         if group is not None:
             return group
-    return _check(module, ops, submission, live, start, steps)
+    return _check(module, ops, execute, end, submission, live, start, steps)
 
 
-def _check(module, ops: list[Op], submission, live: RefLiveness, start: int, steps) -> OneShot | None:
-    """The group of `steps` (from `ops[start]` to the execute group), or None where the
-    rules of this module's docstring do not all hold."""
-    execute = submission.execute
+def _check(module, ops: list[Op], execute: Op, end: int, submission, live: RefLiveness,
+           start: int, steps) -> OneShot | None:
+    """The group of `steps` (from `ops[start]` to `ops[end]`), or None where the rules of
+    this module's docstring do not all hold."""
     ex = execute["operands"]
     dev, wait, cmd = ex[0], ex[2], ex[4]
-    end = len(ops) - len(submission.ops)
     alloca = steps[0][1][1] if steps[0][0] == "alloca" else None
     f0 = ("r", wait.ordinal) if alloca is not None else None
     buf = alloca["results"][0] if alloca is not None else None
@@ -323,8 +332,10 @@ def _check(module, ops: list[Op], submission, live: RefLiveness, start: int, ste
         _update_constants(known, op)
         if ("r", dev.ordinal) in _slots(op.writes()):
             return None
-    # The execute group reads no step's value but the command buffer and the alloca's fence.
-    for op in (*submission.ops, submission.await_op):
+    # The execute (and the await form's fence.create and await) reads no step's value but
+    # the command buffer and the alloca's fence.
+    ending = (execute,) if submission is None else (*submission.ops, submission.await_op)
+    for op in ending:
         for p, r in enumerate(_typed(module, op)[0]):
             if op is execute and p == 4:
                 holder = creator[("r", cmd.ordinal)]
@@ -338,20 +349,31 @@ def _check(module, ops: list[Op], submission, live: RefLiveness, start: int, ste
     for op in lookups:
         r = _typed(module, op)[1][0]
         targets.append(r if _holds(written_by, r, op) else None)
-    return OneShot(submission, tuple(steps), markers, tuple(targets))
+    return OneShot(execute, submission, tuple(steps), markers, tuple(targets))
 
 
-def find(module, fn: Function, live: RefLiveness, groups: dict) -> dict[int, OneShot]:
-    """Block index -> the one-shot group that ends it, for each block whose submission
-    group (analyses/submissions.find) is an `execute` of a command buffer recorded in
-    the block."""
-    out: dict[int, OneShot] = {}
-    for index, submission in groups.items():
-        if submission.kind != "execute":
-            continue
-        found = _match(module, fn.blocks[index].ops[:-1], submission, live)
-        if found is not None:
-            out[index] = found
+def find(module, fn: Function, live: RefLiveness, groups: dict) -> dict[int, list[OneShot]]:
+    """Block index -> its one-shot groups: the await form where the block's submission
+    group (analyses/submissions.find) is an `execute` of a command buffer recorded in the
+    block (last in the list), the signal form for each other queue.execute in it."""
+    out: dict[int, list[OneShot]] = {}
+    for block in fn.blocks:
+        ops = block.ops[:-1]
+        submission = groups.get(block.index)
+        if submission is not None and submission.kind != "execute":
+            submission = None
+        found = []
+        for e, op in enumerate(ops):
+            if callee(module, op) != QUEUE_EXECUTE:
+                continue
+            if submission is not None and op is submission.execute:
+                group = _match(module, ops, op, len(ops) - len(submission.ops), submission, live)
+            else:
+                group = _match(module, ops, op, e, None, live)
+            if group is not None:
+                found.append(group)
+        if found:
+            out[block.index] = found
     return out
 
 

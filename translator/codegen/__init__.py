@@ -308,14 +308,16 @@ def generate(
         functions=views,
         fused=[
             FusedRow(local, kind, [_import_local(names, module, i) for i in _FUSED_IMPORTS[kind]])
-            for kind, local in sorted(renderer.fused.items())
+            # (a key `kind#site`: a call site's own helper of that kind)
+            for kind, local in ((key.split("#")[0], local) for key, local in sorted(renderer.fused.items()))
         ],
     )
     text = _environment().get_template("module.py.j2").render(m=view)
     return GeneratedPackage(text, bytes(blob), table, structured, fallback)
 
 
-# The imports each fused helper is built from (runtime_support/hal/fused.py), in order.
+# The imports each fused helper is built from (runtime_support/hal/fused.py,
+# one_shot.py), in order.
 _FUSED_IMPORTS = {
     "alloca_execute_indirect": (
         submissions.FENCE_CREATE,
@@ -364,6 +366,7 @@ _FUSED_IMPORTS = {
         submissions.FENCE_AWAIT,
     ),
 }
+_FUSED_IMPORTS["one_shot_signal"] = _FUSED_IMPORTS["one_shot"]
 
 
 def _import_local(names: NameTable, module: Module, want: tuple[str, str]) -> str:

@@ -87,15 +87,22 @@ class FunctionEmitter:
         self.in_chain |= {op.pc for g in self.arguments.values() for op in g.ops[1:]}
         # Blocks that record a one-shot command buffer and submit it: each step where its
         # call was (first op's pc -> (group, kind, ops)), the execute one fused call.
-        self.one_shots = (
+        found = (
             one_shots.find(renderer.module, fn, self.live, self.groups) if renderer.fuse_submissions else {}
         )
         claimed = self.in_chain | set(self.chains) | set(self.arguments)
-        self.one_shots = {b: g for b, g in self.one_shots.items() if not g.pcs & claimed}
-        self.one_shot_steps = {
-            ops[0].pc: (g, kind, ops) for g in self.one_shots.values() for kind, ops in g.steps
+        shots = [g for gs in found.values() for g in gs if not g.pcs & claimed]
+        # The await form ends its block (the terminator); the signal form's execute is a
+        # statement where it was.
+        kept = {id(g) for g in shots}
+        self.one_shots = {
+            b: g for b, gs in found.items() for g in gs if id(g) in kept and g.submission is not None
         }
-        self.in_chain |= {op.pc for g in self.one_shots.values() for _, ops in g.steps for op in ops[1:]}
+        self.one_shot_steps = {ops[0].pc: (g, kind, ops) for g in shots for kind, ops in g.steps}
+        self.one_shot_steps.update(
+            {g.execute.pc: (g, "execute", (g.execute,)) for g in shots if g.submission is None}
+        )
+        self.in_chain |= {op.pc for g in shots for _, ops in g.steps for op in ops[1:]}
 
     # -- pieces shared by both strategies --------------------------------------------
     def block_ops(self, index: int) -> list[Stmt]:

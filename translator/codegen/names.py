@@ -18,7 +18,7 @@ from translator.codegen.escape import comment_text  # noqa: F401  (re-exported)
 _RESERVED = set(dir(builtins)) | {
     "rwdata", "refs", "ctx", "block", "np", "self", "load", "EXPORTS", "CCONVS",
     "ModuleContext", "vm_fail", "Export", "Import", "_EXPORTS", "_IMPORTS", "_RODATA", "_bind",
-    "describe_exports", "VM_MODULE_NAME", "PACKAGE_NAME", "__dir__", "recording",
+    "describe_exports", "VM_MODULE_NAME", "PACKAGE_NAME", "__dir__", "recording", "shape",
 }
 
 

@@ -50,6 +50,9 @@ HELPER_MODULES = {
 
 # The local a one-shot group's steps are appended to (analyses/one_shots.py).
 RECORDING = "recording"
+# The local an argument check's shape is read into before the scalars that write its
+# registers (analyses/arguments.py, `snapshot`).
+SHAPE = "shape"
 
 
 _REGISTER = re.compile(r"\b[ri]\d+\b")  # a register local in an argument text
@@ -358,12 +361,14 @@ class OpRenderer:
         return [Assign(prov, outs, expr, self.reads(op))]
 
     # -- fused submissions ----------------------------------------------------------------
-    def _fused_local(self, kind: str, module: str = "fused") -> str:
+    def _fused_local(self, kind: str, module: str = "fused", site: str | None = None) -> str:
         """The context's local for a helper of runtime_support/hal/fused.py (or another
-        HELPER_MODULES module), bound once."""
-        local = self.fused.get(kind)
+        HELPER_MODULES module), bound once; with `site`, one of its own for that call
+        site (a helper that compiles itself for its call site's shape)."""
+        key = kind if site is None else f"{kind}#{site}"
+        local = self.fused.get(key)
         if local is None:
-            local = self.fused[kind] = self.names.fused_local(kind)
+            local = self.fused[key] = self.names.fused_local(kind)
             self.use(module, kind)
         return local
 
@@ -572,6 +577,10 @@ class OpRenderer:
             args.append(c[2])
         args += [c[1], c[3], c[4], c[5]]
         stmts: list[Stmt] = []
+        if group.snapshot:  # (the scalars write a shape register: read it first)
+            provs = self.provenance(fn, group.view_assert)
+            stmts.append(Assign(provs, (SHAPE,), args[4], frozenset(_REGISTER.findall(args[4]))))
+            args[4] = SHAPE
         for op in group.scalars + group.rodata:
             stmts += self.lower_op(fn, op, frozenset(), dead(op))
         moved = group.scalars + group.rodata
@@ -579,13 +588,14 @@ class OpRenderer:
         provs = [self.provenance(fn, op) for op in calls]
         names = ", ".join(p.callee.removeprefix("hal.") for p in provs)
         stmts.append(Comment(provs[0], f"fused: {names}"))
-        reads = frozenset(n for x in args for n in _REGISTER.findall(x))
+        reads = frozenset(n for x in args for n in _REGISTER.findall(x)) | ({SHAPE} if group.snapshot else set())
         stmts.append(Assign(provs[0], tuple(targets), f"{local}({', '.join(args)})", reads))
         released: list[str] = []
         for op, prov in zip(calls, provs):
             for r in self.moves_after(op, prov, frozenset(), dead(op)):
                 released += r.names
         released = [r for r in dict.fromkeys(released) if r not in targets]
+        released += [SHAPE] if group.snapshot else []
         if released:
             stmts.append(Release(provs[-1], released))
         return stmts
@@ -620,6 +630,8 @@ class OpRenderer:
             base = 7 + constants
             bindings = [_tuple(o[base + 5 * b : base + 5 * b + 5]) for b in range(count)]
             items = [one("DISPATCH"), *o[1:7], _tuple(o[7:base]), _tuple(bindings)]
+        elif kind == "execute":  # the signal form's queue.execute: the call itself
+            return self._one_shot_call(fn, group, dead)
         else:  # finalize: the helper finalizes after the last step
             items = None
         provs = [self.provenance(fn, x) for x in ops]
@@ -640,14 +652,51 @@ class OpRenderer:
             stmts.append(Release(provs[-1], released))
         return stmts
 
+    def _one_shot_call(self, fn: Function, group, dead) -> list[Stmt]:
+        """The signal form's queue.execute as one call of its call site's
+        `one_shot_signal` helper on the steps recorded above: it assigns the new buffer
+        and the lookups' results the group keeps (`_`: left alone) and leaves the signal
+        fence as the queue would."""
+        execute = group.execute
+        local = self._fused_local("one_shot_signal", "one_shot", f"{fn.ordinal}:{execute.pc}")
+        ex = [self.reg(r) for r in execute["operands"]]
+        if group.alloca is not None:
+            wait = (self.use("one_shot", "ALLOCA_FENCE"), "wait fence: the queue.alloca's")
+        else:
+            wait = (ex[2], "wait fence")
+        args = [
+            (ex[0], "device"),
+            (RECORDING, "the steps recorded above"),
+            (ex[1], "affinity (queue.execute)"),
+            wait,
+            (ex[3], "signal fence"),
+            (ex[5], "flags"),
+        ]
+        call = f"{local}(\n" + "".join(f"{a},  # {label}\n" for a, label in args) + ")"
+        targets = tuple("_" if t is None else self.reg(t) for t in group.targets)
+        provs = [self.provenance(fn, x) for x in (group.steps[-1][1][0], execute)]
+        names = ", ".join(p.callee.removeprefix("hal.") for p in provs)
+        reads = frozenset(n for a, _ in args for n in _REGISTER.findall(a)) | {RECORDING}
+        stmts: list[Stmt] = [Comment(provs[0], f"fused: the steps recorded above, {names}")]
+        if all(t == "_" for t in targets):
+            stmts.append(Call(provs[-1], call, reads))
+        else:
+            stmts.append(Assign(provs[-1], targets, call, reads))
+        released: list[str] = []
+        for r in self.moves_after(execute, provs[-1], frozenset(), dead(execute)):
+            released += r.names
+        released = [r for r in dict.fromkeys(released) if r not in targets]
+        stmts.append(Release(provs[-1], [*released, RECORDING]))
+        return stmts
+
     def lower_one_shot(self, fn: Function, group, dead, index_of: dict[int, int]) -> Terminator:
         """A one-shot group's execute and await (the block's terminator) as one call of
-        the context's `one_shot` helper (runtime_support/hal/one_shot.py) on the steps
+        its call site's `one_shot` helper (runtime_support/hal/one_shot.py) on the steps
         recorded above; it assigns the new buffer and the lookups' results the group
         keeps (`_`: left alone) and the await's status."""
         sub = group.submission
         term = sub.await_op
-        local = self._fused_local("one_shot", "one_shot")
+        local = self._fused_local("one_shot", "one_shot", f"{fn.ordinal}:{group.execute.pc}")
         reg = self.reg
         ex = [reg(r) for r in sub.execute["operands"]]
         timeout, await_flags = (reg(r) for r in term["operands"][:2])
