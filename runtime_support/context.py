@@ -76,6 +76,7 @@ def make_device(device, workers: int | None = None):
 def default_modules(device, parameters=None) -> dict[str, object]:
     """The import modules a context provides unless the caller overrides them."""
     from runtime_support.hal.module import HalModule
+    from runtime_support.io_format import TraceWriter
     from runtime_support.modules.check import CheckModule
     from runtime_support.modules.hal_inline import HalInlineModule
     from runtime_support.modules.hal_loader import HalLoaderModule
@@ -84,8 +85,9 @@ def default_modules(device, parameters=None) -> dict[str, object]:
     # `parameters`: None, [(scope, path)], {scope: path(s)}... (params.build_providers).
     # io_parameters is always there: without parameters a lookup fails with NOT_FOUND.
     return {
-        "hal": HalModule([device]),
-        "hal_inline": HalInlineModule(),
+        # flow.tensor.trace blocks go to stderr, as iree-run-module and iree.runtime print.
+        "hal": HalModule([device], trace_sink=TraceWriter()),
+        "hal_inline": HalInlineModule(trace_sink=TraceWriter()),
         "hal_loader": HalLoaderModule(),
         "check": CheckModule(),
         "io_parameters": IoParametersModule(parameters),

@@ -19,11 +19,15 @@ Rules (established against the real tool; tests/test_io_specs.py checks them):
   `2x3xf32=[1 2 3][4...]`, `[...][...]`, rank 0 with budget 0 prints `f32=...`.
 * `!vm.list`: `vm.list`, then each element as `child_list[j]: VALUE`, then an empty line.
 * Other refs print their type name and `(no printer)` on the next line.
+* Traces (`flow.tensor.trace "KEY" = [...]`, the `hal.buffer_view.trace` import), written
+  to stderr by iree-run-module and iree.runtime alike: `=== KEY ===`, one line per buffer
+  view in the form above with no elision (every element), then an empty line.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from typing import Sequence
 
 import numpy as np
@@ -255,6 +259,40 @@ def format_value(
         return "vm.buffer\n(no printer)\n"
     name = getattr(value, "vm_type_name", None) or type(value).__name__
     return f"{name}\n(no printer)\n"
+
+
+def format_trace(key: str, views: Sequence) -> str:
+    """The block IREE's stdio debug sink writes for one `hal.buffer_view.trace`: the key
+    (up to a NUL, as C's `%.*s` stops there) between `===`, each view unabridged, an empty
+    line."""
+    lines = [f"=== {key.partition(chr(0))[0]} ===\n"]
+    for view in views:
+        array = _buffer_view_as_array(view)
+        if array is None:  # a numpy array (tests, user modules)
+            array = np.asarray(view)
+        lines.append(format_buffer_view_data(array, None, None) + "\n")
+    lines.append("\n")
+    return "".join(lines)
+
+
+class TraceWriter:
+    """A `trace_sink` for the `hal` modules writing `format_trace` blocks to `stream`
+    (None: `sys.stderr` as it is at each trace), as IREE's stdio debug sink writes to
+    stderr under iree-run-module and iree.runtime."""
+
+    def __init__(self, stream=None) -> None:
+        self.stream = stream
+
+    def __call__(self, key: str, views: Sequence) -> None:
+        from runtime_support.errors import VMError
+
+        try:
+            text = format_trace(key, views)
+        except SpecError as e:
+            raise VMError(e.code, f"cannot print traced buffer view: {e.message}") from None
+        stream = self.stream if self.stream is not None else sys.stderr
+        stream.write(text)
+        stream.flush()
 
 
 def format_results(

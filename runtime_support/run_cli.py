@@ -41,6 +41,7 @@ from runtime_support.errors import LoaderError, StatusCode, VMError
 from runtime_support.loaders import statistics as dispatch_statistics
 from runtime_support.io_format import (
     DEFAULT_MAX_ELEMENT_COUNT,
+    TraceWriter,
     format_results,
     format_value,
     to_numpy_for_output,
@@ -231,9 +232,10 @@ def vm_module_name(pkg) -> str:
     return name if isinstance(name, str) and name else "module"
 
 
-def load_contexts(packages, device="local", parameters=None):
+def load_contexts(packages, device="local", parameters=None, trace_stream=None):
     """Loads packages in order, each one's exports serving as imports of the later ones
-    (iree-run-module --module=a --module=b), and returns the last one's context."""
+    (iree-run-module --module=a --module=b), and returns the last one's context. With
+    `trace_stream`, every context's `flow.tensor.trace` blocks go there."""
     loaded: dict = {}
     ctx = None
     for pkg in packages:
@@ -241,8 +243,19 @@ def load_contexts(packages, device="local", parameters=None):
         if loaded:
             kwargs["modules"] = dict(loaded)
         ctx = pkg.load(**kwargs)
+        if trace_stream is not None:
+            route_traces(ctx, trace_stream)
         loaded[vm_module_name(pkg)] = ctx
     return ctx
+
+
+def route_traces(ctx, stream) -> None:
+    """Points the default trace sinks of `ctx`'s `hal` and `hal_inline` modules at
+    `stream` (a sink the caller put there instead is left alone)."""
+    for module in (getattr(ctx, "modules", None) or {}).values():
+        sink = getattr(module, "trace_sink", None)
+        if isinstance(sink, TraceWriter):
+            sink.stream = stream
 
 
 def _guess_arg_type(spec: str) -> str:
@@ -496,7 +509,9 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
             arg_types = arg_types[:-2]
 
     try:
-        ctx = load_contexts(packages, args.device, _parse_parameters(args.parameters))
+        ctx = load_contexts(
+            packages, args.device, _parse_parameters(args.parameters), trace_stream=stderr
+        )
     except VMError as e:
         if e.function is None and e.location is None:  # not raised by VM code
             return _fail(stderr, f"{e.code.name}; {e.message}; creating run context")

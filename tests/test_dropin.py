@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 import shutil
 import subprocess
 import sys
@@ -592,3 +593,51 @@ def test_help_and_version():
                  "--expected_output", "--module", "--output_max_element_count"):
         block = out.split(flag, 1)[1].split("\n  --", 1)[0]
         assert len(block.split()) > 3, f"{flag} has no sentence in --help"
+
+
+# -- programs the corpus never exercised: stdout, stderr and status as iree-run-module ---
+
+
+def _status_line(err: str) -> str:
+    """IREE prefixes a status with its C source location (`c/runtime/src/...:LINE: `);
+    pyree prints `CODE; message` alone: compare from the status code on."""
+    return re.sub(r"^c/runtime/src/\S+:\d+: ", "", err)
+
+
+def same_streams_as_iree(vmfb, pkg, args):
+    """Exit status, stdout and stderr all as iree-run-module's (stderr up to the source
+    location prefix of a status line)."""
+    ref = iree_run([vmfb], args)
+    ours = pyree_run(pkg, args)
+    assert ours[0] == ref[0], (ours, ref)
+    assert ours[1] == ref[1], (ours, ref)
+    assert _status_line(ours[2]) == _status_line(ref[2]), (ours[2], ref[2])
+    return ours
+
+
+TRACE = """
+func.func @main(%a: tensor<2x3xf32>, %s: tensor<i32>) -> tensor<2x3xf32> {
+  %0 = arith.addf %a, %a : tensor<2x3xf32>
+  %big = arith.constant dense<1.5> : tensor<1100xf16>
+  flow.tensor.trace "a b=c" = [%0 : tensor<2x3xf32>, %s : tensor<i32>]
+  flow.tensor.trace "big" = [%big : tensor<1100xf16>]
+  return %0 : tensor<2x3xf32>
+}
+"""
+
+
+def test_tensor_trace_prints_like_iree_run_module(build):
+    # `=== KEY ===`, each view unabridged (no 1024-element elision), an empty line.
+    vmfb, pkg = build(TRACE, name="trace")
+    rc, _, err = same_streams_as_iree(vmfb, pkg, ["--input=2x3xf32=1 2 3 4 5 6", "--input=i32=7"])
+    assert rc == 0 and err.startswith("=== a b=c ===\n2x3xf32=[2 4 6][8 10 12]\ni32=7\n\n")
+
+
+def test_tensor_trace_from_python_goes_to_stderr(build, capsys):
+    # iree.runtime prints the same block to stderr.
+    _, pkg = build(TRACE, name="trace")
+    ctx = load_package(pkg).load(device="local-sync")
+    ctx.main(np.ones((2, 3), np.float32), np.array(3, np.int32))
+    err = capsys.readouterr().err
+    assert err.startswith("=== a b=c ===\n2x3xf32=[2 2 2][2 2 2]\ni32=3\n\n=== big ===\n")
+    assert err.endswith(" 1.5\n\n") and err.count("1.5") == 1100
