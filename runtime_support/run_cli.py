@@ -136,6 +136,9 @@ def lookup_export(ctx, name: str):
     identifier: `i32i32.i32`), or None. Contexts with `call(name, ...)` are asked by VM
     name; other objects by attribute (the name as is, then its identifier form)."""
     exports = getattr(ctx, "exports", None)
+    tool_export = getattr(ctx, "tool_export", None)
+    if callable(tool_export) and isinstance(exports, (tuple, list, dict)) and name in exports:
+        return tool_export(name)  # scalar results as the VM holds them, as IREE prints
     call = getattr(ctx, "call", None)
     if callable(call) and isinstance(exports, (tuple, list, dict)) and name in exports:
         return lambda *args: call(name, *args)
@@ -528,12 +531,18 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
             f"looking up function '{name}'; creating run context",
         )
 
+    # From here on iree-run-module ends every error with the function's ABI declaration.
+    declaration = exports.get(name)
+    suffix = f"; `{declaration}`" if isinstance(declaration, str) and declaration else ""
+
+    def fail(text: str) -> int:
+        return _fail(stderr, text + suffix)
+
     # Inputs.
     inputs = []
     for i, spec in enumerate(args.input):
         if arg_types is not None and i >= len(arg_types):
-            return _fail(
-                stderr,
+            return fail(
                 f"INVALID_ARGUMENT; function expected fewer input values; "
                 f"parsing input `{spec}`; parsing function inputs",
             )
@@ -541,23 +550,21 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
         try:
             inputs.append(parse_input(spec, t).value)
         except SpecError as e:
-            return _fail(
-                stderr,
+            return fail(
                 f"{e.code.name}; "
                 + (f"{e.message}; " if e.message else "")
                 + f"parsing input `{spec}`; parsing function inputs",
             )
+    # Call (iree-run-module prints EXEC once the inputs parsed, before the VM checks their
+    # count against the function's).
+    stdout.write(f"EXEC @{name}\n")
+    stdout.flush()
     if arg_types is not None and len(inputs) != len(arg_types):
-        return _fail(
-            stderr,
+        return fail(
             f"INVALID_ARGUMENT; input list and function mismatch; expected "
             f"{len(arg_types)} arguments but passed {len(inputs)}; "
             f"invoking function '{name}'",
         )
-
-    # Call.
-    stdout.write(f"EXEC @{name}\n")
-    stdout.flush()
     if getattr(args, "print_statistics", False):
         dispatch_statistics.reset()
         dispatch_statistics.enable()
@@ -565,13 +572,13 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
         raw = method(*inputs)
     except VMError as e:
         stdout.flush()
-        return _fail(stderr, f"{_status_text(e)}; invoking function '{name}'")
+        return fail(f"{_status_text(e)}; invoking function '{name}'")
     except (TypeError, ValueError) as e:
         stdout.flush()
-        return _fail(stderr, f"INVALID_ARGUMENT; {e}; invoking function '{name}'")
+        return fail(f"INVALID_ARGUMENT; {e}; invoking function '{name}'")
     except LoaderError as e:
         stdout.flush()
-        return _fail(stderr, f"INTERNAL; {e}; invoking function '{name}'")
+        return fail(f"INTERNAL; {e}; invoking function '{name}'")
     finally:
         if getattr(args, "print_statistics", False):
             dispatch_statistics.enable(False)
@@ -589,7 +596,7 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
     types = [t if t != "ref" else None for t in result_types] if result_types else None
 
     if getattr(args, "expected_output", None):
-        return _check_expected(args, results, result_types, stdout, stderr)
+        return _check_expected(args, results, result_types, stdout, fail)
 
     # Outputs.
     try:
@@ -614,18 +621,19 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
                 )
     except (RunError, SpecError) as e:
         stdout.flush()
-        return _fail(stderr, f"{e}; outputting results; processing function outputs")
+        return fail(f"{e}; outputting results; processing function outputs")
     except OSError as e:
         stdout.flush()
-        return _fail(
-            stderr, f"UNKNOWN; {e}; outputting results; processing function outputs"
+        return fail(
+            f"UNKNOWN; {e}; outputting results; processing function outputs"
         )
     stdout.flush()
     return 0
 
 
-def _check_expected(args, results, result_types, stdout, stderr) -> int:
-    """--expected_output: parse each SPEC for its result's type, compare, report."""
+def _check_expected(args, results, result_types, stdout, fail) -> int:
+    """--expected_output: parse each SPEC for its result's type, compare, report
+    (`fail(text)` reports an error and returns the exit status)."""
     from runtime_support.expected_output import Tolerances, compare, parse_expected
 
     expected = []
@@ -634,8 +642,7 @@ def _check_expected(args, results, result_types, stdout, stderr) -> int:
             t = result_types[i]
         elif result_types is not None:
             stdout.flush()
-            return _fail(
-                stderr,
+            return fail(
                 f"INVALID_ARGUMENT; function expected fewer input values; parsing input "
                 f"`{spec.strip()}`; parsing expected function outputs; processing function outputs",
             )
@@ -645,8 +652,7 @@ def _check_expected(args, results, result_types, stdout, stderr) -> int:
             expected.append(parse_expected(spec, t))
         except SpecError as e:
             stdout.flush()
-            return _fail(
-                stderr,
+            return fail(
                 f"{e.code.name}; "
                 + (f"{e.message}; " if e.message else "")
                 + f"parsing input `{spec}`; parsing expected function outputs; "
