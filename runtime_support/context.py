@@ -273,8 +273,6 @@ class ModuleContext:
             name: f"0{''.join(args) or 'v'}_{''.join(results) or 'v'}"
             for name, (_, args, results, _) in exports.items()
         }
-        self._export_rows = exports
-        self._tool_exports: dict[str, Callable] = {}
         for export_name, (function, arg_codes, result_codes, declaration) in exports.items():
             wrapper = self._make_export(
                 export_name, self._functions[function], arg_codes, result_codes, declaration
@@ -381,7 +379,6 @@ class ModuleContext:
         arg_codes: tuple[str, ...],
         result_codes: tuple[str, ...],
         declaration: str | None,
-        vm_scalars: bool = False,
     ) -> Callable:
         """The numpy-level method for one export (arguments checked before any call).
 
@@ -404,10 +401,6 @@ class ModuleContext:
 
         Everything the declaration fixes is worked out here, once: per-argument converters
         (abi.tensor_argument), arity, which results are tensors. A call only runs them.
-
-        `vm_scalars`: scalar results come back as the VM register holds them, not as
-        their declared type (an `i8` result is the i32 register, upper bits and all), as
-        iree-run-module prints them (`tool_export`).
         """
         decl = abi.parse_declaration(declaration, name)
         codes = list(arg_codes)
@@ -421,8 +414,6 @@ class ModuleContext:
         result_types = [t for _, t in decl.results] if decl else []
         if len(result_types) != len(result_codes):
             result_types = [None] * len(result_codes)
-        if vm_scalars:
-            result_types = [None if isinstance(t, abi.ScalarType) else t for t in result_types]
         device = self.device
         hal = self.modules["hal"]
         from runtime_support.hal.buffer_view import HalBufferView
@@ -739,23 +730,6 @@ class ModuleContext:
         except KeyError:
             raise AttributeError(f"no export named {name!r}") from None
         return fn(*args)
-
-    def tool_export(self, name: str) -> Callable:
-        """Export `name` as `call(name, ...)` runs it, but with its scalar results as the
-        VM registers hold them (an `i8`, `i16` or `i1` result is the whole i32 register,
-        not narrowed to its declared type): what iree-run-module prints, and pyree-run."""
-        export = self._tool_exports.get(name)
-        if export is None:
-            try:
-                function, arg_codes, result_codes, declaration = self._export_rows[name]
-            except KeyError:
-                raise AttributeError(f"no export named {name!r}") from None
-            export = self._make_export(
-                name, self._functions[function], arg_codes, result_codes, declaration,
-                vm_scalars=True,
-            )
-            self._tool_exports[name] = export
-        return export
 
     @property
     def exports(self) -> tuple[str, ...]:

@@ -136,9 +136,6 @@ def lookup_export(ctx, name: str):
     identifier: `i32i32.i32`), or None. Contexts with `call(name, ...)` are asked by VM
     name; other objects by attribute (the name as is, then its identifier form)."""
     exports = getattr(ctx, "exports", None)
-    tool_export = getattr(ctx, "tool_export", None)
-    if callable(tool_export) and isinstance(exports, (tuple, list, dict)) and name in exports:
-        return tool_export(name)  # scalar results as the VM holds them, as IREE prints
     call = getattr(ctx, "call", None)
     if callable(call) and isinstance(exports, (tuple, list, dict)) and name in exports:
         return lambda *args: call(name, *args)
@@ -148,6 +145,53 @@ def lookup_export(ctx, name: str):
 
         method = getattr(ctx, python_name(name), None)
     return method if callable(method) else None
+
+
+def vm_level_call(ctx, name: str, arg_types: list[str], coarse_fences: bool):
+    """A callable running export `name` of a translated context as iree-run-module
+    runs it: at the VM level, the parsed inputs becoming VM values (arrays: buffer views
+    of their own shape and element type, scalars: the register values), the function's
+    own code checking them (its `hal.buffer_view.assert`s; an identity export takes any
+    view, as in IREE), and the results as the VM holds them (an i8 result is the whole
+    i32 register). Coarse-fences exports get a null wait fence and a signal fence that
+    is waited for. None when `ctx` has no VM-level entry (`call_vm`)."""
+    call_vm = getattr(ctx, "call_vm", None)
+    device = getattr(ctx, "device", None)
+    if not callable(call_vm) or device is None:
+        return None
+    from runtime_support import abi
+    from runtime_support.vm.refs import ref_type_name
+
+    codes = {"i32": "i", "i64": "I", "f32": "f", "f64": "F"}
+
+    def argument(i: int, value, vm_type: str):
+        label = f"input{i}"
+        if vm_type != "ref":
+            return abi.to_scalar(value, label, codes[vm_type])
+        if value is None or ref_type_name(value) is not None:
+            return value
+        return abi.to_buffer_view(value, label, None, device)
+
+    def result(value):
+        return abi.from_vm(value, None) if isinstance(value, abi.HalBufferView) else value
+
+    def run(*inputs):
+        vm_args = [argument(i, v, t) for i, (v, t) in enumerate(zip(inputs, arg_types))]
+        signal = None
+        if coarse_fences:
+            signal = ctx.create_fence()
+            vm_args += [None, signal]
+        raw = call_vm(name, *vm_args)
+        if signal is not None:
+            try:
+                signal.wait()
+            except VMError as e:
+                raise e.with_context(name, None) from None
+        if isinstance(raw, tuple):
+            return tuple(result(v) for v in raw)
+        return result(raw)
+
+    return run
 
 
 def pyree_version() -> str:
@@ -501,15 +545,17 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
 
     cconv = (getattr(pkg, "CCONVS", None) or {}).get(name)
     arg_types = result_types = None
+    coarse_fences = False
     if cconv:
         try:
             arg_types, result_types = parse_cconv(cconv)
         except ValueError as e:
             return _fail(stderr, f"UNIMPLEMENTED; {e}")
         if is_coarse_fences(name, _cconv_arg_codes(cconv), exports.get(name)):
-            # async-external: the package's wrapper supplies and waits on the two fences,
-            # as iree-run-module does, so the command line gives only the user's inputs.
+            # async-external: pyree-run supplies and waits on the two fences, as
+            # iree-run-module does, so the command line gives only the user's inputs.
             arg_types = arg_types[:-2]
+            coarse_fences = True
 
     try:
         ctx = load_contexts(
@@ -523,7 +569,11 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
         return _fail(stderr, f"INTERNAL; {e}; creating run context")
     except (OSError, ValueError, TypeError) as e:
         return _fail(stderr, f"INVALID_ARGUMENT; {_one_line(e)}; creating run context")
-    method = lookup_export(ctx, name)
+    method = None
+    if arg_types is not None:
+        method = vm_level_call(ctx, name, arg_types, coarse_fences)
+    if method is None:
+        method = lookup_export(ctx, name)
     if method is None:
         return _fail(
             stderr,

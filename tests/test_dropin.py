@@ -683,7 +683,51 @@ def test_scalar_results_and_errors_like_iree_run_module(build, args):
 
 def test_narrow_scalar_results_from_python_keep_their_type(build):
     # The Python API returns declared types (an i8 is an int in [-128, 128)); pyree-run
-    # prints the register (tool_export), as iree-run-module does.
+    # prints the register (it calls at the VM level), as iree-run-module does.
     _, pkg = build(NARROW_SCALARS, name="narrow")
     ctx = load_package(pkg).load(device="local-sync")
-    assert ctx.id_i8(200) == -56 and ctx.tool_export("id_i8")(200) == 200
+    assert ctx.id_i8(200) == -56 and ctx.call_vm("id_i8", 200) == 200
+
+
+PASS_THROUGH = """
+func.func @id(%a: tensor<3xf64>) -> tensor<3xf64> { return %a : tensor<3xf64> }
+func.func @twice(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = arith.addf %a, %a : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        # f64 is demoted: the declaration says tensor<3xf32>, yet an identity export
+        # asserts nothing and returns the f64 view it got, in iree-run-module too.
+        ["--function=id", "--input=3xf64=0.1 1e300 -0"],
+        ["--function=id", "--input=2x2xi8=1 2 3 4"],
+    ],
+    ids=["f64-demoted", "any-view"],
+)
+def test_views_reach_the_function_unchecked_like_iree_run_module(build, args):
+    vmfb, pkg = build(PASS_THROUGH, name="pass")
+    same_streams_as_iree(vmfb, pkg, args)
+
+
+@pytest.mark.parametrize(
+    "arg,message",
+    [
+        ("3xf32=1 2 3", "input0 shape dimension 0 mismatch; expected 4 but have 3"),
+        ("4xi32=1 2 3 4", "input0 element type mismatch; expected f32 (21000020) but have i32"),
+        ("2x2xf32=1 2 3 4", "input0 shape rank mismatch; expected 1 but have 2"),
+    ],
+)
+def test_mismatched_inputs_fail_in_the_functions_own_assert(build, arg, message):
+    # The function's hal.buffer_view.assert reports it, as in IREE (IREE adds its import
+    # stack trace on more lines; pyree's error stays one line).
+    vmfb, pkg = build(PASS_THROUGH, name="pass")
+    args = ["--function=twice", f"--input={arg}"]
+    ref = iree_run([vmfb], args)
+    rc, out, err = pyree_run(pkg, args)
+    assert (rc, out) == (ref[0], ref[1]) == (1, "EXEC @twice\n")
+    assert f"INVALID_ARGUMENT; {message}" in ref[2] and f"INVALID_ARGUMENT; {message}" in err
+    assert _one_line_error(err).rstrip().endswith(ref[2].rstrip().rsplit("; invoking", 1)[1])
