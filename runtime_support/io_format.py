@@ -257,8 +257,17 @@ def format_value(
         return "".join(out)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return "vm.buffer\n(no printer)\n"
-    name = getattr(value, "vm_type_name", None) or type(value).__name__
-    return f"{name}\n(no printer)\n"
+    return f"{ref_display_name(value)}\n(no printer)\n"
+
+
+def ref_display_name(value) -> str:
+    """A ref's VM type name as IREE prints it (`vm.buffer`, `hal.buffer`, `hal.fence`)."""
+    from runtime_support.vm.refs import ref_type_name
+
+    name = ref_type_name(value)
+    if name is not None:
+        return name.lstrip("!")
+    return getattr(value, "vm_type_name", None) or type(value).__name__
 
 
 def format_trace(key: str, views: Sequence) -> str:
@@ -316,8 +325,8 @@ def format_results(
 def to_numpy_for_output(value, vm_type: str | None = None, npy: bool = True) -> np.ndarray:
     """A result as iree-run-module writes it to .npy (scalars -> shape ()); with
     `npy=False`, for a raw `.bin` file, whose bytes any element type can give."""
-    if value is None:
-        raise SpecError(StatusCode.INVALID_ARGUMENT, "cannot write a null value")
+    if value is None:  # an empty i8 view: keeps several values of one npy file in order
+        return np.zeros(0, np.int8)
     if vm_type in ("i32", "i64", "f32", "f64") or isinstance(
         value, (int, float, np.generic)
     ):
@@ -336,6 +345,21 @@ def to_numpy_for_output(value, vm_type: str | None = None, npy: bool = True) -> 
         ):
             raise SpecError(StatusCode.UNIMPLEMENTED, "unsupported data encoding")
         return np.array(np.asarray(value).view(np.ndarray), order="C")
+    raw = _ref_bytes(value)
+    if raw is not None:  # a !hal.buffer or !vm.buffer: its bytes, as an i8 array
+        return np.frombuffer(raw, np.int8).copy()
     raise SpecError(
-        StatusCode.UNIMPLEMENTED, f"cannot write a {type(value).__name__} to a file"
+        StatusCode.INVALID_ARGUMENT,
+        "unsupported output source type; expected: !hal.buffer, !hal.buffer_view, "
+        "!vm.buffer",
     )
+
+
+def _ref_bytes(value) -> bytes | None:
+    """The contents of a `!hal.buffer` or `!vm.buffer` ref; None for other values."""
+    name = ref_display_name(value) if not isinstance(value, (list, tuple)) else None
+    if name == "vm.buffer":
+        return value.tobytes()
+    if name == "hal.buffer":
+        return value.read()
+    return None

@@ -46,7 +46,7 @@ from runtime_support.io_format import (
     format_value,
     to_numpy_for_output,
 )
-from runtime_support.io_specs import SpecError, parse_input
+from runtime_support.io_specs import SpecError, StorageInput, parse_inputs
 
 _VM_TYPES = {"i": "i32", "I": "i64", "f": "f32", "F": "f64", "r": "ref"}
 
@@ -170,6 +170,8 @@ def vm_level_call(ctx, name: str, arg_types: list[str], coarse_fences: bool):
             return abi.to_scalar(value, label, codes[vm_type])
         if value is None or ref_type_name(value) is not None:
             return value
+        if isinstance(value, StorageInput):  # `&SPEC`: the view's buffer alone
+            return abi.to_buffer_view(value.array, label, None, device).buffer
         return abi.to_buffer_view(value, label, None, device)
 
     def result(value):
@@ -342,10 +344,16 @@ def _write_output(mode: str, value, vm_type: str | None, max_count, stdout) -> N
             StatusCode.UNIMPLEMENTED, f"unsupported output mode specification '{mode}'"
         )
     path = mode[1:]
-    file_mode = "ab" if mode[0] == "+" else "wb"
-    npy = path.lower().endswith(".npy")
-    arr = to_numpy_for_output(value, vm_type, npy=npy)
-    with open(path, file_mode) as f:
+    append = mode[0] == "+"
+    npy = path.endswith(".npy")
+    try:  # opened first, as iree-run-module does (a value it cannot write leaves it empty)
+        f = open(path, "ab" if append else "wb")
+    except OSError:
+        raise RunError(
+            StatusCode.UNKNOWN, f"unable to open file `{path}` with mode {12 if append else 5}"
+        ) from None
+    with f:
+        arr = to_numpy_for_output(value, vm_type, npy=npy)
         if npy:
             np.save(f, arr, allow_pickle=False)
         else:
@@ -588,23 +596,15 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
     def fail(text: str) -> int:
         return _fail(stderr, text + suffix)
 
-    # Inputs.
-    inputs = []
-    for i, spec in enumerate(args.input):
-        if arg_types is not None and i >= len(arg_types):
-            return fail(
-                f"INVALID_ARGUMENT; function expected fewer input values; "
-                f"parsing input `{spec}`; parsing function inputs",
-            )
-        t = arg_types[i] if arg_types is not None else _guess_arg_type(spec)
-        try:
-            inputs.append(parse_input(spec, t).value)
-        except SpecError as e:
-            return fail(
-                f"{e.code.name}; "
-                + (f"{e.message}; " if e.message else "")
-                + f"parsing input `{spec}`; parsing function inputs",
-            )
+    # Inputs, parsed as one list (files shared along it, `*FILE.npy` gives several).
+    try:
+        inputs = parse_inputs(args.input, arg_types, _guess_arg_type)
+    except SpecError as e:
+        return fail(
+            f"{e.code.name}; "
+            + (f"{e.message}; " if e.message else "")
+            + f"parsing input `{e.spec}`; parsing function inputs",
+        )
     # Call (iree-run-module prints EXEC once the inputs parsed, before the VM checks their
     # count against the function's).
     stdout.write(f"EXEC @{name}\n")
@@ -684,30 +684,21 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
 def _check_expected(args, results, result_types, stdout, fail) -> int:
     """--expected_output: parse each SPEC for its result's type, compare, report
     (`fail(text)` reports an error and returns the exit status)."""
-    from runtime_support.expected_output import Tolerances, compare, parse_expected
+    from runtime_support.expected_output import Tolerances, compare, parse_expected_list
 
-    expected = []
-    for i, spec in enumerate(args.expected_output):
-        if result_types is not None and i < len(result_types):
-            t = result_types[i]
-        elif result_types is not None:
-            stdout.flush()
-            return fail(
-                f"INVALID_ARGUMENT; function expected fewer input values; parsing input "
-                f"`{spec.strip()}`; parsing expected function outputs; processing function outputs",
-            )
-        else:
-            t = "ref" if i >= len(results) else _guess_result_type(results[i])
-        try:
-            expected.append(parse_expected(spec, t))
-        except SpecError as e:
-            stdout.flush()
-            return fail(
-                f"{e.code.name}; "
-                + (f"{e.message}; " if e.message else "")
-                + f"parsing input `{spec}`; parsing expected function outputs; "
-                "processing function outputs",
-            )
+    types = result_types
+    if types is None:  # a package without calling conventions: as the results look
+        types = [_guess_result_type(r) for r in results]
+    try:
+        expected = parse_expected_list(args.expected_output, types)
+    except SpecError as e:
+        stdout.flush()
+        return fail(
+            f"{e.code.name}; "
+            + (f"{e.message}; " if e.message else "")
+            + f"parsing input `{e.spec}`; parsing expected function outputs; "
+            "processing function outputs",
+        )
     tol = Tolerances(
         mode=args.equality_mode,
         f16=float(np.float32(args.expected_f16_threshold)),

@@ -731,3 +731,104 @@ def test_mismatched_inputs_fail_in_the_functions_own_assert(build, arg, message)
     assert (rc, out) == (ref[0], ref[1]) == (1, "EXEC @twice\n")
     assert f"INVALID_ARGUMENT; {message}" in ref[2] and f"INVALID_ARGUMENT; {message}" in err
     assert _one_line_error(err).rstrip().endswith(ref[2].rstrip().rsplit("; invoking", 1)[1])
+
+
+FILES_AND_REFS = """
+func.func @two(%a: tensor<?xf32>, %b: tensor<?xf32>) -> (tensor<?xf32>, tensor<?xf32>) {
+  return %a, %b : tensor<?xf32>, tensor<?xf32>
+}
+func.func @bv(%a: !hal.buffer_view) -> !hal.buffer_view { return %a : !hal.buffer_view }
+func.func @buf(%x: i32) -> !util.buffer {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %b = util.buffer.alloc uninitialized : !util.buffer{%c8}
+  %z = arith.constant 0 : i8
+  util.buffer.fill %z, %b[%c0 for %c8] : i8 -> !util.buffer{%c8}
+  util.buffer.store %x, %b[%c4 for %c4] : i32 -> !util.buffer{%c8}
+  return %b : !util.buffer
+}
+func.func @lst(%a: tensor<2xf32>) -> !util.list<?> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %l = util.list.create %c1 : !util.list<?>
+  util.list.resize %l, %c1 : !util.list<?>
+  %v = hal.tensor.export %a : tensor<2xf32> -> !hal.buffer_view
+  util.list.set %l[%c0], %v : !hal.buffer_view -> !util.list<?>
+  return %l : !util.list<?>
+}
+"""
+
+
+@pytest.fixture
+def npy_files(tmp_path):
+    with open(tmp_path / "pair.npy", "wb") as f:  # two arrays, one after the other
+        np.save(f, np.array([1, 2], np.float32))
+        np.save(f, np.array([3, 4, 5], np.float32))
+    np.arange(3, dtype=np.float32).tofile(tmp_path / "raw.bin")
+    (tmp_path / "short.npy").write_bytes(b"\x93NUM")
+    (tmp_path / "magic.npy").write_bytes(b"NOTNUMPY" + b"\0" * 8)
+    (tmp_path / "version.npy").write_bytes(b"\x93NUMPY\x07\x00" + b"\0" * 8)
+    (tmp_path / "empty.npy").write_bytes(b"")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        # One file feeds several inputs: `@` reads from the start, `+` goes on, `*` takes
+        # every array left (one argument each).
+        ["--function=two", "--input=@pair.npy", "--input=+pair.npy"],
+        ["--function=two", "--input=+pair.npy", "--input=+pair.npy"],
+        ["--function=two", "--input=@pair.npy", "--input=@pair.npy"],
+        ["--function=two", "--input=*pair.npy"],
+        ["--function=two", "--input=@pair.npy", "--input=*pair.npy"],
+        ["--function=two", "--input=*pair.npy", "--input=*pair.npy"],
+        ["--function=two", "--input=@pair.npy", "--input=+pair.npy", "--input=+pair.npy"],
+        ["--function=two", "--input=2xf32=@raw.bin", "--input=1xf32=+raw.bin"],
+        ["--function=two", "--input=*pair.npy", "--expected_output=@pair.npy",
+         "--expected_output=+pair.npy"],
+        ["--function=two", "--input=@PAIR.NPY", "--input=@pair.npy"],  # `.npy`, exactly
+        # What IREE's npy reader says about files it cannot read.
+        ["--function=two", "--input=@short.npy", "--input=@pair.npy"],
+        ["--function=two", "--input=@magic.npy", "--input=@pair.npy"],
+        ["--function=two", "--input=@version.npy", "--input=@pair.npy"],
+        ["--function=two", "--input=@empty.npy", "--input=@pair.npy"],
+        # A null result written to npy is an empty i8 array; a list cannot be written.
+        ["--function=bv", "--input=(null)", "--output=@null.npy"],
+        ["--function=lst", "--input=2xf32=1 2", "--output=@list.npy"],
+        ["--function=bv", "--input=(null)", "--output=@missing/x.npy"],
+        ["--function=bv", "--input=(null)", "--output=+missing/x.bin"],
+        # `&SPEC`: the view's buffer (a !hal.buffer), printed as IREE prints one.
+        ["--function=bv", "--input=&4xf32=1"],
+        # Ref results print IREE's type names.
+        ["--function=buf", "--input=258"],
+        ["--function=lst", "--input=2xf32=1 2", "--expected_output=2xf32=1 2"],
+    ],
+)
+def test_input_files_and_ref_outputs_like_iree_run_module(build, npy_files, args, monkeypatch):
+    vmfb, pkg = build(FILES_AND_REFS, name="files")
+    monkeypatch.chdir(npy_files)
+    outputs = [a.split("@", 1)[1] for a in args if a.startswith("--output=@")]
+    same_streams_as_iree(vmfb, pkg, args)
+    ref = {name: (npy_files / name).read_bytes() for name in outputs if (npy_files / name).exists()}
+    for name in ref:
+        (npy_files / name).unlink()
+    pyree_run(pkg, args)
+    assert ref == {name: (npy_files / name).read_bytes() for name in ref}
+
+
+def test_storage_input_and_buffer_output_files(build, tmp_path, monkeypatch):
+    # A !hal.buffer result written to npy is its bytes as i8, in IREE too. (A !vm.buffer
+    # result is written the same way by pyree; iree-run-module 3.13 fails to wrap its
+    # 16-byte-aligned memory, "imported heap buffer data must be aligned to 64".)
+    vmfb, pkg = build(FILES_AND_REFS, name="files")
+    monkeypatch.chdir(tmp_path)
+    args = ["--function=bv", "--input=&2xf32=1 2", "--output=@b.npy"]
+    assert iree_run([vmfb], args)[0] == 0
+    ref = np.load(tmp_path / "b.npy")
+    assert pyree_run(pkg, args)[0] == 0
+    ours = np.load(tmp_path / "b.npy")
+    assert ref.dtype == ours.dtype == np.int8 and np.array_equal(ref, ours)
+    assert pyree_run(pkg, ["--function=buf", "--input=258", "--output=@v.npy"])[0] == 0
+    assert np.load(tmp_path / "v.npy").tolist() == [0, 0, 0, 0, 2, 1, 0, 0]
