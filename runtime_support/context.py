@@ -45,6 +45,12 @@ class DeviceError(VMError, ValueError):
     but not usable here). Also a ValueError, as `load(device=...)` raised before."""
 
 
+def device_name(device: str) -> str:
+    """A device name without an empty URI path: `local-sync://` is `local-sync`, as IREE
+    takes `DRIVER://` for the driver's default device."""
+    return device[:-3] if device.endswith("://") and len(device) > 3 else device
+
+
 def make_device(device, workers: int | None = None):
     """A device object from a name (`local`, `local-task`, `local-sync`) or a device.
     `workers`: threads a `local` dispatch may use (default $PYREE_WORKERS or the cores)."""
@@ -52,6 +58,7 @@ def make_device(device, workers: int | None = None):
 
     if not isinstance(device, str):
         return device
+    device = device_name(device)
     if workers is not None and (isinstance(workers, bool) or int(workers) < 1):
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
     kind = _LOCAL_DEVICES.get(device)
@@ -115,7 +122,7 @@ def _shared_device(device, modules: dict):
                     f"import module {name!r} runs on another device; pass device= its device",
                 )
             return device
-        kind = _LOCAL_DEVICES.get(device, device)
+        kind = _LOCAL_DEVICES.get(device_name(device), device_name(device))
         if getattr(theirs, "identifier", None) != kind:
             raise DeviceError(
                 StatusCode.INVALID_ARGUMENT,

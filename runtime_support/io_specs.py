@@ -466,8 +466,14 @@ def _parse_shape(text: str) -> tuple[int, ...]:
 
 def parse_buffer_view(text: str, files: InputFiles | None = None) -> HalArray:
     """`[SHAPEx]TYPE[=DATA]` -> HalArray (the text is the ref SPEC, trimmed); `files`:
-    where `=@PATH`/`=+PATH` data is read from (a private InputFiles when None)."""
+    where `=@PATH`/`=+PATH` data is read from (a private InputFiles when None). Inline
+    data may come quoted (`"2xf32=1 2"`): one `"` at each end is dropped, as IREE does."""
     head, eq, data = text.partition("=")
+    if not data.strip()[:1] in ("@", "+"):
+        text = text.strip()
+        text = text[1:] if text.startswith('"') else text
+        text = text[:-1] if text.endswith('"') else text
+        head, eq, data = text.partition("=")
     if "x" in head:
         shape_text, _, type_text = head.rpartition("x")
     else:

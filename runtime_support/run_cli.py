@@ -753,6 +753,53 @@ def expand_flagfiles(argv: list[str]) -> list[str]:
     return out
 
 
+# iree-run-module's flags by how its flag library reads their values (`--name=value`,
+# name and value trimmed): strings lose one pair of surrounding double quotes, numbers are
+# C atoi/atof (the longest numeric prefix, else 0), a bool is true for ``, `true`, `1`.
+_IREE_STRING_FLAGS = frozenset({"function", "equality_mode"})
+_IREE_INT_FLAGS = frozenset({"output_max_element_count"})
+_IREE_FLOAT_FLAGS = frozenset(
+    {"expected_f16_threshold", "expected_f32_threshold", "expected_f64_threshold",
+     "expected_bf16_threshold", "expected_rtol"}
+)
+_IREE_BOOL_FLAGS = frozenset({"print_statistics"})
+_C_INT = re.compile(r"\s*([+-]?[0-9]+)")
+_C_FLOAT = re.compile(
+    r"\s*([+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:infinity|inf|nan)))"
+)
+
+
+def iree_flag_values(argv: list[str]) -> list[str]:
+    """`--name=value` arguments as iree-run-module's flag parser reads them (see above);
+    `--equality_mode` other than `approximate` is `exact`, as there. Anything else
+    (positional arguments, `--name value` forms, pyree's own flags) passes unchanged."""
+    out = []
+    for arg in argv:
+        text = arg.strip()
+        if not text.startswith("--") or "=" not in text:
+            out.append(arg)
+            continue
+        name, _, value = text[2:].partition("=")
+        name, value = name.strip(), value.strip()
+        if name in _IREE_STRING_FLAGS and len(value) > 2 and value[0] == value[-1] == '"':
+            value = value[1:-1]
+        if name == "equality_mode" and value != "approximate":
+            value = "exact"
+        elif name in _IREE_INT_FLAGS:
+            m = _C_INT.match(value)
+            number = max(min(int(m.group(1)), 2**63 - 1), -(2**63)) if m else 0
+            value = str((number + 2**31) % 2**32 - 2**31)  # (int) of a long, as atoi
+        elif name in _IREE_FLOAT_FLAGS:
+            m = _C_FLOAT.match(value)
+            value = repr(float(m.group(1))) if m else "0.0"
+        elif name in _IREE_BOOL_FLAGS:
+            if value in ("", "true", "1"):
+                out.append(f"--{name}")
+            continue
+        out.append(f"--{name}={value}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _build_parser()
     try:
@@ -760,6 +807,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         sys.stderr.write(f"pyree-run: error: --flagfile: {e.filename}: {e.strerror}\n")
         return 2
+    argv = iree_flag_values(argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse: usage error (2) or --help (0)

@@ -832,3 +832,45 @@ def test_storage_input_and_buffer_output_files(build, tmp_path, monkeypatch):
     assert ref.dtype == ours.dtype == np.int8 and np.array_equal(ref, ours)
     assert pyree_run(pkg, ["--function=buf", "--input=258", "--output=@v.npy"])[0] == 0
     assert np.load(tmp_path / "v.npy").tolist() == [0, 0, 0, 0, 2, 1, 0, 0]
+
+
+FLAG_FORMS = """
+func.func @m(%a: tensor<3x4xf32>) -> tensor<3x4xf32> { return %a : tensor<3x4xf32> }
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        # Values as IREE's flag library reads them: `--name=value` trimmed, a string
+        # flag's surrounding quotes dropped, numbers by C atoi/atof, bools true only
+        # for ``/`true`/`1`, any --equality_mode but `approximate` is exact.
+        ['--function="m"', "--input=3x4xf32=2"],
+        [" --function = m ", "--input=3x4xf32=2", "--output_max_element_count="],
+        ["--function=m", "--input=3x4xf32=2", "--output_max_element_count=abc"],
+        ["--function=m", "--input=3x4xf32=2", "--output_max_element_count=3.5"],
+        ["--function=m", "--input=3x4xf32=2", "--print_statistics=false"],
+        ["--function=m", "--input=3x4xf32=1", "--expected_output=3x4xf32=1.00001",
+         "--equality_mode=weird"],
+        ["--function=m", "--input=3x4xf32=1", "--expected_output=3x4xf32=1.1",
+         "--expected_f32_threshold=0.2abc"],
+        # Inline tensor data may be quoted, one `"` at each end.
+        ["--function=m", '--input="3x4xf32=1 2 3 4 5 6 7 8 9 10 11 12"'],
+        ["--function=m", '--input="3x4xf32=2'],
+    ],
+)
+def test_flag_values_read_like_iree_run_module(build, args):
+    vmfb, pkg = build(FLAG_FORMS, name="flags")
+    same_streams_as_iree(vmfb, pkg, args)
+
+
+@pytest.mark.parametrize("device", ["local-sync://", "local-task://"])
+def test_device_uri_with_empty_path(build, device):
+    vmfb, pkg = build(FLAG_FORMS, name="flags")
+    args = ["--function=m", "--input=3x4xf32=2"]
+    ref = subprocess.run(
+        ["iree-run-module", f"--device={device}", f"--module={vmfb}", *args],
+        capture_output=True, text=True, timeout=60,
+    )
+    ours = cli(run_main, [pkg, f"--device={device}", *args])
+    assert (ours[0], ours[1]) == (ref.returncode, ref.stdout) == (0, ref.stdout)
