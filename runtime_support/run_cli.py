@@ -244,24 +244,33 @@ def package_for(path: str) -> str:
     --module=model.vmfb` does."""
     if not os.path.isfile(path):
         return path
+    with open(path, "rb") as f:
+        data = f.read()
+    return package_for_data(data, path)
+
+
+def package_for_data(data: bytes, path: str) -> str:
+    """The cached translation of module bytes `data` (named after `path`, the file they
+    came from: `-` for stdin, as `iree-run-module --module=-` reads it)."""
     import hashlib
     import shutil
     import tempfile
 
     from translator.cli import package_name_for
 
-    with open(path, "rb") as f:
-        data = f.read()
-    key = hashlib.sha256(data + _translator_fingerprint().encode()).hexdigest()[:32]
-    name = package_name_for(path)
+    name = package_name_for(path) if path != "-" else "stdin"
+    # Keyed by the package name too: one content under two file names is two packages.
+    key = hashlib.sha256(
+        data + _translator_fingerprint().encode() + b"\0" + name.encode()
+    ).hexdigest()[:32]
     entry = os.path.join(package_cache_dir(), key)
     target = os.path.join(entry, name)
     if os.path.isfile(os.path.join(target, "__init__.py")):
         return target
     from translator.codegen import write_package
-    from translator.reader import read_module_file
+    from translator.reader import read_module
 
-    module = read_module_file(path)
+    module = read_module(data)
     os.makedirs(os.path.dirname(entry), exist_ok=True)
     tmp = tempfile.mkdtemp(dir=os.path.dirname(entry), prefix=".tmp-")
     try:
@@ -525,6 +534,9 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
     packages = []
     for path in paths:  # like --module= in iree-run-module: the last one is the main one
         try:
+            if path == "-":  # the module's bytes on stdin, as iree-run-module takes them
+                packages.append(load_package(package_for_data(sys.stdin.buffer.read(), "-")))
+                continue
             packages.append(load_package(package_for(path)))
         except InvalidModuleError as e:
             return _fail(stderr, f"INVALID_ARGUMENT; {e.with_path(path)}; loading module")

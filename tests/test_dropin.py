@@ -874,3 +874,24 @@ def test_device_uri_with_empty_path(build, device):
     )
     ours = cli(run_main, [pkg, f"--device={device}", *args])
     assert (ours[0], ours[1]) == (ref.returncode, ref.stdout) == (0, ref.stdout)
+
+
+def test_one_module_under_two_names_and_from_stdin(build, tmp_path, monkeypatch):
+    # The cache is keyed by content and package name: a copy of a module under another
+    # file name is translated again (it found the first name's package missing before),
+    # and `--module=-` reads the module from stdin, as iree-run-module does.
+    monkeypatch.setenv("PYREE_CACHE_DIR", str(tmp_path / "cache"))
+    vmfb, _ = build(FLAG_FORMS, name="flags")
+    copy = tmp_path / "copy.vmfb"
+    shutil.copyfile(vmfb, copy)
+    args = ["--device=local-sync", "--function=m", "--input=3x4xf32=2"]
+    ref = iree_run([vmfb], args[1:])
+    assert cli(run_main, [vmfb, *args])[:2] == ref[:2]
+    assert cli(run_main, [copy, *args])[:2] == ref[:2]
+    script = "import sys; from runtime_support.run_cli import main; sys.exit(main())"
+    with open(vmfb, "rb") as stdin:
+        p = subprocess.run(
+            [sys.executable, "-c", script, "--module=-", *args], stdin=stdin,
+            capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[1],
+        )
+    assert (p.returncode, p.stdout) == ref[:2], p.stderr
