@@ -42,7 +42,13 @@ def _open_cuda(name: str):
 
 class DeviceError(VMError, ValueError):
     """A device that cannot be created: NOT_FOUND (no such device) or UNAVAILABLE (known
-    but not usable here). Also a ValueError, as `load(device=...)` raised before."""
+    but not usable here). Also a ValueError, as `load(device=...)` raised before.
+    `context`: what iree-run-module says it was doing (`creating driver for device`,
+    or `creating device` for a path the driver cannot open)."""
+
+    def __init__(self, code, message, *args, context: str = "creating driver for device", **kw):
+        super().__init__(code, message, *args, **kw)
+        self.context = context
 
 
 def device_name(device: str) -> str:
@@ -75,9 +81,12 @@ def make_device(device, workers: int | None = None):
             f"device '{device}' is not available: {_UNAVAILABLE_DEVICES[device]}; "
             f"use one of {usable}",
         )
-    raise DeviceError(
-        StatusCode.NOT_FOUND, f"no device '{device}' in pyree; use one of {usable}"
-    )
+    driver, sep, _ = device.partition("://")
+    if sep and (driver in _LOCAL_DEVICES or driver == "cuda"):
+        raise DeviceError(
+            StatusCode.NOT_FOUND, "device paths not yet implemented", context="creating device"
+        )
+    raise DeviceError(StatusCode.NOT_FOUND, f"no driver '{driver}' registered")
 
 
 def default_modules(device, parameters=None) -> dict[str, object]:
@@ -261,6 +270,10 @@ class ModuleContext:
             for name, module in (modules or {}).items()
         }
         self.device = make_device(_shared_device(device, modules), workers)
+        # Parameter archives are opened only for a module that imports io_parameters, as
+        # IREE creates that module only as a dependency (an unused bad path is no error).
+        if not any(name.startswith("io_parameters.") for name, _, _ in imports):
+            parameters = None
         self.modules = default_modules(self.device, parameters)
         self.modules.update(modules)
         self.rwdata = new_rwdata(global_bytes)

@@ -36,7 +36,7 @@ import traceback
 
 import numpy as np
 
-from runtime_support.context import is_coarse_fences
+from runtime_support.context import DeviceError, is_coarse_fences
 from runtime_support.errors import LoaderError, StatusCode, VMError
 from runtime_support.loaders import statistics as dispatch_statistics
 from runtime_support.io_format import (
@@ -300,7 +300,11 @@ def load_contexts(packages, device="local", parameters=None, trace_stream=None):
         kwargs = {"device": device, "parameters": parameters}
         if loaded:
             kwargs["modules"] = dict(loaded)
-        ctx = pkg.load(**kwargs)
+        try:
+            ctx = pkg.load(**kwargs)
+        except VMError as e:
+            e.vm_module = vm_module_name(pkg)  # whose dependencies were being resolved
+            raise
         if trace_stream is not None:
             route_traces(ctx, trace_stream)
         loaded[vm_module_name(pkg)] = ctx
@@ -582,9 +586,17 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
             packages, args.device, _parse_parameters(args.parameters), trace_stream=stderr
         )
     except VMError as e:
+        # iree-run-module creates devices and parameter providers as the dependencies of
+        # the module importing them, then runs the initializers: its error chains.
         if e.function is None and e.location is None:  # not raised by VM code
-            return _fail(stderr, f"{e.code.name}; {e.message}; creating run context")
-        return _fail(stderr, f"{_status_text(e)}; creating run context")
+            chain = (
+                f"resolving dependencies for '{getattr(e, 'vm_module', 'module')}'; "
+                "creating VM context; creating run context"
+            )
+            if isinstance(e, DeviceError):
+                chain = f"{e.context} '{args.device}'; {chain}"
+            return _fail(stderr, f"{e.code.name}; {e.message}; {chain}")
+        return _fail(stderr, f"{_status_text(e)}; creating VM context; creating run context")
     except LoaderError as e:
         return _fail(stderr, f"INTERNAL; {e}; creating run context")
     except (OSError, ValueError, TypeError) as e:

@@ -895,3 +895,19 @@ def test_one_module_under_two_names_and_from_stdin(build, tmp_path, monkeypatch)
             capture_output=True, text=True, timeout=120, cwd=Path(__file__).parents[1],
         )
     assert (p.returncode, p.stdout) == ref[:2], p.stderr
+
+
+def test_context_errors_carry_iree_run_modules_chain(build, tmp_path):
+    # Devices and parameter archives are the dependencies of the module that needs them:
+    # iree-run-module's error chain says so, and an archive no module reads is no error.
+    vmfb, pkg = build(PASS_THROUGH, name="pass")  # (it dispatches: it needs a device)
+    args = ["--function=twice", "--input=4xf32=2"]
+    same_streams_as_iree(vmfb, pkg, [*args, f"--parameters=model={tmp_path / 'no.irpa'}"])
+    for device in ("cpu", "local-sync://0"):
+        ref = subprocess.run(
+            ["iree-run-module", f"--device={device}", f"--module={vmfb}", *args],
+            capture_output=True, text=True, timeout=60,
+        )
+        ours = cli(run_main, [pkg, f"--device={device}", *args])
+        assert ours[:2] == (ref.returncode, ref.stdout) == (1, "")
+        assert _status_line(ours[2]) == _status_line(ref.stderr), (ours[2], ref.stderr)
