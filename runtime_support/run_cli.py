@@ -746,12 +746,11 @@ def _guess_result_type(value) -> str:
 
 
 def _status_text(e: VMError) -> str:
-    """`LOCATION: CODE; message[; in FUNCTION]` (iree-run-module prints `<vm>:0:` when the
-    module carries no source location)."""
-    text = f"{e.location or '<vm>:0'}: {e.code.name}; {e.message}"
-    if e.function:
-        text += f"; in {e.function}"
-    return text
+    """`<vm>:0: CODE; message; ` as iree-run-module prints a status raised by VM code
+    (the stack annotation after the message is empty); where the module's debug
+    database gives pyree the MLIR source location, it stands in that prefix's place
+    (IREE's `vm.fail` has none to print)."""
+    return f"{e.location or '<vm>:0'}: {e.code.name}; {e.message}; "
 
 
 def expand_flagfiles(argv: list[str]) -> list[str]:

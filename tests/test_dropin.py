@@ -911,3 +911,32 @@ def test_context_errors_carry_iree_run_modules_chain(build, tmp_path):
         ours = cli(run_main, [pkg, f"--device={device}", *args])
         assert ours[:2] == (ref.returncode, ref.stdout) == (1, "")
         assert _status_line(ours[2]) == _status_line(ref.stderr), (ours[2], ref.stderr)
+
+
+ASSERTS = """
+func.func private @inner(%a: i32) -> i32 {
+  %c0 = arith.constant 0 : i32
+  %ok = arith.cmpi sgt, %a, %c0 : i32
+  cf.assert %ok, "inner: a must be positive"
+  return %a : i32
+}
+func.func @outer(%a: i32) -> i32 {
+  %r = call @inner(%a) : (i32) -> i32
+  return %r : i32
+}
+"""
+
+
+def test_failed_assert_prints_like_iree_run_module(build):
+    # vm.fail: `<vm>:0: CODE; message; ` (IREE's empty stack annotation), the call, the
+    # declaration; pyree puts the MLIR source location in `<vm>:0`'s place when the
+    # module's debug database has it.
+    vmfb, pkg = build(ASSERTS, name="asserts")
+    args = ["--function=outer", "--input=-1"]
+    ref = iree_run([vmfb], args)
+    rc, out, err = pyree_run(pkg, args)
+    assert (rc, out) == ref[:2] == (1, "EXEC @outer\n")
+    tail = "FAILED_PRECONDITION; inner: a must be positive; ; invoking function 'outer'; `sync"
+    assert ref[2].startswith(f"<vm>:0: {tail}")
+    location, _, rest = err.partition(": ")
+    assert location.endswith(".mlir:5:3") and ref[2] == f"<vm>:0: {rest}"
