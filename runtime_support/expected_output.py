@@ -26,7 +26,7 @@ from runtime_support.io_format import (
     element_type_of,
     format_buffer_view_data,
 )
-from runtime_support.io_specs import parse_input, parse_inputs
+from runtime_support.io_specs import StorageInput, parse_input, parse_inputs
 
 IGNORED = "(ignored)"
 _SCALARS = ("i32", "i64", "f32", "f64")
@@ -128,6 +128,8 @@ def _type_name(value, vm_type: str | None) -> str:
         return "vm.list"
     if value is None:
         return "empty"
+    if isinstance(value, StorageInput):  # `&SPEC`: a buffer, not a view
+        return "hal.buffer"
     from runtime_support.io_format import ref_display_name
 
     return ref_display_name(value)

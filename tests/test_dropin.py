@@ -804,6 +804,8 @@ def npy_files(tmp_path):
         # Ref results print IREE's type names.
         ["--function=buf", "--input=258"],
         ["--function=lst", "--input=2xf32=1 2", "--expected_output=2xf32=1 2"],
+        ["--function=two", "--input=1xf32=1", "--input=1xf32=2", "--expected_output=&1xf32=1",
+         "--expected_output=(ignored)"],
     ],
 )
 def test_input_files_and_ref_outputs_like_iree_run_module(build, npy_files, args, monkeypatch):
