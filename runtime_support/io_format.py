@@ -340,11 +340,13 @@ def to_numpy_for_output(value, vm_type: str | None = None, npy: bool = True) -> 
     if isinstance(value, np.ndarray):
         et = element_type_of(value)
         if npy and (
-            et.kind in ("bf", "f8", "*")
-            or (et.kind == "f" and et.bits not in (16, 32, 64))
+            et.kind in ("bf", "f8") or (et.kind == "f" and et.bits not in (16, 32, 64))
         ):
             raise SpecError(StatusCode.UNIMPLEMENTED, "unsupported data encoding")
-        return np.array(np.asarray(value).view(np.ndarray), order="C")
+        array = np.array(np.asarray(value).view(np.ndarray), order="C")
+        if et.kind == "*" and array.dtype.kind != "V":  # opaque: bytes (write_npy: `<VN`)
+            array = array.view(f"V{array.dtype.itemsize}")
+        return array
     raw = _ref_bytes(value)
     if raw is not None:  # a !hal.buffer or !vm.buffer: its bytes, as an i8 array
         return np.frombuffer(raw, np.int8).copy()
@@ -353,6 +355,24 @@ def to_numpy_for_output(value, vm_type: str | None = None, npy: bool = True) -> 
         "unsupported output source type; expected: !hal.buffer, !hal.buffer_view, "
         "!vm.buffer",
     )
+
+
+def write_npy(f, array: np.ndarray) -> None:
+    """One array in .npy form as iree-run-module writes it: numpy's own format, except
+    that an opaque (`*N`, numpy void) array's descr is `<VN` (`|V1` for one byte), as
+    IREE spells it."""
+    array = np.asarray(array)
+    if array.dtype.kind != "V":
+        np.save(f, array, allow_pickle=False)
+        return
+    size = array.dtype.itemsize
+    descr = f"{'|' if size == 1 else '<'}V{size}"
+    dims = ", ".join(str(d) for d in array.shape) + ("," if array.ndim == 1 else "")
+    header = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': ({dims}), }}".encode()
+    used = 8 + 2 + len(header) + 1  # magic and version, length, dict, newline
+    header += b" " * (-used % 64) + b"\n"
+    f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header)
+    f.write(np.ascontiguousarray(array).tobytes())
 
 
 def _ref_bytes(value) -> bytes | None:

@@ -45,6 +45,7 @@ from runtime_support.io_format import (
     format_results,
     format_value,
     to_numpy_for_output,
+    write_npy,
 )
 from runtime_support.io_specs import SpecError, StorageInput, parse_inputs
 
@@ -368,7 +369,7 @@ def _write_output(mode: str, value, vm_type: str | None, max_count, stdout) -> N
     with f:
         arr = to_numpy_for_output(value, vm_type, npy=npy)
         if npy:
-            np.save(f, arr, allow_pickle=False)
+            write_npy(f, arr)
         else:
             f.write(arr.tobytes())
 

@@ -806,6 +806,10 @@ def npy_files(tmp_path):
         ["--function=lst", "--input=2xf32=1 2", "--expected_output=2xf32=1 2"],
         ["--function=two", "--input=1xf32=1", "--input=1xf32=2", "--expected_output=&1xf32=1",
          "--expected_output=(ignored)"],
+        # Opaque element types (`*32`) pass through, print as hex and save as `<V4`.
+        ["--function=two", "--input=2x*32=0A0B0C0D 01020304", "--input=1x*8=0F"],
+        ["--function=two", "--input=2x*32=0A0B0C0D 01020304", "--input=1x*8=0F",
+         "--output=@op.npy", "--output=+op.npy"],
     ],
 )
 def test_input_files_and_ref_outputs_like_iree_run_module(build, npy_files, args, monkeypatch):
