@@ -31,6 +31,7 @@ import argparse
 import importlib.util
 import os
 import re
+import signal
 import sys
 import traceback
 
@@ -697,6 +698,8 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
     except (RunError, SpecError) as e:
         stdout.flush()
         return fail(f"{e}; outputting results; processing function outputs")
+    except BrokenPipeError:
+        raise  # stdout's reader went away: main() ends quietly
     except OSError as e:
         stdout.flush()
         return fail(
@@ -824,6 +827,23 @@ def iree_flag_values(argv: list[str]) -> list[str]:
     return out
 
 
+def _stdout_closed() -> int:
+    """Ends as iree-run-module does when stdout's reader goes away (`| head`): the tool
+    dies of SIGPIPE, silently (pip's launcher script then exits 243, a shell says 141).
+    Where there is no SIGPIPE, exit status 1 without a message."""
+    try:  # the interpreter's last flush must not fail, should the signal not end us
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+    sigpipe = getattr(signal, "SIGPIPE", None)
+    if sigpipe is not None:
+        signal.signal(sigpipe, signal.SIG_DFL)
+        os.kill(os.getpid(), sigpipe)
+    return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _build_parser()
     try:
@@ -840,6 +860,8 @@ def main(argv: list[str] | None = None) -> int:
         return run(args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _stdout_closed()
     except Exception as e:  # a bug in pyree: say so in one line (traceback on request)
         if os.environ.get("PYREE_DEBUG"):
             traceback.print_exc()

@@ -946,3 +946,21 @@ def test_failed_assert_prints_like_iree_run_module(build):
     assert ref[2].startswith(f"<vm>:0: {tail}")
     location, _, rest = err.partition(": ")
     assert location.endswith(".mlir:5:3") and ref[2] == f"<vm>:0: {rest}"
+
+
+def test_closed_stdout_ends_quietly_like_iree_run_module(build):
+    # `pyree-run ... | head`: no error line, and the process dies of SIGPIPE as the
+    # native tool does (the result, 80 KB of text, outgrows any pipe buffer).
+    vmfb, pkg = build(FILES_AND_REFS, name="files")
+    args = ["--device=local-sync", "--function=two", "--input=40000xf32=1", "--input=1xf32=1",
+            "--output_max_element_count=-1"]
+    script = "import sys; from runtime_support.run_cli import main; sys.exit(main())"
+    results = []
+    for cmd in (["iree-run-module", f"--module={vmfb}"], [sys.executable, "-c", script, str(pkg)]):
+        p = subprocess.Popen(
+            [*cmd, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=Path(__file__).parents[1],
+        )
+        p.stdout.close()
+        results.append((p.wait(), p.stderr.read().decode()))
+    assert results[0] == results[1] == (-13, "")
