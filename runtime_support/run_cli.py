@@ -796,13 +796,27 @@ _C_FLOAT = re.compile(
 )
 
 
+# iree-run-module runtime knobs that change how IREE's own runtime works, never what a
+# program computes or what the tool prints: accepted and ignored.
+_IREE_RUNTIME_KNOBS = re.compile(
+    r"(task|vulkan|hip|cuda|device_profiling|device_capture|device_replay)_\w+"
+    r"|trace_execution|device_allocator|device_lead_allocator|module_mode|parameter_mode"
+)
+
+
 def iree_flag_values(argv: list[str]) -> list[str]:
     """`--name=value` arguments as iree-run-module's flag parser reads them (see above);
-    `--equality_mode` other than `approximate` is `exact`, as there. Anything else
-    (positional arguments, `--name value` forms, pyree's own flags) passes unchanged."""
+    `--equality_mode` other than `approximate` is `exact`, as there; IREE's runtime knobs
+    (`--task_topology_max_group_count=2`, `--device_allocator=caching`...) dropped.
+    Anything else (positional arguments, `--name value` forms, pyree's own flags)
+    passes unchanged."""
     out = []
     for arg in argv:
         text = arg.strip()
+        if text.startswith("--") and _IREE_RUNTIME_KNOBS.fullmatch(
+            text[2:].partition("=")[0].strip()
+        ):
+            continue
         if not text.startswith("--") or "=" not in text:
             out.append(arg)
             continue

@@ -860,6 +860,9 @@ func.func @m(%a: tensor<3x4xf32>) -> tensor<3x4xf32> { return %a : tensor<3x4xf3
          "--equality_mode=weird"],
         ["--function=m", "--input=3x4xf32=1", "--expected_output=3x4xf32=1.1",
          "--expected_f32_threshold=0.2abc"],
+        # IREE's runtime knobs change nothing a program computes: accepted, ignored.
+        ["--function=m", "--input=3x4xf32=2", "--trace_execution", "--device_allocator=caching",
+         "--task_topology_max_group_count=2", "--module_mode=preload"],
         # Inline tensor data may be quoted, one `"` at each end.
         ["--function=m", '--input="3x4xf32=1 2 3 4 5 6 7 8 9 10 11 12"'],
         ["--function=m", '--input="3x4xf32=2'],
