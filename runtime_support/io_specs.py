@@ -378,8 +378,8 @@ def _parse_element(tok: str, et: ElementType):
         v = _parse_int_element(tok, et)
     else:
         v = _strtof(tok, 64 if et.bits == 64 else 32)
-        if v is not None and et.kind in ("bf", "f8"):
-            v = narrow_floats.from_float32(v, et.name)
+        if v is not None and (et.kind in ("bf", "f8") or et.name == "f16"):
+            v = narrow_floats.from_float32(v, et.name)  # bits, narrowed as IREE narrows
     if v is None:
         raise SpecError(StatusCode.INVALID_ARGUMENT)
     return v
@@ -505,10 +505,11 @@ def parse_buffer_view(text: str, files: InputFiles | None = None) -> HalArray:
                 StatusCode.OUT_OF_RANGE,
                 f"input data string underflow: dst_i={len(values)} < element_capacity={count}",
             )
-        if et.has_value_parser:
+        if et.name == "f16":  # bit patterns (narrow_floats: IREE's f32 -> f16 rounding)
+            arr = np.array(values, dtype="<u2").view(np.float16).reshape(shape)
+        elif et.has_value_parser:
             arr = np.array(values, dtype=dtype if et.kind != "f" else np.float64)
-            with np.errstate(over="ignore"):  # f16 rounds from the exact f32 value
-                arr = arr.astype(dtype).reshape(shape)
+            arr = arr.astype(dtype).reshape(shape)
         else:
             arr = np.frombuffer(b"".join(values), dtype=dtype).reshape(shape).copy()
     return HalArray.wrap(arr, et)

@@ -967,3 +967,20 @@ def test_closed_stdout_ends_quietly_like_iree_run_module(build):
         p.stdout.close()
         results.append((p.wait(), p.stderr.read().decode()))
     assert results[0] == results[1] == (-13, "")
+
+
+F16_BITS = """
+func.func @bits(%a: tensor<6xf16>) -> tensor<6xi16> {
+  %0 = arith.bitcast %a : tensor<6xf16> to tensor<6xi16>
+  return %0 : tensor<6xi16>
+}
+"""
+
+
+def test_f16_inputs_narrow_as_iree_narrows(build):
+    # IREE narrows a parsed f32 to f16 with its own rounding: NaN with every mantissa
+    # bit set, values under the smallest subnormal to zero (numpy's cast gave 0x7E00
+    # and 2**-24); the program sees the bits.
+    vmfb, pkg = build(F16_BITS, name="f16bits")
+    rc, out, _ = same_streams_as_iree(vmfb, pkg, ["--input=6xf16=nan -nan 3e-8 5.96e-8 6e-8 65520"])
+    assert out.endswith("6xi16=32767 -1 0 0 1 31744\n")
