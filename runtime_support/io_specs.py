@@ -38,6 +38,7 @@ import dataclasses
 import math
 import os
 import re
+import struct
 from fractions import Fraction
 
 import numpy as np
@@ -275,6 +276,19 @@ def _round_fraction(q: Fraction, bits: int) -> float:
     return sign * float(value)
 
 
+def _nan_with_payload(chars: str, neg: bool, bits: int) -> float:
+    """The quiet NaN C's strtof/strtod (glibc) make of `nan(CHARS)`: CHARS read as an
+    unsigned integer (base 0, all of it, else 0; saturating) fills the mantissa below the
+    quiet bit. For bits=32 the payload sits where an f64 -> f32 cast carries it over."""
+    payload = 0
+    if re.fullmatch(r"0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*", chars):
+        payload = min(int(chars, 16 if chars[1:2] in ("x", "X") else 8 if chars[0] == "0" else 10), 2**64 - 1)
+    if bits == 32:
+        payload = (payload & 0x3FFFFF) << 29
+    raw = (0xFFF8 if neg else 0x7FF8) << 48 | (payload & ((1 << 51) - 1))
+    return struct.unpack("<d", raw.to_bytes(8, "little"))[0]
+
+
 def _strtof(text: str, bits: int) -> float | None:
     """C strtof (bits=32) / strtod (bits=64) over the longest prefix. None when nothing
     parses, the text is too long or a non-zero number underflows to zero (ERANGE)."""
@@ -289,7 +303,7 @@ def _strtof(text: str, bits: int) -> float | None:
     if low.startswith("inf"):
         return -math.inf if neg else math.inf
     if low.startswith("nan"):
-        return -math.nan if neg else math.nan
+        return _nan_with_payload(body[4:-1] if body.endswith(")") else "", neg, bits)
     if low.startswith("0x"):
         digits = body[2:]
         exp = 0

@@ -974,7 +974,28 @@ func.func @bits(%a: tensor<6xf16>) -> tensor<6xi16> {
   %0 = arith.bitcast %a : tensor<6xf16> to tensor<6xi16>
   return %0 : tensor<6xi16>
 }
+func.func @bits32(%a: tensor<4xf32>) -> tensor<4xi32> {
+  %0 = arith.bitcast %a : tensor<4xf32> to tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+func.func @scalar_bits(%a: f32) -> i32 {
+  %0 = arith.bitcast %a : f32 to i32
+  return %0 : i32
+}
 """
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--function=bits32", "--input=4xf32=nan(0x1) -nan(123) nan(0xFFFFFFFFFFFFFFFFF) nan(x)"],
+        ["--function=scalar_bits", "--input=NAN(077)"],
+    ],
+)
+def test_nan_payloads_parse_as_c_strtof(build, args):
+    # `nan(CHARS)`: the payload glibc's strtof puts in the mantissa, which IREE passes on.
+    vmfb, pkg = build(F16_BITS, name="f16bits")
+    same_streams_as_iree(vmfb, pkg, args)
 
 
 def test_f16_inputs_narrow_as_iree_narrows(build):
@@ -982,5 +1003,6 @@ def test_f16_inputs_narrow_as_iree_narrows(build):
     # bit set, values under the smallest subnormal to zero (numpy's cast gave 0x7E00
     # and 2**-24); the program sees the bits.
     vmfb, pkg = build(F16_BITS, name="f16bits")
-    rc, out, _ = same_streams_as_iree(vmfb, pkg, ["--input=6xf16=nan -nan 3e-8 5.96e-8 6e-8 65520"])
+    args = ["--function=bits", "--input=6xf16=nan -nan 3e-8 5.96e-8 6e-8 65520"]
+    rc, out, _ = same_streams_as_iree(vmfb, pkg, args)
     assert out.endswith("6xi16=32767 -1 0 0 1 31744\n")
