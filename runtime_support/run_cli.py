@@ -10,8 +10,10 @@ What this expects from a generated package (PACKAGE_DIR/__init__.py):
 * `load(device=..., parameters=...) -> ctx`. `device` is the `--device` string (default
   "local"); `parameters` is None, or a list of `(scope, path)` pairs in flag order (scope ""
   for `--parameters=FILE`).
-* `getattr(ctx, NAME)(*args)` calls the export; it returns None (no results), one value, or
-  a tuple (several results). Refs are numpy arrays (a `runtime_support.io_specs.HalArray`
+* `ctx.call_vm(NAME, *vm_args)` (a translated package's context) runs the export at the
+  VM level, as iree-run-module does: inputs become buffer views of their own shape and
+  type, results are the VM's (vm_level_call). Other contexts: `getattr(ctx, NAME)(*args)`
+  calls the export; it returns None (no results), one value, or a tuple (several results). Refs are numpy arrays (a `runtime_support.io_specs.HalArray`
   when the exact IREE element type matters: signless vs signed ints, bf16), None for null,
   a list for `!vm.list`; scalars are Python or numpy numbers.
 * `EXPORTS`: dict export name -> ABI declaration string (or None).
@@ -421,8 +423,9 @@ def _build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="SPEC",
         help="an argument, in order: a scalar (`5`, `1.5`), `[SHAPEx]TYPE=VALUES` "
-        "(`2x2xi32=1 2 3 4`, `4xbf16=1 2 3 4`), `TYPE=@raw.bin`, `@file.npy` or `(null)`; "
-        "`{rank}` in a path is the MPI rank under mpiexec",
+        "(`2x2xi32=1 2 3 4`, `4xbf16=1 2 3 4`), `TYPE=@raw.bin`, `@file.npy` (its first "
+        "array; `+file.npy` the next one, `*file.npy` all that are left), `&SPEC` (the "
+        "view's !hal.buffer) or `(null)`; `{rank}` in a path is the MPI rank under mpiexec",
     )
     p.add_argument(
         "--device",
