@@ -42,7 +42,19 @@ def _open_cuda(name: str):
 
 class DeviceError(VMError, ValueError):
     """A device that cannot be created: NOT_FOUND (no such device) or UNAVAILABLE (known
-    but not usable here). Also a ValueError, as `load(device=...)` raised before."""
+    but not usable here). Also a ValueError, as `load(device=...)` raised before.
+    `context`: what iree-run-module says it was doing (`creating driver for device`,
+    or `creating device` for a path the driver cannot open)."""
+
+    def __init__(self, code, message, *args, context: str = "creating driver for device", **kw):
+        super().__init__(code, message, *args, **kw)
+        self.context = context
+
+
+def device_name(device: str) -> str:
+    """A device name without an empty URI path: `local-sync://` is `local-sync`, as IREE
+    takes `DRIVER://` for the driver's default device."""
+    return device[:-3] if device.endswith("://") and len(device) > 3 else device
 
 
 def make_device(device, workers: int | None = None):
@@ -52,6 +64,7 @@ def make_device(device, workers: int | None = None):
 
     if not isinstance(device, str):
         return device
+    device = device_name(device)
     if workers is not None and (isinstance(workers, bool) or int(workers) < 1):
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
     kind = _LOCAL_DEVICES.get(device)
@@ -68,14 +81,18 @@ def make_device(device, workers: int | None = None):
             f"device '{device}' is not available: {_UNAVAILABLE_DEVICES[device]}; "
             f"use one of {usable}",
         )
-    raise DeviceError(
-        StatusCode.NOT_FOUND, f"no device '{device}' in pyree; use one of {usable}"
-    )
+    driver, sep, _ = device.partition("://")
+    if sep and (driver in _LOCAL_DEVICES or driver == "cuda"):
+        raise DeviceError(
+            StatusCode.NOT_FOUND, "device paths not yet implemented", context="creating device"
+        )
+    raise DeviceError(StatusCode.NOT_FOUND, f"no driver '{driver}' registered")
 
 
 def default_modules(device, parameters=None) -> dict[str, object]:
     """The import modules a context provides unless the caller overrides them."""
     from runtime_support.hal.module import HalModule
+    from runtime_support.io_format import TraceWriter
     from runtime_support.modules.check import CheckModule
     from runtime_support.modules.hal_inline import HalInlineModule
     from runtime_support.modules.hal_loader import HalLoaderModule
@@ -84,8 +101,9 @@ def default_modules(device, parameters=None) -> dict[str, object]:
     # `parameters`: None, [(scope, path)], {scope: path(s)}... (params.build_providers).
     # io_parameters is always there: without parameters a lookup fails with NOT_FOUND.
     return {
-        "hal": HalModule([device]),
-        "hal_inline": HalInlineModule(),
+        # flow.tensor.trace blocks go to stderr, as iree-run-module and iree.runtime print.
+        "hal": HalModule([device], trace_sink=TraceWriter()),
+        "hal_inline": HalInlineModule(trace_sink=TraceWriter()),
         "hal_loader": HalLoaderModule(),
         "check": CheckModule(),
         "io_parameters": IoParametersModule(parameters),
@@ -113,7 +131,7 @@ def _shared_device(device, modules: dict):
                     f"import module {name!r} runs on another device; pass device= its device",
                 )
             return device
-        kind = _LOCAL_DEVICES.get(device, device)
+        kind = _LOCAL_DEVICES.get(device_name(device), device_name(device))
         if getattr(theirs, "identifier", None) != kind:
             raise DeviceError(
                 StatusCode.INVALID_ARGUMENT,
@@ -252,6 +270,10 @@ class ModuleContext:
             for name, module in (modules or {}).items()
         }
         self.device = make_device(_shared_device(device, modules), workers)
+        # Parameter archives are opened only for a module that imports io_parameters, as
+        # IREE creates that module only as a dependency (an unused bad path is no error).
+        if not any(name.startswith("io_parameters.") for name, _, _ in imports):
+            parameters = None
         self.modules = default_modules(self.device, parameters)
         self.modules.update(modules)
         self.rwdata = new_rwdata(global_bytes)

@@ -26,7 +26,7 @@ from runtime_support.io_format import (
     element_type_of,
     format_buffer_view_data,
 )
-from runtime_support.io_specs import parse_input
+from runtime_support.io_specs import StorageInput, parse_input, parse_inputs
 
 IGNORED = "(ignored)"
 _SCALARS = ("i32", "i64", "f32", "f64")
@@ -42,6 +42,16 @@ class Tolerances:
     f64: float = 0.0001
     bf16: float = float(np.float32(0.01))
     rtol: float = 1e-5
+
+
+def parse_expected_list(specs, vm_types) -> list:
+    """The expected values of a `--expected_output` list for results of VM types
+    `vm_types`, parsed as one list (io_specs.parse_inputs: shared files, `*FILE.npy`)."""
+    values = parse_inputs(specs, vm_types)
+    return [
+        IGNORED if vm_type == "ref" and value is None else value
+        for value, vm_type in zip(values, vm_types)
+    ]
 
 
 def parse_expected(spec: str, vm_type: str):
@@ -116,7 +126,13 @@ def _type_name(value, vm_type: str | None) -> str:
         return "hal.buffer_view"
     if isinstance(value, list):
         return "vm.list"
-    return "empty" if value is None else type(value).__name__
+    if value is None:
+        return "empty"
+    if isinstance(value, StorageInput):  # `&SPEC`: a buffer, not a view
+        return "hal.buffer"
+    from runtime_support.io_format import ref_display_name
+
+    return ref_display_name(value)
 
 
 def compare(results, result_types, expected, tol: Tolerances | None = None) -> tuple[str, bool]:

@@ -19,11 +19,15 @@ Rules (established against the real tool; tests/test_io_specs.py checks them):
   `2x3xf32=[1 2 3][4...]`, `[...][...]`, rank 0 with budget 0 prints `f32=...`.
 * `!vm.list`: `vm.list`, then each element as `child_list[j]: VALUE`, then an empty line.
 * Other refs print their type name and `(no printer)` on the next line.
+* Traces (`flow.tensor.trace "KEY" = [...]`, the `hal.buffer_view.trace` import), written
+  to stderr by iree-run-module and iree.runtime alike: `=== KEY ===`, one line per buffer
+  view in the form above with no elision (every element), then an empty line.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from typing import Sequence
 
 import numpy as np
@@ -253,8 +257,51 @@ def format_value(
         return "".join(out)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return "vm.buffer\n(no printer)\n"
-    name = getattr(value, "vm_type_name", None) or type(value).__name__
-    return f"{name}\n(no printer)\n"
+    return f"{ref_display_name(value)}\n(no printer)\n"
+
+
+def ref_display_name(value) -> str:
+    """A ref's VM type name as IREE prints it (`vm.buffer`, `hal.buffer`, `hal.fence`)."""
+    from runtime_support.vm.refs import ref_type_name
+
+    name = ref_type_name(value)
+    if name is not None:
+        return name.lstrip("!")
+    return getattr(value, "vm_type_name", None) or type(value).__name__
+
+
+def format_trace(key: str, views: Sequence) -> str:
+    """The block IREE's stdio debug sink writes for one `hal.buffer_view.trace`: the key
+    (up to a NUL, as C's `%.*s` stops there) between `===`, each view unabridged, an empty
+    line."""
+    lines = [f"=== {key.partition(chr(0))[0]} ===\n"]
+    for view in views:
+        array = _buffer_view_as_array(view)
+        if array is None:  # a numpy array (tests, user modules)
+            array = np.asarray(view)
+        lines.append(format_buffer_view_data(array, None, None) + "\n")
+    lines.append("\n")
+    return "".join(lines)
+
+
+class TraceWriter:
+    """A `trace_sink` for the `hal` modules writing `format_trace` blocks to `stream`
+    (None: `sys.stderr` as it is at each trace), as IREE's stdio debug sink writes to
+    stderr under iree-run-module and iree.runtime."""
+
+    def __init__(self, stream=None) -> None:
+        self.stream = stream
+
+    def __call__(self, key: str, views: Sequence) -> None:
+        from runtime_support.errors import VMError
+
+        try:
+            text = format_trace(key, views)
+        except SpecError as e:
+            raise VMError(e.code, f"cannot print traced buffer view: {e.message}") from None
+        stream = self.stream if self.stream is not None else sys.stderr
+        stream.write(text)
+        stream.flush()
 
 
 def format_results(
@@ -278,8 +325,8 @@ def format_results(
 def to_numpy_for_output(value, vm_type: str | None = None, npy: bool = True) -> np.ndarray:
     """A result as iree-run-module writes it to .npy (scalars -> shape ()); with
     `npy=False`, for a raw `.bin` file, whose bytes any element type can give."""
-    if value is None:
-        raise SpecError(StatusCode.INVALID_ARGUMENT, "cannot write a null value")
+    if value is None:  # an empty i8 view: keeps several values of one npy file in order
+        return np.zeros(0, np.int8)
     if vm_type in ("i32", "i64", "f32", "f64") or isinstance(
         value, (int, float, np.generic)
     ):
@@ -293,11 +340,46 @@ def to_numpy_for_output(value, vm_type: str | None = None, npy: bool = True) -> 
     if isinstance(value, np.ndarray):
         et = element_type_of(value)
         if npy and (
-            et.kind in ("bf", "f8", "*")
-            or (et.kind == "f" and et.bits not in (16, 32, 64))
+            et.kind in ("bf", "f8") or (et.kind == "f" and et.bits not in (16, 32, 64))
         ):
             raise SpecError(StatusCode.UNIMPLEMENTED, "unsupported data encoding")
-        return np.array(np.asarray(value).view(np.ndarray), order="C")
+        array = np.array(np.asarray(value).view(np.ndarray), order="C")
+        if et.kind == "*" and array.dtype.kind != "V":  # opaque: bytes (write_npy: `<VN`)
+            array = array.view(f"V{array.dtype.itemsize}")
+        return array
+    raw = _ref_bytes(value)
+    if raw is not None:  # a !hal.buffer or !vm.buffer: its bytes, as an i8 array
+        return np.frombuffer(raw, np.int8).copy()
     raise SpecError(
-        StatusCode.UNIMPLEMENTED, f"cannot write a {type(value).__name__} to a file"
+        StatusCode.INVALID_ARGUMENT,
+        "unsupported output source type; expected: !hal.buffer, !hal.buffer_view, "
+        "!vm.buffer",
     )
+
+
+def write_npy(f, array: np.ndarray) -> None:
+    """One array in .npy form as iree-run-module writes it: numpy's own format, except
+    that an opaque (`*N`, numpy void) array's descr is `<VN` (`|V1` for one byte), as
+    IREE spells it."""
+    array = np.asarray(array)
+    if array.dtype.kind != "V":
+        np.save(f, array, allow_pickle=False)
+        return
+    size = array.dtype.itemsize
+    descr = f"{'|' if size == 1 else '<'}V{size}"
+    dims = ", ".join(str(d) for d in array.shape) + ("," if array.ndim == 1 else "")
+    header = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': ({dims}), }}".encode()
+    used = 8 + 2 + len(header) + 1  # magic and version, length, dict, newline
+    header += b" " * (-used % 64) + b"\n"
+    f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header)
+    f.write(np.ascontiguousarray(array).tobytes())
+
+
+def _ref_bytes(value) -> bytes | None:
+    """The contents of a `!hal.buffer` or `!vm.buffer` ref; None for other values."""
+    name = ref_display_name(value) if not isinstance(value, (list, tuple)) else None
+    if name == "vm.buffer":
+        return value.tobytes()
+    if name == "hal.buffer":
+        return value.read()
+    return None

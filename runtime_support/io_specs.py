@@ -11,8 +11,9 @@ How a SPEC is read depends on the calling-convention type of the argument it fee
   is parsed as i64 then wrapped to 32 bits. Texts longer than 15 characters (integers of
   32 bits or fewer) or 31 characters (i64, floats) are rejected whatever they hold. A spec starting with `@`/`+` is a file: a
   non-`.npy` name is UNIMPLEMENTED, an `.npy` one is a signature mismatch (npy -> ref).
-* `r` (ref): `(null)` -> None; `@FILE.npy` / `+FILE.npy` -> the first array of a numpy file;
-  `&SPEC` -> a `hal.buffer` (not supported here); otherwise `[SHAPE x]TYPE[=DATA]` where
+* `r` (ref): `(null)` -> None; `@FILE.npy` -> the first array of a numpy file, `+FILE.npy`
+  the next one, `*FILE.npy` every one left (one argument each); `&SPEC` -> the
+  `hal.buffer` of that view (a `StorageInput`); otherwise `[SHAPE x]TYPE[=DATA]` where
   SHAPE is `x`-separated dims (`4x2xf32`, `f32` or `xf32` is rank 0, needs an `x` or `=`).
   DATA: empty -> zeros; `@FILE`/`+FILE` -> raw little-endian bytes (a prefix of the file);
   else tokens split on whitespace, `,`, `[` and `]`: one token -> splat, else exactly one
@@ -32,10 +33,12 @@ bits, opaque types as `V<bytes>`), or None; for scalars a Python int/float with
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import math
 import os
 import re
+import struct
 from fractions import Fraction
 
 import numpy as np
@@ -273,6 +276,19 @@ def _round_fraction(q: Fraction, bits: int) -> float:
     return sign * float(value)
 
 
+def _nan_with_payload(chars: str, neg: bool, bits: int) -> float:
+    """The quiet NaN C's strtof/strtod (glibc) make of `nan(CHARS)`: CHARS read as an
+    unsigned integer (base 0, all of it, else 0; saturating) fills the mantissa below the
+    quiet bit. For bits=32 the payload sits where an f64 -> f32 cast carries it over."""
+    payload = 0
+    if re.fullmatch(r"0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*", chars):
+        payload = min(int(chars, 16 if chars[1:2] in ("x", "X") else 8 if chars[0] == "0" else 10), 2**64 - 1)
+    if bits == 32:
+        payload = (payload & 0x3FFFFF) << 29
+    raw = (0xFFF8 if neg else 0x7FF8) << 48 | (payload & ((1 << 51) - 1))
+    return struct.unpack("<d", raw.to_bytes(8, "little"))[0]
+
+
 def _strtof(text: str, bits: int) -> float | None:
     """C strtof (bits=32) / strtod (bits=64) over the longest prefix. None when nothing
     parses, the text is too long or a non-zero number underflows to zero (ERANGE)."""
@@ -287,7 +303,7 @@ def _strtof(text: str, bits: int) -> float | None:
     if low.startswith("inf"):
         return -math.inf if neg else math.inf
     if low.startswith("nan"):
-        return -math.nan if neg else math.nan
+        return _nan_with_payload(body[4:-1] if body.endswith(")") else "", neg, bits)
     if low.startswith("0x"):
         digits = body[2:]
         exp = 0
@@ -376,8 +392,8 @@ def _parse_element(tok: str, et: ElementType):
         v = _parse_int_element(tok, et)
     else:
         v = _strtof(tok, 64 if et.bits == 64 else 32)
-        if v is not None and et.kind in ("bf", "f8"):
-            v = narrow_floats.from_float32(v, et.name)
+        if v is not None and (et.kind in ("bf", "f8") or et.name == "f16"):
+            v = narrow_floats.from_float32(v, et.name)  # bits, narrowed as IREE narrows
     if v is None:
         raise SpecError(StatusCode.INVALID_ARGUMENT)
     return v
@@ -386,17 +402,60 @@ def _parse_element(tok: str, et: ElementType):
 _TOKEN_SPLIT = re.compile(r"[\s,\[\]]+")
 
 
-def _read_file(path: str, nbytes: int) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            data = f.read(nbytes)
-    except OSError:
-        raise SpecError(
-            StatusCode.UNKNOWN, f"unable to open file `{path}` with mode 2"
-        ) from None
+class InputFiles:
+    """The files one list of SPECs reads, by verbatim path, as iree-run-module keeps them
+    per list (its inputs, then its expected outputs): `@PATH` reads PATH from its start,
+    `+PATH` (and `*PATH`) go on where the last read of PATH stopped (from the start the
+    first time), so several inputs can come from one file in turn. Use as a context
+    manager (the files close at its end)."""
+
+    def __init__(self) -> None:
+        self._files: dict = {}
+
+    def open(self, path: str, append: bool):
+        f = self._files.get(path)
+        if f is None:
+            try:
+                f = open(path, "rb")
+            except OSError:
+                raise SpecError(
+                    StatusCode.UNKNOWN, f"unable to open file `{path}` with mode 2"
+                ) from None
+            self._files[path] = f
+        elif not append:
+            f.seek(0)
+        return f
+
+    def close(self) -> None:
+        for f in self._files.values():
+            f.close()
+        self._files.clear()
+
+    def __enter__(self) -> "InputFiles":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _read_exactly(f, nbytes: int, context: str = "") -> bytes:
+    here = f.tell()
+    end = f.seek(0, os.SEEK_END)
+    f.seek(here)
+    data = f.read(nbytes) if nbytes <= end - here else b""  # (no huge buffer for a lie)
     if len(data) < nbytes:
-        raise SpecError(StatusCode.OUT_OF_RANGE, "end-of-file encountered during read")
+        raise SpecError(
+            StatusCode.OUT_OF_RANGE,
+            "end-of-file encountered during read" + (f"; {context}" if context else ""),
+        )
     return data
+
+
+def _at_end(f) -> bool:
+    here = f.tell()
+    end = f.seek(0, os.SEEK_END)
+    f.seek(here)
+    return here >= end
 
 
 def _parse_shape(text: str) -> tuple[int, ...]:
@@ -419,9 +478,16 @@ def _parse_shape(text: str) -> tuple[int, ...]:
     return tuple(dims)
 
 
-def parse_buffer_view(text: str) -> HalArray:
-    """`[SHAPEx]TYPE[=DATA]` -> HalArray (the text is the ref SPEC, trimmed)."""
+def parse_buffer_view(text: str, files: InputFiles | None = None) -> HalArray:
+    """`[SHAPEx]TYPE[=DATA]` -> HalArray (the text is the ref SPEC, trimmed); `files`:
+    where `=@PATH`/`=+PATH` data is read from (a private InputFiles when None). Inline
+    data may come quoted (`"2xf32=1 2"`): one `"` at each end is dropped, as IREE does."""
     head, eq, data = text.partition("=")
+    if not data.strip()[:1] in ("@", "+"):
+        text = text.strip()
+        text = text[1:] if text.startswith('"') else text
+        text = text[:-1] if text.endswith('"') else text
+        head, eq, data = text.partition("=")
     if "x" in head:
         shape_text, _, type_text = head.rpartition("x")
     else:
@@ -434,7 +500,9 @@ def parse_buffer_view(text: str) -> HalArray:
     if not data:
         arr = np.zeros(shape, dtype=dtype)
     elif data[0] in "@+":
-        raw = _read_file(data[1:], count * et.byte_size)
+        with InputFiles() as own:
+            f = (files or own).open(data[1:], append=data[0] == "+")
+            raw = _read_exactly(f, count * et.byte_size)
         arr = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
     else:
         tokens = [t for t in _TOKEN_SPLIT.split(data) if t]
@@ -451,10 +519,11 @@ def parse_buffer_view(text: str) -> HalArray:
                 StatusCode.OUT_OF_RANGE,
                 f"input data string underflow: dst_i={len(values)} < element_capacity={count}",
             )
-        if et.has_value_parser:
+        if et.name == "f16":  # bit patterns (narrow_floats: IREE's f32 -> f16 rounding)
+            arr = np.array(values, dtype="<u2").view(np.float16).reshape(shape)
+        elif et.has_value_parser:
             arr = np.array(values, dtype=dtype if et.kind != "f" else np.float64)
-            with np.errstate(over="ignore"):  # f16 rounds from the exact f32 value
-                arr = arr.astype(dtype).reshape(shape)
+            arr = arr.astype(dtype).reshape(shape)
         else:
             arr = np.frombuffer(b"".join(values), dtype=dtype).reshape(shape).copy()
     return HalArray.wrap(arr, et)
@@ -462,38 +531,53 @@ def parse_buffer_view(text: str) -> HalArray:
 
 def load_npy(path: str) -> HalArray:
     """The first array of a numpy .npy file, as iree-run-module reads it."""
-    try:
-        f = open(path, "rb")
-    except OSError:
+    with InputFiles() as files:
+        return read_npy(files.open(path, append=False))
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+def read_npy(f) -> HalArray:
+    """The next array of an open .npy stream (several may follow one another), with
+    iree-run-module's statuses for what it cannot read."""
+    if _at_end(f):
+        raise SpecError(StatusCode.OUT_OF_RANGE, "end-of-file")
+    prefix = _read_exactly(f, 8, "unable to read entire header prefix")
+    if prefix[:6] != _NPY_MAGIC:
+        raise SpecError(StatusCode.INVALID_ARGUMENT, "npy header magic mismatch")
+    major, minor = prefix[6], prefix[7]
+    if major == 0 or major > 3:
+        raise SpecError(StatusCode.UNIMPLEMENTED, f"npy version {major}.{minor} not supported")
+    width = 2 if major == 1 else 4
+    length = int.from_bytes(
+        _read_exactly(
+            f, width, f"failed to read version {major}.{minor} {width}-byte header length"
+        ),
+        "little",
+    )
+    header = _read_exactly(f, length, f"failed to read header string of {length} bytes")
+    try:  # a Python dict literal: {'descr': '<f4', 'fortran_order': False, 'shape': (2,)}
+        fields = ast.literal_eval(header.decode("latin-1").strip())
+        dtype = np.lib.format.descr_to_dtype(fields["descr"])
+        fortran = bool(fields["fortran_order"])
+        shape = tuple(int(d) for d in fields["shape"])
+    except (ValueError, SyntaxError, KeyError, TypeError, MemoryError, RecursionError):
+        raise SpecError(StatusCode.INVALID_ARGUMENT, "malformed header dict") from None
+    for i, d in enumerate(shape):
+        if d < 0:
+            raise SpecError(StatusCode.INVALID_ARGUMENT, f"invalid dimension {i} value {d}")
+    if dtype.byteorder == ">":
         raise SpecError(
-            StatusCode.UNKNOWN, f"unable to open file `{path}` with mode 2"
-        ) from None
-    with f:
-        try:
-            version = np.lib.format.read_magic(f)
-            if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-            else:
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-        except ValueError as e:
-            raise SpecError(
-                StatusCode.INVALID_ARGUMENT, f"invalid numpy file: {e}"
-            ) from None
-        if fortran and len(shape) > 1:
-            raise SpecError(
-                StatusCode.UNIMPLEMENTED, "fortran order arrays not supported"
-            )
-        et = element_type_for_dtype(dtype)
-        if dtype.hasobject:
-            raise SpecError(
-                StatusCode.UNIMPLEMENTED, f"unsupported data type {dtype.kind}"
-            )
-        nbytes = math.prod(shape) * dtype.itemsize
-        raw = f.read(nbytes)
-        if len(raw) < nbytes:
-            raise SpecError(
-                StatusCode.OUT_OF_RANGE, "end-of-file encountered during read"
-            )
+            StatusCode.UNIMPLEMENTED, f"big-endian data type '{dtype.str}' unsupported"
+        )
+    if fortran:
+        raise SpecError(StatusCode.UNIMPLEMENTED, "fortran order arrays not supported")
+    if dtype.hasobject:
+        raise SpecError(StatusCode.UNIMPLEMENTED, f"unsupported data type {dtype.kind}")
+    et = element_type_for_dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    raw = _read_exactly(f, nbytes, f"failed to read npy contents of {nbytes} bytes")
     storage = et.storage_dtype if et.storage_dtype.itemsize == dtype.itemsize else dtype
     arr = np.frombuffer(raw, dtype=storage).reshape(shape).copy()
     return HalArray.wrap(arr, et)
@@ -502,43 +586,105 @@ def load_npy(path: str) -> HalArray:
 _CCONV_TO_VM = {"i": "i32", "I": "i64", "f": "f32", "F": "f64", "r": "ref"}
 
 
+_VM_TO_CCONV = {v: k for k, v in _CCONV_TO_VM.items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class StorageInput:
+    """`--input=&SPEC`: the buffer (`!hal.buffer`, no shape or type) holding the view
+    SPEC describes."""
+
+    array: "HalArray"
+
+
 def parse_input(spec: str, arg_type: str = "r") -> ParsedInput:
     """Parses one `--input` SPEC for an argument of calling-convention type `arg_type`
     ("i", "I", "f", "F", "r", or the names "i32", "i64", "f32", "f64", "ref")."""
     vm_type = _CCONV_TO_VM.get(arg_type, arg_type)
-    if vm_type not in ("i32", "i64", "f32", "f64", "ref"):
+    if vm_type not in _VM_TO_CCONV:
         raise ValueError(f"unknown argument type {arg_type!r}")
-    text = spec.strip()
-    if not text:
-        raise SpecError(StatusCode.INVALID_ARGUMENT, "no value specified for input")
-    if text[0] in "@+":
-        path = text[1:]
-        if os.path.splitext(path)[1].lower() != ".npy":
-            raise SpecError(
-                StatusCode.UNIMPLEMENTED,
-                "only numpy (.npy) files are supported for metadata-less variant I/O",
-            )
-        arr = load_npy(path)
+    with InputFiles() as files:
+        (value,) = _parse_spec(spec.strip(), [vm_type], None, files)
+    if vm_type != "ref":
+        return ParsedInput(value, vm_type)
+    et = None if value is None else parse_element_type(value.element_type)
+    return ParsedInput(value, "ref", et)
+
+
+def parse_inputs(specs, types, guess=None) -> list:
+    """Parses a list of SPECs as iree-run-module parses its `--input` list (or its
+    `--expected_output` list) for VM types `types` ("i32", "i64", "f32", "f64", "ref"),
+    one type consumed per value: `*FILE.npy` gives one value per array left in FILE,
+    files are shared along the list (InputFiles: `+FILE` goes on reading). With `types`
+    None, each SPEC's type is `guess(spec)`. A failure is a SpecError whose `spec` is
+    the trimmed SPEC it came from."""
+    remaining = None if types is None else list(types)
+    values: list = []
+    with InputFiles() as files:
+        for spec in specs:
+            text = spec.strip()
+            try:
+                values += _parse_spec(text, remaining, guess, files)
+            except SpecError as e:
+                e.spec = text
+                raise
+    return values
+
+
+def _parse_spec(text: str, remaining: list | None, guess, files: InputFiles) -> list:
+    """The values of one trimmed SPEC, consuming their types from `remaining` (None:
+    `guess(text)` is the type), in iree-run-module's order of checks."""
+
+    def consume_any() -> str:
+        if remaining is None:
+            return guess(text)
+        if not remaining:
+            raise SpecError(StatusCode.INVALID_ARGUMENT, "function expected fewer input values")
+        return remaining.pop(0)
+
+    def consume_ref() -> None:
+        vm_type = consume_any()
         if vm_type != "ref":
             raise SpecError(
                 StatusCode.INVALID_ARGUMENT,
                 f"function signature mismatch: expected cconv type `r` but provided type "
-                f"`{ {v: k for k, v in _CCONV_TO_VM.items()}[vm_type] }`",
+                f"`{_VM_TO_CCONV[vm_type]}`",
             )
-        return ParsedInput(arr, "ref", parse_element_type(arr.element_type))
+
+    if not text:
+        raise SpecError(StatusCode.INVALID_ARGUMENT, "no value specified for input")
     if text in ("(null)", "(ignored)"):  # a null ref, or zero for a scalar argument
-        return ParsedInput(None if vm_type == "ref" else 0.0 if vm_type[0] == "f" else 0, vm_type)
-    if vm_type != "ref":
-        return ParsedInput(parse_scalar(text, vm_type), vm_type)
-    if text[0] == "&":
-        raise SpecError(
-            StatusCode.UNIMPLEMENTED,
-            "hal.buffer (`&`) inputs are not supported by pyree-run",
-        )
+        vm_type = consume_any()
+        return [None if vm_type == "ref" else 0.0 if vm_type[0] == "f" else 0]
+    if text[0] in "@+*":  # `@` from the start, `+` on from the last read, `*` all left
+        path = text[1:]
+        if not path.endswith(".npy"):
+            raise SpecError(
+                StatusCode.UNIMPLEMENTED,
+                "only numpy (.npy) files are supported for metadata-less variant I/O",
+            )
+        f = files.open(path, append=text[0] != "@")
+        if text[0] != "*":
+            consume_ref()
+            return [read_npy(f)]
+        values = []
+        while not _at_end(f):
+            consume_ref()
+            values.append(read_npy(f))
+        return values
+    if text[0] == "&":  # the storage of a view: a !hal.buffer argument
+        consume_ref()
+        return [StorageInput(parse_buffer_view(text[1:], files))]
+    if remaining is None:
+        is_ref = guess(text) == "ref"
+    else:
+        is_ref = bool(remaining) and remaining[0] == "ref"
+    if not is_ref:
+        return [parse_scalar(text, consume_any())]
+    consume_ref()
     if "=" not in text and "x" not in text:
         raise SpecError(
             StatusCode.INVALID_ARGUMENT,
             "invalid tensor specification, requires at least a shape/type (`4x2xf32=...`)",
         )
-    arr = parse_buffer_view(text)
-    return ParsedInput(arr, "ref", parse_element_type(arr.element_type))
+    return [parse_buffer_view(text, files)]

@@ -51,6 +51,9 @@ FORMATS = {
 }
 E8M0 = "f8E8M0FNU"
 NAMES = (*FORMATS, E8M0)
+# f16 narrows by the same rules where IREE narrows it (parsing `--input` values): numpy's
+# own f32 -> f16 cast rounds values under the smallest subnormal differently.
+_NARROWING = {**FORMATS, "f16": _Format(5, 10, True, True, 0, False)}
 
 
 def _f32_bits(value: float) -> int:
@@ -75,7 +78,7 @@ def from_float32(value: float, name: str) -> int:
         mantissa, exp = math.frexp(value)
         biased = exp - (mantissa < 0.75) + 127
         return 0 if biased < 0 else 0xFF if biased > 0xFF else biased
-    f = FORMATS[name]
+    f = _NARROWING[name]
     u = _f32_bits(value)
     sign = (u >> 31) << (f.exp_bits + f.mantissa_bits)
     f32_exp = (u >> 23) & 0xFF

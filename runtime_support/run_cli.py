@@ -10,8 +10,10 @@ What this expects from a generated package (PACKAGE_DIR/__init__.py):
 * `load(device=..., parameters=...) -> ctx`. `device` is the `--device` string (default
   "local"); `parameters` is None, or a list of `(scope, path)` pairs in flag order (scope ""
   for `--parameters=FILE`).
-* `getattr(ctx, NAME)(*args)` calls the export; it returns None (no results), one value, or
-  a tuple (several results). Refs are numpy arrays (a `runtime_support.io_specs.HalArray`
+* `ctx.call_vm(NAME, *vm_args)` (a translated package's context) runs the export at the
+  VM level, as iree-run-module does: inputs become buffer views of their own shape and
+  type, results are the VM's (vm_level_call). Other contexts: `getattr(ctx, NAME)(*args)`
+  calls the export; it returns None (no results), one value, or a tuple (several results). Refs are numpy arrays (a `runtime_support.io_specs.HalArray`
   when the exact IREE element type matters: signless vs signed ints, bf16), None for null,
   a list for `!vm.list`; scalars are Python or numpy numbers.
 * `EXPORTS`: dict export name -> ABI declaration string (or None).
@@ -31,21 +33,24 @@ import argparse
 import importlib.util
 import os
 import re
+import signal
 import sys
 import traceback
 
 import numpy as np
 
-from runtime_support.context import is_coarse_fences
+from runtime_support.context import DeviceError, is_coarse_fences
 from runtime_support.errors import LoaderError, StatusCode, VMError
 from runtime_support.loaders import statistics as dispatch_statistics
 from runtime_support.io_format import (
     DEFAULT_MAX_ELEMENT_COUNT,
+    TraceWriter,
     format_results,
     format_value,
     to_numpy_for_output,
+    write_npy,
 )
-from runtime_support.io_specs import SpecError, parse_input
+from runtime_support.io_specs import SpecError, StorageInput, parse_inputs
 
 _VM_TYPES = {"i": "i32", "I": "i64", "f": "f32", "F": "f64", "r": "ref"}
 
@@ -146,6 +151,55 @@ def lookup_export(ctx, name: str):
     return method if callable(method) else None
 
 
+def vm_level_call(ctx, name: str, arg_types: list[str], coarse_fences: bool):
+    """A callable running export `name` of a translated context as iree-run-module
+    runs it: at the VM level, the parsed inputs becoming VM values (arrays: buffer views
+    of their own shape and element type, scalars: the register values), the function's
+    own code checking them (its `hal.buffer_view.assert`s; an identity export takes any
+    view, as in IREE), and the results as the VM holds them (an i8 result is the whole
+    i32 register). Coarse-fences exports get a null wait fence and a signal fence that
+    is waited for. None when `ctx` has no VM-level entry (`call_vm`)."""
+    call_vm = getattr(ctx, "call_vm", None)
+    device = getattr(ctx, "device", None)
+    if not callable(call_vm) or device is None:
+        return None
+    from runtime_support import abi
+    from runtime_support.vm.refs import ref_type_name
+
+    codes = {"i32": "i", "i64": "I", "f32": "f", "f64": "F"}
+
+    def argument(i: int, value, vm_type: str):
+        label = f"input{i}"
+        if vm_type != "ref":
+            return abi.to_scalar(value, label, codes[vm_type])
+        if value is None or ref_type_name(value) is not None:
+            return value
+        if isinstance(value, StorageInput):  # `&SPEC`: the view's buffer alone
+            return abi.to_buffer_view(value.array, label, None, device).buffer
+        return abi.to_buffer_view(value, label, None, device)
+
+    def result(value):
+        return abi.from_vm(value, None) if isinstance(value, abi.HalBufferView) else value
+
+    def run(*inputs):
+        vm_args = [argument(i, v, t) for i, (v, t) in enumerate(zip(inputs, arg_types))]
+        signal = None
+        if coarse_fences:
+            signal = ctx.create_fence()
+            vm_args += [None, signal]
+        raw = call_vm(name, *vm_args)
+        if signal is not None:
+            try:
+                signal.wait()
+            except VMError as e:
+                raise e.with_context(name, None) from None
+        if isinstance(raw, tuple):
+            return tuple(result(v) for v in raw)
+        return result(raw)
+
+    return run
+
+
 def pyree_version() -> str:
     try:
         from importlib.metadata import version
@@ -194,24 +248,33 @@ def package_for(path: str) -> str:
     --module=model.vmfb` does."""
     if not os.path.isfile(path):
         return path
+    with open(path, "rb") as f:
+        data = f.read()
+    return package_for_data(data, path)
+
+
+def package_for_data(data: bytes, path: str) -> str:
+    """The cached translation of module bytes `data` (named after `path`, the file they
+    came from: `-` for stdin, as `iree-run-module --module=-` reads it)."""
     import hashlib
     import shutil
     import tempfile
 
     from translator.cli import package_name_for
 
-    with open(path, "rb") as f:
-        data = f.read()
-    key = hashlib.sha256(data + _translator_fingerprint().encode()).hexdigest()[:32]
-    name = package_name_for(path)
+    name = package_name_for(path) if path != "-" else "stdin"
+    # Keyed by the package name too: one content under two file names is two packages.
+    key = hashlib.sha256(
+        data + _translator_fingerprint().encode() + b"\0" + name.encode()
+    ).hexdigest()[:32]
     entry = os.path.join(package_cache_dir(), key)
     target = os.path.join(entry, name)
     if os.path.isfile(os.path.join(target, "__init__.py")):
         return target
     from translator.codegen import write_package
-    from translator.reader import read_module_file
+    from translator.reader import read_module
 
-    module = read_module_file(path)
+    module = read_module(data)
     os.makedirs(os.path.dirname(entry), exist_ok=True)
     tmp = tempfile.mkdtemp(dir=os.path.dirname(entry), prefix=".tmp-")
     try:
@@ -231,18 +294,34 @@ def vm_module_name(pkg) -> str:
     return name if isinstance(name, str) and name else "module"
 
 
-def load_contexts(packages, device="local", parameters=None):
+def load_contexts(packages, device="local", parameters=None, trace_stream=None):
     """Loads packages in order, each one's exports serving as imports of the later ones
-    (iree-run-module --module=a --module=b), and returns the last one's context."""
+    (iree-run-module --module=a --module=b), and returns the last one's context. With
+    `trace_stream`, every context's `flow.tensor.trace` blocks go there."""
     loaded: dict = {}
     ctx = None
     for pkg in packages:
         kwargs = {"device": device, "parameters": parameters}
         if loaded:
             kwargs["modules"] = dict(loaded)
-        ctx = pkg.load(**kwargs)
+        try:
+            ctx = pkg.load(**kwargs)
+        except VMError as e:
+            e.vm_module = vm_module_name(pkg)  # whose dependencies were being resolved
+            raise
+        if trace_stream is not None:
+            route_traces(ctx, trace_stream)
         loaded[vm_module_name(pkg)] = ctx
     return ctx
+
+
+def route_traces(ctx, stream) -> None:
+    """Points the default trace sinks of `ctx`'s `hal` and `hal_inline` modules at
+    `stream` (a sink the caller put there instead is left alone)."""
+    for module in (getattr(ctx, "modules", None) or {}).values():
+        sink = getattr(module, "trace_sink", None)
+        if isinstance(sink, TraceWriter):
+            sink.stream = stream
 
 
 def _guess_arg_type(spec: str) -> str:
@@ -282,12 +361,18 @@ def _write_output(mode: str, value, vm_type: str | None, max_count, stdout) -> N
             StatusCode.UNIMPLEMENTED, f"unsupported output mode specification '{mode}'"
         )
     path = mode[1:]
-    file_mode = "ab" if mode[0] == "+" else "wb"
-    npy = path.lower().endswith(".npy")
-    arr = to_numpy_for_output(value, vm_type, npy=npy)
-    with open(path, file_mode) as f:
+    append = mode[0] == "+"
+    npy = path.endswith(".npy")
+    try:  # opened first, as iree-run-module does (a value it cannot write leaves it empty)
+        f = open(path, "ab" if append else "wb")
+    except OSError:
+        raise RunError(
+            StatusCode.UNKNOWN, f"unable to open file `{path}` with mode {12 if append else 5}"
+        ) from None
+    with f:
+        arr = to_numpy_for_output(value, vm_type, npy=npy)
         if npy:
-            np.save(f, arr, allow_pickle=False)
+            write_npy(f, arr)
         else:
             f.write(arr.tobytes())
 
@@ -338,8 +423,9 @@ def _build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="SPEC",
         help="an argument, in order: a scalar (`5`, `1.5`), `[SHAPEx]TYPE=VALUES` "
-        "(`2x2xi32=1 2 3 4`, `4xbf16=1 2 3 4`), `TYPE=@raw.bin`, `@file.npy` or `(null)`; "
-        "`{rank}` in a path is the MPI rank under mpiexec",
+        "(`2x2xi32=1 2 3 4`, `4xbf16=1 2 3 4`), `TYPE=@raw.bin`, `@file.npy` (its first "
+        "array; `+file.npy` the next one, `*file.npy` all that are left), `&SPEC` (the "
+        "view's !hal.buffer) or `(null)`; `{rank}` in a path is the MPI rank under mpiexec",
     )
     p.add_argument(
         "--device",
@@ -457,6 +543,9 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
     packages = []
     for path in paths:  # like --module= in iree-run-module: the last one is the main one
         try:
+            if path == "-":  # the module's bytes on stdin, as iree-run-module takes them
+                packages.append(load_package(package_for_data(sys.stdin.buffer.read(), "-")))
+                continue
             packages.append(load_package(package_for(path)))
         except InvalidModuleError as e:
             return _fail(stderr, f"INVALID_ARGUMENT; {e.with_path(path)}; loading module")
@@ -485,27 +574,43 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
 
     cconv = (getattr(pkg, "CCONVS", None) or {}).get(name)
     arg_types = result_types = None
+    coarse_fences = False
     if cconv:
         try:
             arg_types, result_types = parse_cconv(cconv)
         except ValueError as e:
             return _fail(stderr, f"UNIMPLEMENTED; {e}")
         if is_coarse_fences(name, _cconv_arg_codes(cconv), exports.get(name)):
-            # async-external: the package's wrapper supplies and waits on the two fences,
-            # as iree-run-module does, so the command line gives only the user's inputs.
+            # async-external: pyree-run supplies and waits on the two fences, as
+            # iree-run-module does, so the command line gives only the user's inputs.
             arg_types = arg_types[:-2]
+            coarse_fences = True
 
     try:
-        ctx = load_contexts(packages, args.device, _parse_parameters(args.parameters))
+        ctx = load_contexts(
+            packages, args.device, _parse_parameters(args.parameters), trace_stream=stderr
+        )
     except VMError as e:
+        # iree-run-module creates devices and parameter providers as the dependencies of
+        # the module importing them, then runs the initializers: its error chains.
         if e.function is None and e.location is None:  # not raised by VM code
-            return _fail(stderr, f"{e.code.name}; {e.message}; creating run context")
-        return _fail(stderr, f"{_status_text(e)}; creating run context")
+            chain = (
+                f"resolving dependencies for '{getattr(e, 'vm_module', 'module')}'; "
+                "creating VM context; creating run context"
+            )
+            if isinstance(e, DeviceError):
+                chain = f"{e.context} '{args.device}'; {chain}"
+            return _fail(stderr, f"{e.code.name}; {e.message}; {chain}")
+        return _fail(stderr, f"{_status_text(e)}; creating VM context; creating run context")
     except LoaderError as e:
         return _fail(stderr, f"INTERNAL; {e}; creating run context")
     except (OSError, ValueError, TypeError) as e:
         return _fail(stderr, f"INVALID_ARGUMENT; {_one_line(e)}; creating run context")
-    method = lookup_export(ctx, name)
+    method = None
+    if arg_types is not None:
+        method = vm_level_call(ctx, name, arg_types, coarse_fences)
+    if method is None:
+        method = lookup_export(ctx, name)
     if method is None:
         return _fail(
             stderr,
@@ -513,36 +618,32 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
             f"looking up function '{name}'; creating run context",
         )
 
-    # Inputs.
-    inputs = []
-    for i, spec in enumerate(args.input):
-        if arg_types is not None and i >= len(arg_types):
-            return _fail(
-                stderr,
-                f"INVALID_ARGUMENT; function expected fewer input values; "
-                f"parsing input `{spec}`; parsing function inputs",
-            )
-        t = arg_types[i] if arg_types is not None else _guess_arg_type(spec)
-        try:
-            inputs.append(parse_input(spec, t).value)
-        except SpecError as e:
-            return _fail(
-                stderr,
-                f"{e.code.name}; "
-                + (f"{e.message}; " if e.message else "")
-                + f"parsing input `{spec}`; parsing function inputs",
-            )
+    # From here on iree-run-module ends every error with the function's ABI declaration.
+    declaration = exports.get(name)
+    suffix = f"; `{declaration}`" if isinstance(declaration, str) and declaration else ""
+
+    def fail(text: str) -> int:
+        return _fail(stderr, text + suffix)
+
+    # Inputs, parsed as one list (files shared along it, `*FILE.npy` gives several).
+    try:
+        inputs = parse_inputs(args.input, arg_types, _guess_arg_type)
+    except SpecError as e:
+        return fail(
+            f"{e.code.name}; "
+            + (f"{e.message}; " if e.message else "")
+            + f"parsing input `{e.spec}`; parsing function inputs",
+        )
+    # Call (iree-run-module prints EXEC once the inputs parsed, before the VM checks their
+    # count against the function's).
+    stdout.write(f"EXEC @{name}\n")
+    stdout.flush()
     if arg_types is not None and len(inputs) != len(arg_types):
-        return _fail(
-            stderr,
+        return fail(
             f"INVALID_ARGUMENT; input list and function mismatch; expected "
             f"{len(arg_types)} arguments but passed {len(inputs)}; "
             f"invoking function '{name}'",
         )
-
-    # Call.
-    stdout.write(f"EXEC @{name}\n")
-    stdout.flush()
     if getattr(args, "print_statistics", False):
         dispatch_statistics.reset()
         dispatch_statistics.enable()
@@ -550,13 +651,13 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
         raw = method(*inputs)
     except VMError as e:
         stdout.flush()
-        return _fail(stderr, f"{_status_text(e)}; invoking function '{name}'")
+        return fail(f"{_status_text(e)}; invoking function '{name}'")
     except (TypeError, ValueError) as e:
         stdout.flush()
-        return _fail(stderr, f"INVALID_ARGUMENT; {e}; invoking function '{name}'")
+        return fail(f"INVALID_ARGUMENT; {e}; invoking function '{name}'")
     except LoaderError as e:
         stdout.flush()
-        return _fail(stderr, f"INTERNAL; {e}; invoking function '{name}'")
+        return fail(f"INTERNAL; {e}; invoking function '{name}'")
     finally:
         if getattr(args, "print_statistics", False):
             dispatch_statistics.enable(False)
@@ -574,7 +675,7 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
     types = [t if t != "ref" else None for t in result_types] if result_types else None
 
     if getattr(args, "expected_output", None):
-        return _check_expected(args, results, result_types, stdout, stderr)
+        return _check_expected(args, results, result_types, stdout, fail)
 
     # Outputs.
     try:
@@ -599,44 +700,36 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
                 )
     except (RunError, SpecError) as e:
         stdout.flush()
-        return _fail(stderr, f"{e}; outputting results; processing function outputs")
+        return fail(f"{e}; outputting results; processing function outputs")
+    except BrokenPipeError:
+        raise  # stdout's reader went away: main() ends quietly
     except OSError as e:
         stdout.flush()
-        return _fail(
-            stderr, f"UNKNOWN; {e}; outputting results; processing function outputs"
+        return fail(
+            f"UNKNOWN; {e}; outputting results; processing function outputs"
         )
     stdout.flush()
     return 0
 
 
-def _check_expected(args, results, result_types, stdout, stderr) -> int:
-    """--expected_output: parse each SPEC for its result's type, compare, report."""
-    from runtime_support.expected_output import Tolerances, compare, parse_expected
+def _check_expected(args, results, result_types, stdout, fail) -> int:
+    """--expected_output: parse each SPEC for its result's type, compare, report
+    (`fail(text)` reports an error and returns the exit status)."""
+    from runtime_support.expected_output import Tolerances, compare, parse_expected_list
 
-    expected = []
-    for i, spec in enumerate(args.expected_output):
-        if result_types is not None and i < len(result_types):
-            t = result_types[i]
-        elif result_types is not None:
-            stdout.flush()
-            return _fail(
-                stderr,
-                f"INVALID_ARGUMENT; function expected fewer input values; parsing input "
-                f"`{spec.strip()}`; parsing expected function outputs; processing function outputs",
-            )
-        else:
-            t = "ref" if i >= len(results) else _guess_result_type(results[i])
-        try:
-            expected.append(parse_expected(spec, t))
-        except SpecError as e:
-            stdout.flush()
-            return _fail(
-                stderr,
-                f"{e.code.name}; "
-                + (f"{e.message}; " if e.message else "")
-                + f"parsing input `{spec}`; parsing expected function outputs; "
-                "processing function outputs",
-            )
+    types = result_types
+    if types is None:  # a package without calling conventions: as the results look
+        types = [_guess_result_type(r) for r in results]
+    try:
+        expected = parse_expected_list(args.expected_output, types)
+    except SpecError as e:
+        stdout.flush()
+        return fail(
+            f"{e.code.name}; "
+            + (f"{e.message}; " if e.message else "")
+            + f"parsing input `{e.spec}`; parsing expected function outputs; "
+            "processing function outputs",
+        )
     tol = Tolerances(
         mode=args.equality_mode,
         f16=float(np.float32(args.expected_f16_threshold)),
@@ -660,12 +753,11 @@ def _guess_result_type(value) -> str:
 
 
 def _status_text(e: VMError) -> str:
-    """`LOCATION: CODE; message[; in FUNCTION]` (iree-run-module prints `<vm>:0:` when the
-    module carries no source location)."""
-    text = f"{e.location or '<vm>:0'}: {e.code.name}; {e.message}"
-    if e.function:
-        text += f"; in {e.function}"
-    return text
+    """`<vm>:0: CODE; message; ` as iree-run-module prints a status raised by VM code
+    (the stack annotation after the message is empty); where the module's debug
+    database gives pyree the MLIR source location, it stands in that prefix's place
+    (IREE's `vm.fail` has none to print)."""
+    return f"{e.location or '<vm>:0'}: {e.code.name}; {e.message}; "
 
 
 def expand_flagfiles(argv: list[str]) -> list[str]:
@@ -691,6 +783,84 @@ def expand_flagfiles(argv: list[str]) -> list[str]:
     return out
 
 
+# iree-run-module's flags by how its flag library reads their values (`--name=value`,
+# name and value trimmed): strings lose one pair of surrounding double quotes, numbers are
+# C atoi/atof (the longest numeric prefix, else 0), a bool is true for ``, `true`, `1`.
+_IREE_STRING_FLAGS = frozenset({"function", "equality_mode"})
+_IREE_INT_FLAGS = frozenset({"output_max_element_count"})
+_IREE_FLOAT_FLAGS = frozenset(
+    {"expected_f16_threshold", "expected_f32_threshold", "expected_f64_threshold",
+     "expected_bf16_threshold", "expected_rtol"}
+)
+_IREE_BOOL_FLAGS = frozenset({"print_statistics"})
+_C_INT = re.compile(r"\s*([+-]?[0-9]+)")
+_C_FLOAT = re.compile(
+    r"\s*([+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:infinity|inf|nan)))"
+)
+
+
+# iree-run-module runtime knobs that change how IREE's own runtime works, never what a
+# program computes or what the tool prints: accepted and ignored.
+_IREE_RUNTIME_KNOBS = re.compile(
+    r"(task|vulkan|hip|cuda|device_profiling|device_capture|device_replay)_\w+"
+    r"|trace_execution|device_allocator|device_lead_allocator|module_mode|parameter_mode"
+)
+
+
+def iree_flag_values(argv: list[str]) -> list[str]:
+    """`--name=value` arguments as iree-run-module's flag parser reads them (see above);
+    `--equality_mode` other than `approximate` is `exact`, as there; IREE's runtime knobs
+    (`--task_topology_max_group_count=2`, `--device_allocator=caching`...) dropped.
+    Anything else (positional arguments, `--name value` forms, pyree's own flags)
+    passes unchanged."""
+    out = []
+    for arg in argv:
+        text = arg.strip()
+        if text.startswith("--") and _IREE_RUNTIME_KNOBS.fullmatch(
+            text[2:].partition("=")[0].strip()
+        ):
+            continue
+        if not text.startswith("--") or "=" not in text:
+            out.append(arg)
+            continue
+        name, _, value = text[2:].partition("=")
+        name, value = name.strip(), value.strip()
+        if name in _IREE_STRING_FLAGS and len(value) > 2 and value[0] == value[-1] == '"':
+            value = value[1:-1]
+        if name == "equality_mode" and value != "approximate":
+            value = "exact"
+        elif name in _IREE_INT_FLAGS:
+            m = _C_INT.match(value)
+            number = max(min(int(m.group(1)), 2**63 - 1), -(2**63)) if m else 0
+            value = str((number + 2**31) % 2**32 - 2**31)  # (int) of a long, as atoi
+        elif name in _IREE_FLOAT_FLAGS:
+            m = _C_FLOAT.match(value)
+            value = repr(float(m.group(1))) if m else "0.0"
+        elif name in _IREE_BOOL_FLAGS:
+            if value in ("", "true", "1"):
+                out.append(f"--{name}")
+            continue
+        out.append(f"--{name}={value}")
+    return out
+
+
+def _stdout_closed() -> int:
+    """Ends as iree-run-module does when stdout's reader goes away (`| head`): the tool
+    dies of SIGPIPE, silently (pip's launcher script then exits 243, a shell says 141).
+    Where there is no SIGPIPE, exit status 1 without a message."""
+    try:  # the interpreter's last flush must not fail, should the signal not end us
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+    sigpipe = getattr(signal, "SIGPIPE", None)
+    if sigpipe is not None:
+        signal.signal(sigpipe, signal.SIG_DFL)
+        os.kill(os.getpid(), sigpipe)
+    return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _build_parser()
     try:
@@ -698,6 +868,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         sys.stderr.write(f"pyree-run: error: --flagfile: {e.filename}: {e.strerror}\n")
         return 2
+    argv = iree_flag_values(argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse: usage error (2) or --help (0)
@@ -706,6 +877,8 @@ def main(argv: list[str] | None = None) -> int:
         return run(args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _stdout_closed()
     except Exception as e:  # a bug in pyree: say so in one line (traceback on request)
         if os.environ.get("PYREE_DEBUG"):
             traceback.print_exc()

@@ -632,3 +632,25 @@ def test_plain_numpy_results_format_as_signless():
     assert format_value(np.float32(0.5)) == "f32=0.5\n"
     assert format_value(3, "i64") == "i64=3\n"
     assert format_value(None) == "(null)\n"
+
+
+def test_npy_header_that_lies_about_its_size_is_one_status(tmp_path):
+    # A header promising 10**15 elements: end of file, not a huge allocation.
+    import io as _io
+
+    from runtime_support.io_specs import parse_inputs
+
+    buf = _io.BytesIO()
+    np.lib.format.write_array_header_1_0(
+        buf, {"descr": "<f4", "fortran_order": False, "shape": (10**15,)}
+    )
+    (tmp_path / "lie.npy").write_bytes(buf.getvalue())
+    with pytest.raises(SpecError) as e:
+        parse_inputs([f"@{tmp_path / 'lie.npy'}"], ["ref"])
+    assert e.value.code.name == "OUT_OF_RANGE" and "npy contents" in e.value.message
+    (tmp_path / "neg.npy").write_bytes(
+        buf.getvalue().replace(b"(1000000000000000,)", b"(-5,)              ")
+    )
+    with pytest.raises(SpecError) as e:
+        parse_inputs([f"@{tmp_path / 'neg.npy'}"], ["ref"])
+    assert e.value.code.name == "INVALID_ARGUMENT"

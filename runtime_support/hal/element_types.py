@@ -229,6 +229,8 @@ def element_type_name(element_type: int) -> str:
         return name
     if is_integer(element_type):
         return f"i{bit_count(element_type)}"
+    if numerical_type(element_type) == NUMERICAL_UNKNOWN and bit_count(element_type):
+        return f"*{bit_count(element_type)}"  # opaque, as iree-run-module prints it
     return f"0x{element_type:08X}"
 
 
@@ -239,6 +241,8 @@ def element_type_from_name(name: str) -> int | None:
     """The element type for a printed name (`bf16`, `f8E4M3FN`, `si32`, `i4`...), or None.
     (`i1` is the 8-bit boolean, as iree-run-module and compiled code store it.)"""
     et = _BY_NAME.get(name)
+    if et is None and name.startswith("*") and name[1:].isdigit() and 0 < int(name[1:]) < 256:
+        return make_element_type(NUMERICAL_UNKNOWN, int(name[1:]))  # opaque `*32`
     if et is None and name.startswith(("i", "si", "ui")):
         kind = NUMERICAL_INTEGER_SIGNED if name[0] == "s" else (
             NUMERICAL_INTEGER_UNSIGNED if name[0] == "u" else NUMERICAL_INTEGER)

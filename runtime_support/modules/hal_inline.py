@@ -50,6 +50,15 @@ class HalInlineModule:
         # Buffer views behave exactly as in the full HAL module; share its code.
         self._views = HalModule([], trace_sink=trace_sink)
 
+    @property
+    def trace_sink(self):
+        """Where `hal_inline.buffer_view.trace` goes (the shared views' sink)."""
+        return self._views.trace_sink
+
+    @trace_sink.setter
+    def trace_sink(self, sink) -> None:
+        self._views.trace_sink = sink
+
     # -- buffers --------------------------------------------------------------------------
 
     @staticmethod

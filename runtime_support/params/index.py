@@ -223,9 +223,11 @@ def open_parameter_file(path, *, writable: bool = False):
     path = os.fspath(path)
     ext = os.path.splitext(path)[1][1:].lower()
     if ext not in FORMATS:
+        if not os.path.exists(path):  # IREE opens the file before it looks at the name
+            MappedFile(path, writable=writable)  # raises NOT_FOUND
         raise VMError(
             StatusCode.UNIMPLEMENTED,
-            f"{path}: unsupported file format `{ext}`; ensure the extension matches one of "
+            f"unsupported file format `{ext}`; ensure the extension matches one of "
             "the supported formats: [.irpa, .gguf, .safetensors]",
         )
     mapped = MappedFile(path, writable=writable)
