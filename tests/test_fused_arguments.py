@@ -297,15 +297,20 @@ def test_dynamic_dims_group_takes_the_length_computation(dynamic_vmfb):
 
 def test_dynamic_dims_group_refused_when_unsafe(dynamic_vmfb):
     """The integer op would run before the assert: refused when the assert reads what it
-    writes, and when it can fail (a division: its error must come after the assert's)."""
+    writes but in its shape (then the shape is read into a tuple first: `snapshot`), and
+    when it can fail (a division: its error must come after the assert's)."""
     from translator.isa import BY_MNEMONIC
 
     module, fn = _main(dynamic_vmfb)
     g = next(iter(arguments.find(module, fn).values()))
+    assert not g.snapshot
     mul = g.scalars[0]
     dim = g.view_assert["operands"][4]  # the shape's one dim, which the assert reads
     fn2, _ = _patched(fn, mul, result=dataclasses.replace(mul["result"], raw=dim.raw))
-    assert g.view_assert.pc not in arguments.find(module, fn2)
+    assert arguments.find(module, fn2)[g.view_assert.pc].snapshot
+    element = g.view_assert["operands"][2]  # the element type, which the assert reads too
+    fn3, _ = _patched(fn, mul, result=dataclasses.replace(mul["result"], raw=element.raw))
+    assert g.view_assert.pc not in arguments.find(module, fn3)
     div = dataclasses.replace(mul, spec=BY_MNEMONIC["div.i64.s"])
     blocks = [
         dataclasses.replace(b, ops=[div if o is mul else o for o in b.ops]) for b in fn.blocks

@@ -742,3 +742,48 @@ def test_packages_match_iree(vmfbs, packages, name, device, driver):
             got = ours[fuse](*args)
             got = [got] if not isinstance(got, tuple) else got
             assert [np.asarray(g).tobytes() for g in got] == want, (name, n, fuse)
+
+
+# -- iree-turbine: a dynamic batch dim (main$async: the signal form; argument checks whose
+# shape register the byte length reuses) ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def turbine_vmfb(tmp_path_factory):
+    torch = pytest.importorskip("torch")
+    aot = pytest.importorskip("iree.turbine.aot")
+    torch.manual_seed(0)
+
+    class LinearRelu(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(16, 8)
+
+        def forward(self, x):
+            return torch.relu(self.linear(x))
+
+    out = tmp_path_factory.mktemp("turbine_dyn")
+    exported = aot.export(
+        LinearRelu(), args=(torch.randn(4, 16),), dynamic_shapes={"x": {0: torch.export.Dim("batch")}}
+    )
+    exported.save_mlir(str(out / "linear_relu.mlir"))
+    return compile_mlir((out / "linear_relu.mlir").read_text(), out, LLVM_CPU_FLAGS, "linear_relu")
+
+
+@pytest.mark.filterwarnings("ignore:.*LeafSpec:FutureWarning")
+@pytest.mark.parametrize("device, driver", [("local-sync", "local-sync"), ("local", "local-task")])
+def test_turbine_dynamic_batch_matches_iree(turbine_vmfb, tmp_path, device, driver):
+    rt = pytest.importorskip("iree.runtime")
+    pkg = write_package(read_module_file(turbine_vmfb), tmp_path, "linear_relu")
+    text = (pkg / "__init__.py").read_text()
+    assert "submit_one_shot_signal(" in text and "shape = (" in text
+    unfused = write_package(read_module_file(turbine_vmfb), tmp_path / "u", "linear_relu", fuse_submissions=False)
+    ctx = rt.SystemContext(config=rt.Config(driver))
+    ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, turbine_vmfb.read_bytes()))
+    ours = [import_package_as(f"_turbine_dyn_{device}_{k}", p).load(device=device) for k, p in enumerate((pkg, unfused))]
+    rng = np.random.default_rng(9)
+    for batch in (1, 4, 33, 4, 0):
+        x = rng.standard_normal((batch, 16)).astype(np.float32)
+        want = np.asarray(ctx.modules.module.main(x).to_host()).tobytes()
+        for c in ours:
+            assert np.asarray(c.main(x)).tobytes() == want, batch
