@@ -206,7 +206,8 @@ def one_shot_signal(fence_create, alloca, create, lookup, dispatch, barrier, cop
 
     def general(device, steps, affinity, wait, signal, exec_flags, buffer=None, functions=None):
         command_buffer, f0, buffer, looked = record(device, steps, buffer, functions)
-        execute(device, affinity, f0 if wait is ALLOCA_FENCE else wait, signal, command_buffer, exec_flags)
+        wait = f0 if wait is ALLOCA_FENCE else wait
+        execute(device, affinity, wait, signal, command_buffer, exec_flags)
         return (buffer, *looked)
 
     if not _own(own + [(execute, "device_queue_execute")]):
@@ -269,7 +270,8 @@ def compile_fast(steps, signal_form: bool = False):
         kind, k = step[0], f"k{j}"
         if j == 0 and alloca:
             parts.append(f"({k}, _, _, w{j}, pool, types, usage, size, _)")
-            tests += [f"{k} is not ALLOCA", "wait is not ALLOCA_FENCE", "pool", "size < 0", _reached(f"w{j}")]
+            tests += [f"{k} is not ALLOCA", "wait is not ALLOCA_FENCE", "pool", "size < 0",
+                      _reached(f"w{j}")]
         elif j == alloca:  # (the create, first after any alloca)
             if kind is not CREATE or len(step) != 5:
                 return None
@@ -316,7 +318,8 @@ def compile_fast(steps, signal_form: bool = False):
                     addresses.append(f"b{j}_{i}.address + {o}")
             flat = _tuple(addresses + [f"l{j}_{i}" for i in range(len(bindings))])
             masked = _tuple([f"{c} & M32" for c in cs])
-            runs.append(f"run_direct(e{j}, {ordinal}, (x{j} & M32, y{j} & M32, z{j} & M32), {masked}, {flat}, workers)")
+            counts = f"(x{j} & M32, y{j} & M32, z{j} & M32)"
+            runs.append(f"run_direct(e{j}, {ordinal}, {counts}, {masked}, {flat}, workers)")
         elif kind is BARRIER and len(step) == 4:
             parts.append(f"({k}, _, _, _)")
             tests.append(f"{k} is not BARRIER")

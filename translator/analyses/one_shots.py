@@ -28,15 +28,15 @@ That is the same program when:
   the VM, after ops nothing can observe (a function left by an error keeps no locals);
 - no op between the steps reads what a step wrote, and a step reads what another step
   wrote only where the helper supplies it: the command buffer (left out of the steps),
-  the alloca's fence (the execute's wait), the new buffer (a dispatch binding, a
-  copy's source or target, a fill's target: `ALLOCATED`) and a dispatch's function (the latest lookup's result: `LOOKED_UP`), each
-  still holding that step's value;
+  the alloca's fence (the execute's wait), the new buffer (a dispatch binding, a copy's
+  source or target, a fill's target: `ALLOCATED`) and a dispatch's function (the latest
+  lookup's result: `LOOKED_UP`), each still holding that step's value;
 - the command buffer and the alloca's fence are dead after the execute; the device
   register is not written from the first step on;
 - what the call assigns afterwards (the buffer, each lookup's result) is left alone
   (`None` in `targets`) where an op after its step writes the register again.
 
-    find(module, fn, live, groups) -> {block index: OneShot}
+    find(module, fn, live, groups) -> {block index: [OneShot, ...]}
 """
 
 from __future__ import annotations
@@ -336,7 +336,11 @@ def _check(module, ops: list[Op], execute: Op, end: int, submission, live: RefLi
     # the command buffer and the alloca's fence.
     ending = (execute,) if submission is None else (*submission.ops, submission.await_op)
     for op in ending:
-        for p, r in enumerate(_typed(module, op)[0]):
+        try:
+            operands = _typed(module, op)[0]
+        except ValueError:  # (the verifier checks calls against their cconv)
+            return None
+        for p, r in enumerate(operands):
             if op is execute and p == 4:
                 holder = creator[("r", cmd.ordinal)]
             elif op is execute and p == 2 and f0 is not None:
@@ -345,7 +349,8 @@ def _check(module, ops: list[Op], execute: Op, end: int, submission, live: RefLi
                 holder = None
             if not _holds(written_by, r, holder):
                 return None
-    targets: list[Reg | None] = [buf if buf is not None and written_by.get(("r", buf.ordinal)) is alloca else None]
+    kept = buf is not None and written_by.get(("r", buf.ordinal)) is alloca
+    targets: list[Reg | None] = [buf if kept else None]
     for op in lookups:
         r = _typed(module, op)[1][0]
         targets.append(r if _holds(written_by, r, op) else None)

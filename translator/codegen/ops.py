@@ -653,87 +653,64 @@ class OpRenderer:
         return stmts
 
     def _one_shot_call(self, fn: Function, group, dead) -> list[Stmt]:
-        """The signal form's queue.execute as one call of its call site's
-        `one_shot_signal` helper on the steps recorded above: it assigns the new buffer
-        and the lookups' results the group keeps (`_`: left alone) and leaves the signal
-        fence as the queue would."""
-        execute = group.execute
-        local = self._fused_local("one_shot_signal", "one_shot", f"{fn.ordinal}:{execute.pc}")
-        ex = [self.reg(r) for r in execute["operands"]]
+        """A one-shot group's submission as one call of its call site's helper
+        (runtime_support/hal/one_shot.py) on the steps recorded above: `one_shot` for the
+        await form (the execute group ending the block: fence.create, queue.execute,
+        fence.await), `one_shot_signal` for the signal form (the queue.execute alone,
+        the fence it signals left as the queue would). It assigns the new buffer and the
+        lookups' results the group keeps (`_`: left alone), and the await's status."""
+        sub, execute, reg = group.submission, group.execute, self.reg
+        kind = "one_shot" if sub is not None else "one_shot_signal"
+        local = self._fused_local(kind, "one_shot", f"{fn.ordinal}:{execute.pc}")
+        ex = [reg(r) for r in execute["operands"]]
         if group.alloca is not None:
             wait = (self.use("one_shot", "ALLOCA_FENCE"), "wait fence: the queue.alloca's")
         else:
             wait = (ex[2], "wait fence")
-        args = [
-            (ex[0], "device"),
-            (RECORDING, "the steps recorded above"),
-            (ex[1], "affinity (queue.execute)"),
-            wait,
-            (ex[3], "signal fence"),
-            (ex[5], "flags"),
-        ]
+        targets = tuple("_" if t is None else reg(t) for t in group.targets)
+        if sub is None:
+            args = [(ex[1], "affinity (queue.execute)"), wait, (ex[3], "signal fence"), (ex[5], "flags")]
+            ops = (execute,)
+        else:
+            term = sub.await_op
+            timeout, await_flags = (reg(r) for r in term["operands"][:2])
+            args = [
+                (reg(sub.ops[0]["operands"][1]), "flags (fence.create)"),
+                (ex[1], "affinity (queue.execute)"),
+                wait,
+                (ex[5], "flags"),
+                (timeout, "timeout (fence.await)"),
+                (await_flags, "flags"),
+            ]
+            ops = (*sub.ops, term)
+            targets += (reg(term["results"][0]),)
+        args = [(ex[0], "device"), (RECORDING, "the steps recorded above"), *args]
         call = f"{local}(\n" + "".join(f"{a},  # {label}\n" for a, label in args) + ")"
-        targets = tuple("_" if t is None else self.reg(t) for t in group.targets)
-        provs = [self.provenance(fn, x) for x in (group.steps[-1][1][0], execute)]
+        provs = [self.provenance(fn, x) for x in (group.steps[-1][1][0], *ops)]
         names = ", ".join(p.callee.removeprefix("hal.") for p in provs)
         reads = frozenset(n for a, _ in args for n in _REGISTER.findall(a)) | {RECORDING}
         stmts: list[Stmt] = [Comment(provs[0], f"fused: the steps recorded above, {names}")]
         if all(t == "_" for t in targets):
-            stmts.append(Call(provs[-1], call, reads))
+            stmts.append(Call(provs[1 if sub is None else -2], call, reads))
         else:
-            stmts.append(Assign(provs[-1], targets, call, reads))
+            stmts.append(Assign(provs[1 if sub is None else -2], targets, call, reads))
+        # The ops' last reads, the await form's private fence, and the steps' list.
         released: list[str] = []
-        for r in self.moves_after(execute, provs[-1], frozenset(), dead(execute)):
-            released += r.names
+        for op, prov in zip(ops, provs[1:]):
+            last = dead(op) if op.spec.emit != "call_yield" else frozenset()  # (not the await)
+            for r in self.moves_after(op, prov, frozenset(), last):
+                released += r.names
+        if sub is not None:
+            released += [reg(r) for op in sub.ops for r in op.writes()]
         released = [r for r in dict.fromkeys(released) if r not in targets]
         stmts.append(Release(provs[-1], [*released, RECORDING]))
         return stmts
 
     def lower_one_shot(self, fn: Function, group, dead, index_of: dict[int, int]) -> Terminator:
-        """A one-shot group's execute and await (the block's terminator) as one call of
-        its call site's `one_shot` helper (runtime_support/hal/one_shot.py) on the steps
-        recorded above; it assigns the new buffer and the lookups' results the group
-        keeps (`_`: left alone) and the await's status."""
-        sub = group.submission
-        term = sub.await_op
-        local = self._fused_local("one_shot", "one_shot", f"{fn.ordinal}:{group.execute.pc}")
-        reg = self.reg
-        ex = [reg(r) for r in sub.execute["operands"]]
-        timeout, await_flags = (reg(r) for r in term["operands"][:2])
-        if group.alloca is not None:
-            wait = (self.use("one_shot", "ALLOCA_FENCE"), "wait fence: the queue.alloca's")
-        else:
-            wait = (ex[2], "wait fence")
-        args = [
-            (ex[0], "device"),
-            (RECORDING, "the steps recorded above"),
-            (reg(sub.ops[0]["operands"][1]), "flags (fence.create)"),
-            (ex[1], "affinity (queue.execute)"),
-            wait,
-            (ex[5], "flags"),
-            (timeout, "timeout (fence.await)"),
-            (await_flags, "flags"),
-        ]
-        call = f"{local}(\n" + "".join(f"{a},  # {label}\n" for a, label in args) + ")"
-        targets = tuple("_" if t is None else reg(t) for t in group.targets) + (reg(term["results"][0]),)
-        provs = [self.provenance(fn, x) for x in (group.steps[-1][1][0], *sub.ops, term)]
-        names = ", ".join(p.callee.removeprefix("hal.") for p in provs)
-        reads = frozenset(n for a, _ in args for n in _REGISTER.findall(a)) | {RECORDING}
-        stmts: list[Stmt] = [
-            Comment(provs[0], f"fused: the steps recorded above, {names}"),
-            Assign(provs[-2], targets, call, reads),
-        ]
-        # The ops' last reads, the execute's private fence, and the steps' list.
-        released: list[str] = []
-        for op, prov in zip(sub.ops, provs[1:]):
-            for r in self.moves_after(op, prov, frozenset(), dead(op)):
-                released += r.names
-        for r in self.moves_after(term, provs[-1]):
-            released += r.names
-        released += [reg(r) for op in sub.ops for r in op.writes()] + [RECORDING]
-        released = [r for r in dict.fromkeys(released) if r not in targets]
-        stmts.append(Release(provs[-1], released))
-        return Terminator(provs[-1], stmts, None, self._edges(term, index_of, [None]))
+        """The await form's execute group (the block's terminator): its helper's call."""
+        term = group.submission.await_op
+        stmts = self._one_shot_call(fn, group, dead)
+        return Terminator(stmts[-1].prov, stmts, None, self._edges(term, index_of, [None]))
 
     # -- control flow -----------------------------------------------------------------
     def lower_remap(self, pairs, kinds, prov: Provenance | None) -> list[Stmt]:

@@ -112,7 +112,7 @@
         r3 = r4 = None
         recording.append((BARRIER, i1, i0, i18))
         # fused: the steps recorded above, command_buffer.finalize, fence.create, device.queue.execute, fence.await
-        r5, _, i22, i0 = submit_one_shot(
+        r5, _, i22, i0 = submit_one_shot_2(
             r2,  # device
             recording,  # the steps recorded above
             i18,  # flags (fence.create)
