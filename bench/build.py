@@ -72,19 +72,21 @@ def _examples_export():
     return load_examples()
 
 
-def export_model(model: str, cache: Path, target_cpu: str):
+def export_model(model: str, cache: Path, target_cpu: str, dynamic_batch: bool = False):
     """(Exported record, seconds spent exporting+compiling; None when cached). Weights
     inline. The record's vmfb, input and expected output are files in the cache."""
     export = _examples_export()
     out = cache / "models" / f"{model}-{target_cpu}"
-    record = out / f"{model}_inline.json"
+    record = out / (f"{model}_inline" + ("_dynbatch" if dynamic_batch else "") + ".json")
     if record.is_file():
         exported = export.Exported.from_json(out, json.loads(record.read_text()))
         versions = {d: export._version(d) for d in exported.versions}
         if exported.vmfb and exported.vmfb.is_file() and versions == exported.versions:
             return exported, None
     t0 = time.perf_counter()
-    exported = export.export_model(model, "inline", out, target_cpu=target_cpu, keep_mlir=False)
+    exported = export.export_model(
+        model, "inline", out, target_cpu=target_cpu, keep_mlir=False, dynamic_batch=dynamic_batch
+    )
     return exported, time.perf_counter() - t0
 
 

@@ -74,7 +74,9 @@ def prepare(program, args):
     """(vmfb, main inputs, setup inputs or None, compile seconds or None, PyTorch's output
     or None)."""
     if program.model is not None:
-        exported, seconds = build.export_model(program.model, args.cache, args.target_cpu)
+        exported, seconds = build.export_model(
+            program.model, args.cache, args.target_cpu, program.dynamic_batch
+        )
         inputs, expected = (np.load(exported.input),), np.load(exported.expected)
         return exported.vmfb, inputs, None, seconds, expected
     vmfb, seconds = build.compile_program(program.source, args.cache, args.target_cpu)

@@ -28,6 +28,7 @@ class Program:
     quick: bool = True  # part of --quick
     model: str | None = None  # examples/models name, for the PyTorch models
     merge_runs: bool = True  # translator option (codegen/runs.py); False: one call per dispatch
+    dynamic_batch: bool = False  # the model exported with a dynamic batch dim
 
 
 def _f32(rng, *shape, scale=1.0):
@@ -88,6 +89,9 @@ PROGRAMS: tuple[Program, ...] = (
     Program("elementwise1m", "1M-element elementwise chain", _src("elementwise1m"),
             lambda r: (_f32(r, 1 << 20), _f32(r, 1 << 20))),
     Program("model-mlp", "PyTorch MLP (examples/models)", None, None, model="mlp"),
+    # iree-turbine's dynamic-shape form: main$async records a command buffer per call
+    Program("model-mlp-dynbatch", "PyTorch MLP, dynamic batch dim, batch 4 (examples/models)",
+            None, None, model="mlp", dynamic_batch=True),
     Program("model-resnet18", "PyTorch ResNet-18-shaped CNN, 224^2 (examples/models)", None,
             None, model="resnet18", quick=False),
     Program("model-gpt2", "PyTorch GPT-2-style decoder (examples/models)", None, None,

@@ -23,7 +23,8 @@ from runtime_support.hal.executable import HalExecutable
 from runtime_support.hal.fence import Fence
 from runtime_support.hal.fused import ALLOCATED
 from runtime_support.hal.one_shot import (
-    ALLOCA, ALLOCA_FENCE, BARRIER, COPY, CREATE, DISPATCH, FILL, LOOKED_UP, LOOKUP,
+    ALLOCA, ALLOCA_FENCE, ALLOCATED_1, BARRIER, COPY, CREATE, DISPATCH, FILL, JOIN, LOOKED_UP,
+    LOOKUP,
 )
 from runtime_support.loaders import statistics
 from runtime_support.run_cli import import_package_as
@@ -188,7 +189,7 @@ def test_group_found_with_alloca_lookup_and_markers(dyn_add):
     (dispatch_pc, marks), = group.markers.items()
     assert 2 in marks and len(marks) == 2  # the function and the new buffer's binding
     buf, function = group.targets
-    assert buf == group.alloca["results"][0] and function is not None
+    assert buf == group.allocas[0]["results"][0] and function is not None
 
 
 def test_two_dispatches_and_a_lookup_register_written_again(vmfbs):
@@ -261,7 +262,7 @@ def test_alloca_left_out_when_its_fence_escapes(dyn_add):
     # a read of the fence after the await: live after the execute
     fn.blocks[index + 1].ops.insert(0, _store(f0, fn.blocks[index + 1].ops[0].pc - 1))
     (group2,) = _find(pipeline, fn).values()
-    assert _kinds(group2)[0] == "create" and group2.alloca is None
+    assert _kinds(group2)[0] == "create" and not group2.allocas
 
 
 def test_not_found_when_an_op_between_reads_a_step_value(dyn_add):
@@ -338,11 +339,11 @@ class _Parts:
     def helper(self):
         h = self.hal
         return one_shot.one_shot(
-            h.fence_create, h.device_queue_alloca, h.command_buffer_create,
+            h.fence_create, h.device_queue_alloca, h.fence_join, h.command_buffer_create,
             h.executable_lookup_function, h.command_buffer_dispatch,
             h.command_buffer_execution_barrier, h.command_buffer_copy_buffer,
             h.command_buffer_fill_buffer, h.command_buffer_finalize, h.device_queue_execute,
-            h.fence_await,
+            h.fence_await, h.device_queue_dealloca,
         )
 
     def input(self, values):
@@ -511,6 +512,63 @@ def test_copies_and_fills_fast_path_equals_general(packages, kw, code):
         assert data[16:] == bytes([4, 3, 2, 1]) * 2
 
 
+def _two_allocas(parts, *, second_size=24, tail_buffer=None):
+    """Two ALLOCAs joined, a dispatch writing the second's buffer from an argument and
+    the first's, and the dealloca tail releasing `tail_buffer` (default: the second)."""
+    a = parts.input(np.arange(6))
+    steps = [
+        (ALLOCA, 0, -1, None, 0, 48, 3075, 24, 0),
+        (ALLOCA, 0, -1, None, 0, 48, 3075, second_size, 0),
+        (JOIN, 0),
+        (CREATE, 1, 3, -1, 0),
+        (LOOKUP, parts.exe, parts.name),
+        (DISPATCH, parts.exe, LOOKED_UP, 1, 1, 1, 0, (6, 0, 6, 0),
+         ((0, 0, a, 0, 24), (0, 0, ALLOCATED, 0, 24), (0, 0, ALLOCATED_1, 0, 24))),
+        (BARRIER, 28, 13, 0),
+    ]
+    return steps, (0, -1, ALLOCATED_1 if tail_buffer is None else tail_buffer, 0)
+
+
+@pytest.mark.parametrize("case", ["ok", "short-second", "failing", "outside-tail-buffer", "null-tail-buffer"])
+def test_joined_allocas_and_dealloca_tail_equal_general(packages, case):
+    outs = []
+    for general in (False, True):
+        parts = _Parts(packages)
+        helper = _signal_helper(parts)
+        steps, tail = _two_allocas(parts)
+        helper(parts.device, steps, -1, ALLOCA_FENCE, Fence(), 0, tail)  # (warm)
+        if case == "failing":
+            parts.exe.close()
+        kw = {"second_size": 8} if case == "short-second" else {}
+        if case == "outside-tail-buffer":
+            kw["tail_buffer"] = parts.input(np.arange(2))
+        if case == "null-tail-buffer":
+            kw["tail_buffer"] = None
+        steps, tail = _two_allocas(parts, **kw)
+        if case == "null-tail-buffer":
+            tail = (0, -1, None, 0)
+        signal = Fence()
+        run = helper.general if general else helper
+        before = parts.device.allocator.bytes_allocated
+        try:
+            first, second, function = run(parts.device, steps, -1, ALLOCA_FENCE, signal, 0, tail)
+            got = ["ok", first.read(), second.read(), function]
+        except VMError as e:
+            got = ["error", e.code, e.message]
+        got.append(signal.query())
+        got.append(parts.device.allocator.bytes_allocated - before)
+        outs.append(got)
+    assert outs[0] == outs[1], outs
+    if case in ("ok", "outside-tail-buffer"):
+        # (dyn_add's kernel: (a + b) * b with b the first new buffer, zeros)
+        assert outs[0][0] == "ok" and outs[0][1] == bytes(24)
+        assert outs[0][-2] == 0  # the signal fence reached
+    elif case == "failing":
+        assert outs[0][0] == "ok" and outs[0][-2] == StatusCode.FAILED_PRECONDITION  # (the fence's)
+    else:
+        assert outs[0][0] == "error"
+
+
 def test_command_buffer_without_dispatches(packages):
     outs = []
     for general in (False, True):
@@ -528,10 +586,11 @@ def test_command_buffer_without_dispatches(packages):
 def _signal_helper(parts):
     h = parts.hal
     return one_shot.one_shot_signal(
-        h.fence_create, h.device_queue_alloca, h.command_buffer_create,
+        h.fence_create, h.device_queue_alloca, h.fence_join, h.command_buffer_create,
         h.executable_lookup_function, h.command_buffer_dispatch,
         h.command_buffer_execution_barrier, h.command_buffer_copy_buffer,
         h.command_buffer_fill_buffer, h.command_buffer_finalize, h.device_queue_execute,
+        None, h.device_queue_dealloca,
     )
 
 
@@ -642,7 +701,7 @@ def test_foreign_imports_get_the_general_path_only(packages):
         return lambda *a: calls.append(f.__name__) or f(*a)
 
     helper = one_shot.one_shot(
-        spy(h.fence_create), h.device_queue_alloca, h.command_buffer_create,
+        spy(h.fence_create), h.device_queue_alloca, h.fence_join, h.command_buffer_create,
         h.executable_lookup_function, h.command_buffer_dispatch,
         h.command_buffer_execution_barrier, h.command_buffer_copy_buffer,
         h.command_buffer_fill_buffer, h.command_buffer_finalize, h.device_queue_execute,
@@ -749,7 +808,10 @@ def test_packages_match_iree(vmfbs, packages, name, device, driver):
 
 
 @pytest.fixture(scope="module")
-def turbine_vmfb(tmp_path_factory):
+def turbine_vmfbs(tmp_path_factory):
+    """iree-turbine exports with a dynamic batch dim: a Linear+ReLU (one alloca) and a
+    small CNN (its result and a transient arena: two allocas joined, the arena released
+    by a queue.dealloca after the execute)."""
     torch = pytest.importorskip("torch")
     aot = pytest.importorskip("iree.turbine.aot")
     torch.manual_seed(0)
@@ -762,28 +824,56 @@ def turbine_vmfb(tmp_path_factory):
         def forward(self, x):
             return torch.relu(self.linear(x))
 
+    class SmallCnn(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.c2 = torch.nn.Conv2d(8, 16, 3, padding=1)
+            self.fc = torch.nn.Linear(16 * 4 * 4, 10)
+
+        def forward(self, x):
+            x = torch.nn.functional.max_pool2d(torch.relu(self.c1(x)), 2)
+            x = torch.nn.functional.max_pool2d(torch.relu(self.c2(x)), 2)
+            return torch.softmax(self.fc(x.flatten(1)), -1)
+
     out = tmp_path_factory.mktemp("turbine_dyn")
-    exported = aot.export(
-        LinearRelu(), args=(torch.randn(4, 16),), dynamic_shapes={"x": {0: torch.export.Dim("batch")}}
-    )
-    exported.save_mlir(str(out / "linear_relu.mlir"))
-    return compile_mlir((out / "linear_relu.mlir").read_text(), out, LLVM_CPU_FLAGS, "linear_relu")
+    built = {}
+    for name, model, example in (
+        ("linear_relu", LinearRelu(), torch.randn(4, 16)),
+        ("small_cnn", SmallCnn().eval(), torch.randn(4, 3, 16, 16)),
+    ):
+        exported = aot.export(model, args=(example,), dynamic_shapes=({0: torch.export.Dim("batch")},))
+        exported.save_mlir(str(out / f"{name}.mlir"))
+        built[name] = compile_mlir((out / f"{name}.mlir").read_text(), out, LLVM_CPU_FLAGS, name)
+    return built
+
+
+# What each export's generated main$async must show: the signal form, the shape snapshot,
+# and for the CNN the joined allocas and the released arena.
+_TURBINE = {
+    "linear_relu": ((16,), ("submit_one_shot_signal(", "shape = (")),
+    "small_cnn": ((3, 16, 16), ("submit_one_shot_signal(", "(JOIN,", "ALLOCATED_1", "queue.dealloca of a new fence")),
+}
 
 
 @pytest.mark.filterwarnings("ignore:.*LeafSpec:FutureWarning")
+@pytest.mark.parametrize("name", sorted(_TURBINE))
 @pytest.mark.parametrize("device, driver", [("local-sync", "local-sync"), ("local", "local-task")])
-def test_turbine_dynamic_batch_matches_iree(turbine_vmfb, tmp_path, device, driver):
+def test_turbine_dynamic_batch_matches_iree(turbine_vmfbs, tmp_path, name, device, driver):
     rt = pytest.importorskip("iree.runtime")
-    pkg = write_package(read_module_file(turbine_vmfb), tmp_path, "linear_relu")
+    vmfb = turbine_vmfbs[name]
+    shape, shown = _TURBINE[name]
+    pkg = write_package(read_module_file(vmfb), tmp_path, name)
     text = (pkg / "__init__.py").read_text()
-    assert "submit_one_shot_signal(" in text and "shape = (" in text
-    unfused = write_package(read_module_file(turbine_vmfb), tmp_path / "u", "linear_relu", fuse_submissions=False)
+    for s in shown:
+        assert s in text, s
+    unfused = write_package(read_module_file(vmfb), tmp_path / "u", name, fuse_submissions=False)
     ctx = rt.SystemContext(config=rt.Config(driver))
-    ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, turbine_vmfb.read_bytes()))
-    ours = [import_package_as(f"_turbine_dyn_{device}_{k}", p).load(device=device) for k, p in enumerate((pkg, unfused))]
+    ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, vmfb.read_bytes()))
+    ours = [import_package_as(f"_turbine_{name}_{device}_{k}", p).load(device=device) for k, p in enumerate((pkg, unfused))]
     rng = np.random.default_rng(9)
     for batch in (1, 4, 33, 4, 0):
-        x = rng.standard_normal((batch, 16)).astype(np.float32)
+        x = rng.standard_normal((batch, *shape)).astype(np.float32)
         want = np.asarray(ctx.modules.module.main(x).to_host()).tobytes()
         for c in ours:
             assert np.asarray(c.main(x)).tobytes() == want, batch

@@ -102,6 +102,10 @@ class Exported:
         return cls(**d)
 
 
+# The example input's batch for a dynamic-batch export (torch.export specializes a dim of 1).
+DYNAMIC_BATCH = 4
+
+
 def export_model(
     name: str,
     params: str,
@@ -111,10 +115,14 @@ def export_model(
     compile: bool = True,
     keep_mlir: bool = True,
     seed: int = 0,
+    dynamic_batch: bool = False,
 ) -> Exported:
     """Builds, runs (eager reference), exports and compiles one model into `out_dir`.
 
     keep_mlir=False deletes the MLIR once the vmfb is compiled (record's `mlir` is None).
+    dynamic_batch=True exports the input's first dim as dynamic (torch.export.Dim), with a
+    batch of DYNAMIC_BATCH in the example input (torch.export specializes a dim of 1),
+    and names the files `NAME_PARAMS_dynbatch`.
     """
     import numpy as np
     import torch
@@ -128,21 +136,26 @@ def export_model(
 
     t0 = time.perf_counter()
     model, inputs = build(name, seed)
+    if dynamic_batch:
+        inputs = (torch.cat([inputs[0]] * DYNAMIC_BATCH),)
     times["build"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     with torch.no_grad():
         expected = model(*inputs)
     times["eager"] = time.perf_counter() - t0
-    input_path, expected_path = out_dir / f"{name}_input.npy", out_dir / f"{name}_expected.npy"
+    tag = "_dynbatch" if dynamic_batch else ""
+    input_path = out_dir / f"{name}{tag}_input.npy"
+    expected_path = out_dir / f"{name}{tag}_expected.npy"
     np.save(input_path, inputs[0].numpy())
     np.save(expected_path, expected.numpy())
 
-    stem = f"{name}_{params}"
+    stem = f"{name}_{params}" + ("_dynbatch" if dynamic_batch else "")
     t0 = time.perf_counter()
     if params == "external":
         aot.externalize_module_parameters(model, external_scope=PARAMETER_SCOPE)
-    exported = aot.export(model, args=inputs)
+    dynamic = ({0: torch.export.Dim("batch")},) if dynamic_batch else None
+    exported = aot.export(model, args=inputs, dynamic_shapes=dynamic)
     mlir = out_dir / f"{stem}.mlirbc"
     exported.save_mlir(mlir)
     times["export"] = time.perf_counter() - t0

@@ -5,6 +5,8 @@ Generated code keeps the block's integer ops in place and, where each recording 
 was, appends that call's operands to a list as a step (the command buffer left out):
 
     steps = [(ALLOCA, fence_flags, affinity, wait, pool, memory_types, usage, size, flags)]
+    steps.append((ALLOCA, ...))                       (any number, each its own buffer)
+    steps.append((JOIN, flags))                       (the allocas' fences joined)
     steps.append((CREATE, modes, categories, affinity, binding_capacity))
     steps.append((LOOKUP, executable, name))
     steps.append((DISPATCH, executable, function, x, y, z, flags, constants, bindings))
@@ -12,32 +14,44 @@ was, appends that call's operands to a list as a step (the command buffer left o
     steps.append((COPY, source_slot, target_slot, source, source_offset, target,
                   target_offset, length, flags))
     steps.append((FILL, target, offset, length, slot, pattern, pattern_length, flags))
-    buffer, *functions, status = submit(device, steps, create_flags, affinity, wait,
-                                        exec_flags, timeout, await_flags)
 
-(the ALLOCA step, a fence.create + queue.alloca pair, is optional; `wait` is then
-`ALLOCA_FENCE`, its fence; a dispatch's function `LOOKED_UP` is the latest lookup's
-result, a buffer `ALLOCATED` the new buffer). The call returns the new buffer (None
-without an ALLOCA step), each lookup's result and the await's status.
+and then calls its call site's helper, in one of two forms:
+
+    *buffers, *functions, status = submit(device, steps, create_flags, affinity, wait,
+                                          exec_flags, timeout, await_flags)
+        (`one_shot`: fence.create, queue.execute, fence.await of the new fence)
+    *buffers, *functions = submit(device, steps, affinity, wait, signal, exec_flags,
+                                  dealloca)
+        (`one_shot_signal`: queue.execute signalling `signal`, a fence from outside; or,
+        with `dealloca` (fence_flags, affinity, buffer, flags), queue.execute signalling a
+        new fence and queue.dealloca of `buffer` waiting on it and signalling `signal`)
+
+The ALLOCA steps come first, with a JOIN where there are several; `wait` is then
+`ALLOCA_FENCE`, their (joined) fence. A dispatch's function `LOOKED_UP` is the latest
+lookup's result; a buffer `ALLOCATED` (`ALLOCATED_1`, ...) the first (second, ...) ALLOCA
+step's. The call returns each ALLOCA step's buffer, each lookup's result, and the
+await's status.
 
 GENERAL path: the calls themselves through the bound imports, in order, then
-command_buffer.finalize, fence.create, queue.execute and fence.await: what the unfused
-code does. FAST path, only where provably the same: the imports are the `hal` module's
-own, the device a `LocalDevice` whose queue no other thread runs, the waits null or
-reached, pool 0, a size >= 0, a ONE_SHOT command buffer of a capacity >= 0 with the
-DISPATCH category for dispatches and TRANSFER for copies and fills, every dispatch's
-executable a `HalExecutable`, every buffer a `HalBuffer` (or the new buffer) with its
-range inside it, a fill's pattern length and alignment valid (what recording checks),
-and every lookup answered before by the import for that executable and read-only name.
-Then it allocates as queue.alloca does and runs the commands as the command buffer's
-execution runs them (command_buffer.run_direct, HalBuffer.copy_from, HalBuffer.fill),
-holding the queue's draining role as queue.execute does; a failure fails the await as
-in the unfused code, and the fences and the command buffer, which nothing else sees, are
-never made. Anything else: the general path, before anything is done (or, when another
-thread took the queue meanwhile, from the command buffer's create on, the buffer and
-lookups already made). A call site appends tuples of one shape every call: its fast path
-is compiled once, for that shape (`compile_fast`), so each call unpacks and tests its
-steps in one frame.
+command_buffer.finalize and the submission: what the unfused code does. FAST path, only
+where provably the same: the imports are the `hal` module's own, the device a
+`LocalDevice` whose queue no other thread runs, the waits null or reached, pool 0, sizes
+>= 0, a ONE_SHOT command buffer of a capacity >= 0 with the DISPATCH category for
+dispatches and TRANSFER for copies and fills, every dispatch's executable a
+`HalExecutable`, every buffer a `HalBuffer` (or a new one) with its range inside it, a
+fill's pattern length and alignment valid (what recording checks), a dealloca's buffer a
+`HalBuffer` or a new one, and every lookup answered before by the import for that
+executable and read-only name. Then it allocates as queue.alloca does and runs the
+commands as the command buffer's execution runs them (command_buffer.run_direct,
+HalBuffer.copy_from, HalBuffer.fill), holding the queue's draining role as queue.execute
+does; the fences, the join and the command buffer, which nothing else sees, are never
+made. A failure fails the await as in the unfused code; in the signal form `signal` is
+left as the queue leaves it: signaled, or failed with the error (raised where `signal` is
+null; a dealloca on a LocalDevice only signals). Anything else: the general path, before
+anything is done (or, when another thread took the queue meanwhile, from the command
+buffer's create on, the buffers and lookups already made). A call site appends tuples of
+one shape every call: its fast path is compiled once, for that shape (`compile_fast`),
+so each call unpacks and tests its steps in one frame.
 """
 
 from __future__ import annotations
@@ -70,70 +84,88 @@ class _Marker:
 
 # Step kinds (each step tuple's first item).
 ALLOCA = _Marker("ALLOCA")
+JOIN = _Marker("JOIN")
 CREATE = _Marker("CREATE")
 LOOKUP = _Marker("LOOKUP")
 DISPATCH = _Marker("DISPATCH")
 BARRIER = _Marker("BARRIER")
 COPY = _Marker("COPY")
 FILL = _Marker("FILL")
-# Operands the helper supplies: a dispatch's function from the latest LOOKUP step, and
-# the execute's wait fence, the ALLOCA step's signal fence.
+# Operands the helper supplies: a dispatch's function from the latest LOOKUP step, the
+# execute's wait fence (the ALLOCA steps' fence, joined), and the ALLOCA steps' buffers.
 LOOKED_UP = _Marker("LOOKED_UP")
 ALLOCA_FENCE = _Marker("ALLOCA_FENCE")
+ALLOCATED_1 = _Marker("ALLOCATED_1")
+ALLOCATED_2 = _Marker("ALLOCATED_2")
+ALLOCATED_3 = _Marker("ALLOCATED_3")
+ALLOCATED_4 = _Marker("ALLOCATED_4")
+ALLOCATED_5 = _Marker("ALLOCATED_5")
+ALLOCATED_6 = _Marker("ALLOCATED_6")
+ALLOCATED_7 = _Marker("ALLOCATED_7")
+NEW_BUFFERS = (ALLOCATED, ALLOCATED_1, ALLOCATED_2, ALLOCATED_3, ALLOCATED_4, ALLOCATED_5,
+               ALLOCATED_6, ALLOCATED_7)  # ALLOCA step k's buffer: NEW_BUFFERS[k]
+_NEW_INDEX = {id(m): k for k, m in enumerate(NEW_BUFFERS)}
 
 
-def _recorder(fence_create, alloca, create, lookup, dispatch, barrier, copy, fill, finalize,
-              answers: dict):
-    """`record(device, steps, buffer=None, functions=None)`: the steps through the
-    imports, then command_buffer.finalize: (command buffer, the alloca's fence, the new
-    buffer, the lookups' results). With `functions` (the fast path's buffer and lookups,
-    already made), from the create on, the alloca's fence made reached. Each lookup's
-    answer for an executable and a read-only name is kept in `answers`."""
+def _recorder(fence_create, alloca, join, create, lookup, dispatch, barrier, copy, fill,
+              finalize, answers: dict):
+    """`record(device, steps, buffers=None, functions=None)`: the steps through the
+    imports, then command_buffer.finalize: (command buffer, the ALLOCA steps' fence (their
+    join where there are several), their buffers, the lookups' results). With `buffers`
+    and `functions` (what the fast path made already), from the create on, a reached
+    fence in the allocas' place. Each lookup's answer for an executable and a read-only
+    name is kept in `answers`. Also the (bound import, `hal` method name) pairs used."""
 
-    def record(device, steps, buffer=None, functions=None):
-        looked = [] if functions is None else functions
-        function = command_buffer = f0 = None
+    def record(device, steps, buffers=None, functions=None):
+        made = buffers is not None
+        buffers = list(buffers) if made else []
+        looked = list(functions) if made else []
+        fences = []
+        function = command_buffer = fence = None
         n = 0
         for step in steps:
             kind = step[0]
             if kind is ALLOCA:
-                f0 = fence_create(device, step[1])
-                if functions is None:
-                    buffer = alloca(device, step[2], step[3], f0, *step[4:])
+                f = fence_create(device, step[1])
+                if made:
+                    f.signal()  # (what the fast path's allocation left: reached)
                 else:
-                    f0.signal()  # (what the fast path's allocation left: reached)
+                    buffers.append(alloca(device, step[2], step[3], f, *step[4:]))
+                fences.append(f)
+                fence = f
+            elif kind is JOIN:
+                fence = join(step[1], fences)
             elif kind is CREATE:
                 command_buffer = create(device, *step[1:])
             elif kind is LOOKUP:
-                if functions is None:
+                if made:
+                    function = looked[n]
+                else:
                     function = lookup(step[1], step[2])
                     looked.append(function)
                     if type(step[1]) is HalExecutable and type(step[2]) is VMBuffer and step[2].readonly:
                         if len(answers) >= _LOOKUPS_MAX:
                             answers.clear()
                         answers[step[1], step[2]] = function
-                else:
-                    function = functions[n]
                 n += 1
             elif kind is DISPATCH:
                 _, executable, fn, x, y, z, flags, constants, bindings = step
                 dispatch(
                     command_buffer, executable, function if fn is LOOKED_UP else fn, x, y, z,
                     flags, constants,
-                    [(o, s, buffer if b is ALLOCATED else b, off, length)
-                     for o, s, b, off, length in bindings],
+                    [(o, s, _new(b, buffers), off, length) for o, s, b, off, length in bindings],
                 )
             elif kind is BARRIER:
                 barrier(command_buffer, *step[1:])
             else:  # COPY, FILL
-                operands = [buffer if x is ALLOCATED else x for x in step[1:]]
+                operands = [_new(x, buffers) for x in step[1:]]
                 (copy if kind is COPY else fill)(command_buffer, *operands)
         finalize(command_buffer)
-        return command_buffer, f0, buffer, looked
+        return command_buffer, fence, buffers, looked
 
     own = [(fence_create, "fence_create"), (create, "command_buffer_create"),
            (dispatch, "command_buffer_dispatch"), (finalize, "command_buffer_finalize")]
-    own += [(f, name) for f, name in ((alloca, "device_queue_alloca"),
+    own += [(f, name) for f, name in ((alloca, "device_queue_alloca"), (join, "fence_join"),
                                       (lookup, "executable_lookup_function"),
                                       (barrier, "command_buffer_execution_barrier"),
                                       (copy, "command_buffer_copy_buffer"),
@@ -142,36 +174,43 @@ def _recorder(fence_create, alloca, create, lookup, dispatch, barrier, copy, fil
     return record, own
 
 
-def one_shot(fence_create, alloca, create, lookup, dispatch, barrier, copy, fill, finalize,
-             execute, await_):
+def _new(value, buffers):
+    """`value`, or the ALLOCA step's buffer a NEW_BUFFERS marker names."""
+    k = _NEW_INDEX.get(id(value))
+    return value if k is None else buffers[k]
+
+
+def one_shot(fence_create, alloca, join, create, lookup, dispatch, barrier, copy, fill,
+             finalize, execute, await_, dealloca=None):
     """The helper of one call site of the await form (the execute signals a fence of its
     own that the block's terminator awaits), built per context from its bound imports
     (module.py.j2's `_bind`; those the module does not import None: then no step needs
     them)."""
     answers: dict = {}  # (executable, read-only name) -> the import's answer
-    record, own = _recorder(fence_create, alloca, create, lookup, dispatch, barrier, copy, fill,
-                            finalize, answers)
+    record, own = _recorder(fence_create, alloca, join, create, lookup, dispatch, barrier, copy,
+                            fill, finalize, answers)
 
     def general(
         device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags,
-        buffer=None, functions=None,
+        buffers=None, functions=None,
     ):
-        command_buffer, f0, buffer, looked = record(device, steps, buffer, functions)
+        command_buffer, fence, buffers, looked = record(device, steps, buffers, functions)
         f1 = fence_create(device, create_flags)
-        execute(device, affinity, f0 if wait is ALLOCA_FENCE else wait, f1, command_buffer, exec_flags)
-        return (buffer, *looked, await_(timeout, await_flags, [f1]))
+        wait = fence if wait is ALLOCA_FENCE else wait
+        execute(device, affinity, wait, f1, command_buffer, exec_flags)
+        return (*buffers, *looked, await_(timeout, await_flags, [f1]))
 
     if not _own(own + [(execute, "device_queue_execute"), (await_, "fence_await")]):
         return general
 
-    def finish(error, buffer, looked, device, steps, create_flags, affinity, wait, exec_flags,
+    def finish(error, buffers, looked, device, steps, create_flags, affinity, wait, exec_flags,
                timeout, await_flags):
         """After the fast path's allocation: another thread held the queue (the imports
         queue behind it, from the create on), or the execution failed."""
         if error is BUSY:
             return general(device, steps, create_flags, affinity, wait, exec_flags, timeout,
-                           await_flags, buffer, list(looked))
-        return (buffer, *looked, _failed(error, await_, timeout, await_flags))
+                           await_flags, buffers, looked)
+        return (*buffers, *looked, _failed(error, await_, timeout, await_flags))
 
     fast = None  # this call site's compiled fast path (its steps' shape is fixed), or False
 
@@ -191,44 +230,50 @@ def one_shot(fence_create, alloca, create, lookup, dispatch, barrier, copy, fill
     return submit
 
 
-def one_shot_signal(fence_create, alloca, create, lookup, dispatch, barrier, copy, fill,
-                    finalize, execute, await_=None):
+def one_shot_signal(fence_create, alloca, join, create, lookup, dispatch, barrier, copy, fill,
+                    finalize, execute, await_=None, dealloca=None):
     """The helper of one call site of the signal form (the execute signals a fence from
-    outside the group, which nothing in the block awaits: iree-turbine's `main$async`):
-
-        buffer, *functions = submit(device, steps, affinity, wait, signal, exec_flags)
-
-    Its fast path leaves `signal` as LocalQueue leaves it: signaled, or failed with the
-    execution's error (raised instead where `signal` is null)."""
+    outside the group, or a new one a queue.dealloca waits on before it signals that one:
+    iree-turbine's `main$async`, nothing in the block awaits it), built as `one_shot`."""
     answers: dict = {}
-    record, own = _recorder(fence_create, alloca, create, lookup, dispatch, barrier, copy, fill,
-                            finalize, answers)
+    record, own = _recorder(fence_create, alloca, join, create, lookup, dispatch, barrier, copy,
+                            fill, finalize, answers)
 
-    def general(device, steps, affinity, wait, signal, exec_flags, buffer=None, functions=None):
-        command_buffer, f0, buffer, looked = record(device, steps, buffer, functions)
-        wait = f0 if wait is ALLOCA_FENCE else wait
-        execute(device, affinity, wait, signal, command_buffer, exec_flags)
-        return (buffer, *looked)
+    def general(device, steps, affinity, wait, signal, exec_flags, tail=None, buffers=None,
+                functions=None):
+        command_buffer, fence, buffers, looked = record(device, steps, buffers, functions)
+        wait = fence if wait is ALLOCA_FENCE else wait
+        if tail is None:
+            execute(device, affinity, wait, signal, command_buffer, exec_flags)
+        else:
+            fence_flags, dealloca_affinity, buffer, dealloca_flags = tail
+            f1 = fence_create(device, fence_flags)
+            execute(device, affinity, wait, f1, command_buffer, exec_flags)
+            dealloca(device, dealloca_affinity, f1, signal, _new(buffer, buffers), dealloca_flags)
+        return (*buffers, *looked)
 
-    if not _own(own + [(execute, "device_queue_execute")]):
+    pairs = own + [(execute, "device_queue_execute")]
+    if dealloca is not None:
+        pairs.append((dealloca, "device_queue_dealloca"))
+    if not _own(pairs):
         return general
 
-    def finish(error, buffer, looked, device, steps, affinity, wait, signal, exec_flags):
+    def finish(error, buffers, looked, device, steps, affinity, wait, signal, exec_flags, tail):
         """After the fast path's allocation: another thread held the queue."""
-        return general(device, steps, affinity, wait, signal, exec_flags, buffer, list(looked))
+        return general(device, steps, affinity, wait, signal, exec_flags, tail, buffers, looked)
 
     fast = None
 
-    def submit(device, steps, affinity, wait, signal, exec_flags):
+    def submit(device, steps, affinity, wait, signal, exec_flags, tail=None):
         nonlocal fast
         run = fast
         if run is None:
-            run = fast = compile_fast(steps, signal_form=True) or False
+            run = fast = compile_fast(steps, signal_form=True, tail=tail) or False
         if run:
-            result = run(device, steps, affinity, wait, signal, exec_flags, answers, finish)
+            result = run(device, steps, affinity, wait, signal, exec_flags, tail, answers, finish)
             if result is not MISMATCH:
                 return result
-        return general(device, steps, affinity, wait, signal, exec_flags)
+        return general(device, steps, affinity, wait, signal, exec_flags, tail)
 
     submit.general = general
     return submit
@@ -245,40 +290,64 @@ def _reached(fence: str) -> str:
             f"({fence}.state == REACHED or {fence}.reached_now())))")
 
 
-def compile_fast(steps, signal_form: bool = False):
+def compile_fast(steps, signal_form: bool = False, tail=None):
     """The fast path for steps of this shape, as one function: `fast(device, steps,
     create_flags, affinity, wait, exec_flags, timeout, await_flags, answers, finish)`
-    (with `signal_form`: `fast(device, steps, affinity, wait, signal, exec_flags,
-    answers, finish)`, and it signals or fails `signal` as the queue does).
-    A call site appends the same tuples every call, so its shape is fixed; the function
-    still unpacks them by that shape and tests every marker, and returns MISMATCH
-    (nothing done) for steps of another shape or where any test fails: the general path
-    then runs. Else it allocates, runs the dispatches under the queue's draining role and
-    returns what `submit` returns (`finish` where the queue was busy or a dispatch
-    failed). None for a shape it does not take."""
+    (with `signal_form`: `fast(device, steps, affinity, wait, signal, exec_flags, tail,
+    answers, finish)`, and it signals or fails `signal` as the queue does; `tail` the
+    call site's dealloca, or None). A call site appends the same tuples every call, so
+    its shape is fixed; the function still unpacks them by that shape and tests every
+    marker, and returns MISMATCH (nothing done) for steps of another shape or where any
+    test fails: the general path then runs. Else it allocates, runs the commands under the
+    queue's draining role and returns what `submit` returns (`finish` where the queue was
+    busy or, in the await form, a command failed). None for a shape it does not take."""
     if type(steps) is not list or not steps:
         return None
-    alloca = type(steps[0]) is tuple and len(steps[0]) == 9 and steps[0][0] is ALLOCA
+    allocas = 0
+    while (allocas < len(steps) and type(steps[allocas]) is tuple and len(steps[allocas]) == 9
+           and steps[allocas][0] is ALLOCA):
+        allocas += 1
+    if allocas > len(NEW_BUFFERS):
+        return None
     parts: list[str] = []
     tests = ["type(device) is not LocalDevice"]
     looks: list[str] = []
     runs: list[str] = []
     looked: list[str] = []  # each lookup's local, in order
+    create = allocas + (allocas > 1)  # the create's index (after a JOIN of several allocas)
+
+    def buffer_tests(b: str, given, o: str, n: str) -> str | None:
+        """Tests a buffer operand `b` (with range `o`, `n`) as recording does; its
+        address expression, None for a shape not taken."""
+        k = _NEW_INDEX.get(id(given))
+        if k is not None:
+            if k >= allocas:
+                return None
+            tests.extend([f"{b} is not NEW_BUFFERS[{k}]", f"not (0 <= {o} and 0 <= {n} <= size{k} - {o})"])
+            return f"x{k}.address + {o}"
+        tests.extend([f"type({b}) is not HalBuffer", f"not (0 <= {o} and 0 <= {n} <= {b}.length - {o})"])
+        return f"{b}.address + {o}"
+
     for j, step in enumerate(steps):
         if type(step) is not tuple or not step:
             return None
         kind, k = step[0], f"k{j}"
-        if j == 0 and alloca:
-            parts.append(f"({k}, _, _, w{j}, pool, types, usage, size, _)")
-            tests += [f"{k} is not ALLOCA", "wait is not ALLOCA_FENCE", "pool", "size < 0",
-                      _reached(f"w{j}")]
-        elif j == alloca:  # (the create, first after any alloca)
+        if j < allocas:
+            parts.append(f"({k}, _, _, w{j}, pool{j}, types{j}, usage{j}, size{j}, _)")
+            tests += [f"{k} is not ALLOCA", f"pool{j}", f"size{j} < 0", _reached(f"w{j}")]
+        elif j == allocas and allocas > 1:
+            if kind is not JOIN or len(step) != 2:
+                return None
+            parts.append(f"({k}, _)")
+            tests.append(f"{k} is not JOIN")
+        elif j == create:
             if kind is not CREATE or len(step) != 5:
                 return None
             parts.append(f"({k}, modes, categories, _, capacity)")
             tests += [f"{k} is not CREATE", "capacity < 0", "not modes & MODE_ONE_SHOT"]
-            if not alloca:
-                tests.append(_reached("wait"))
+            tests.append("wait is not ALLOCA_FENCE" if allocas else _reached("wait"))
+        elif j < create:
+            return None
         elif kind is LOOKUP and len(step) == 3:
             parts.append(f"({k}, e{j}, n{j})")
             tests.append(f"{k} is not LOOKUP")
@@ -306,16 +375,10 @@ def compile_fast(steps, signal_form: bool = False):
                 ordinal = f"g{j}"
             addresses = []
             for i, (_, _, b, _, _) in enumerate(bindings):
-                o, n = f"o{j}_{i}", f"l{j}_{i}"
-                if b is ALLOCATED:
-                    if not alloca:
-                        return None
-                    tests += [f"b{j}_{i} is not ALLOCATED", f"not (0 <= {o} and 0 <= {n} <= size - {o})"]
-                    addresses.append(f"x.address + {o}")
-                else:  # (what recording checks of a direct binding)
-                    tests += [f"type(b{j}_{i}) is not HalBuffer",
-                              f"not (0 <= {o} and 0 <= {n} <= b{j}_{i}.length - {o})"]
-                    addresses.append(f"b{j}_{i}.address + {o}")
+                address = buffer_tests(f"b{j}_{i}", b, f"o{j}_{i}", f"l{j}_{i}")
+                if address is None:
+                    return None
+                addresses.append(address)
             flat = _tuple(addresses + [f"l{j}_{i}" for i in range(len(bindings))])
             masked = _tuple([f"{c} & M32" for c in cs])
             counts = f"(x{j} & M32, y{j} & M32, z{j} & M32)"
@@ -324,44 +387,52 @@ def compile_fast(steps, signal_form: bool = False):
             parts.append(f"({k}, _, _, _)")
             tests.append(f"{k} is not BARRIER")
         elif kind in (COPY, FILL) and len(step) == (9 if kind is COPY else 8):
+            n = f"n{j}"
             if kind is COPY:
-                parts.append(f"({k}, _, _, s{j}, so{j}, t{j}, to{j}, n{j}, _)")
-                ranges = [(f"s{j}", f"so{j}", step[3]), (f"t{j}", f"to{j}", step[5])]
-                tests += [f"{k} is not COPY"]
+                parts.append(f"({k}, _, _, s{j}, so{j}, t{j}, to{j}, {n}, _)")
+                tests.append(f"{k} is not COPY")
+                source = buffer_tests(f"s{j}", step[3], f"so{j}", n)
+                target = buffer_tests(f"t{j}", step[5], f"to{j}", n)
             else:
-                parts.append(f"({k}, t{j}, to{j}, n{j}, _, p{j}, pl{j}, _)")
-                ranges = [(f"t{j}", f"to{j}", step[1])]
-                tests += [f"{k} is not FILL", f"pl{j} not in (1, 2, 4)", f"to{j} % pl{j}",
-                          f"n{j} % pl{j}"]
+                parts.append(f"({k}, t{j}, to{j}, {n}, _, p{j}, pl{j}, _)")
+                tests += [f"{k} is not FILL", f"pl{j} not in (1, 2, 4)", f"to{j} % pl{j}", f"{n} % pl{j}"]
+                source, target = "", buffer_tests(f"t{j}", step[1], f"to{j}", n)
+            if source is None or target is None:
+                return None
             tests.append("categories & CATEGORY_TRANSFER != CATEGORY_TRANSFER")
-            where = {}
-            for b, o, given in ranges:
-                n = f"n{j}"
-                if given is ALLOCATED:
-                    if not alloca:
-                        return None
-                    tests += [f"{b} is not ALLOCATED", f"not (0 <= {o} and 0 <= {n} <= size - {o})"]
-                    where[b] = "x"
-                else:  # (what recording checks of a direct buffer)
-                    tests += [f"type({b}) is not HalBuffer",
-                              f"not (0 <= {o} and 0 <= {n} <= {b}.length - {o})"]
-                    where[b] = b
+            # (the buffer objects: the new ones, or the operands as they are)
+            buffer_of = lambda b, given: (  # noqa: E731
+                f"x{_NEW_INDEX[id(given)]}" if id(given) in _NEW_INDEX else b
+            )
             if kind is COPY:
-                runs.append(f"{where[f't{j}']}.copy_from(to{j}, {where[f's{j}']}, so{j}, n{j})")
+                runs.append(f"{buffer_of(f't{j}', step[5])}.copy_from(to{j}, {buffer_of(f's{j}', step[3])}, so{j}, {n})")
             else:
-                runs.append(f"{where[f't{j}']}.fill(to{j}, n{j}, p{j}, pl{j})")
+                runs.append(f"{buffer_of(f't{j}', step[1])}.fill(to{j}, {n}, p{j}, pl{j})")
         else:
             return None
-    if not runs:  # (a command buffer without dispatches: nothing runs)
+    if create >= len(steps):
+        return None
+    if not runs:  # (a command buffer without commands: nothing runs)
         runs.append("pass")
+    buffers = [f"x{k}" for k in range(allocas)]
+    made = _tuple(buffers) if buffers else "()"
     functions = _tuple(looked) if looked else "()"
+    returned = "".join(f + ", " for f in buffers + looked)
     if signal_form:
         tests.append("signal is not None and type(signal) is not Fence")
-        params = "device, steps, affinity, wait, signal, exec_flags"
-        passed = "device, steps, affinity, wait, signal, exec_flags"
+        if tail is not None:  # the dealloca's buffer: what the import takes
+            if type(tail) is not tuple or len(tail) != 4:
+                return None
+            k = _NEW_INDEX.get(id(tail[2]))
+            if k is not None and k >= allocas:
+                return None
+            tests.append("type(tail) is not tuple or len(tail) != 4")
+            tests.append(f"tail[2] is not NEW_BUFFERS[{k}]" if k is not None else "type(tail[2]) is not HalBuffer")
+        else:
+            tests.append("tail is not None")
+        params = passed = "device, steps, affinity, wait, signal, exec_flags, tail"
     else:
-        params = "device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags"
-        passed = "device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags"
+        params = passed = "device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags"
     lines = [
         f"def fast({params}, answers, finish):",
         "    try:",
@@ -378,12 +449,11 @@ def compile_fast(steps, signal_form: bool = False):
         "    if queue._draining:",
         "        return MISMATCH",
     ]
-    if alloca:  # queue.alloca on a LocalDevice (its fence reached at once, as its wait is)
-        lines += ["    allocator = device.allocator",
-                  "    x = fresh_buffer(size, types & M32, usage & M32, allocator)",
-                  "    allocator.bytes_allocated += size"]
-    else:
-        lines.append("    x = None")
+    if allocas:  # queue.alloca on a LocalDevice (its fence reached at once, as its wait is)
+        lines.append("    allocator = device.allocator")
+        for k in range(allocas):
+            lines += [f"    x{k} = fresh_buffer(size{k}, types{k} & M32, usage{k} & M32, allocator)",
+                      f"    allocator.bytes_allocated += size{k}"]
     # queue.execute of a reached wait: the command buffer's one execution, the queue's
     # draining role taken and given back as LocalQueue.run_now does
     lines += [
@@ -391,7 +461,7 @@ def compile_fast(steps, signal_form: bool = False):
         "    lock.acquire()",
         "    if queue._draining:",
         "        lock.release()",
-        f"        return finish(BUSY, x, {functions}, {passed})",
+        f"        return finish(BUSY, {made}, {functions}, {passed})",
         "    queue._draining = True",
         "    lock.release()",
         "    workers = device.worker_count",
@@ -402,7 +472,6 @@ def compile_fast(steps, signal_form: bool = False):
         "    except Exception as exc:  # a bug or a native failure: INTERNAL",
         "        error = _internal(NAME, exc)",
     ]
-    returned = "".join(f + ", " for f in looked)
     if signal_form:  # the queue signals the fence, or fails it (no fence: it raises)
         lines += [
             "    else:",
@@ -417,15 +486,15 @@ def compile_fast(steps, signal_form: bool = False):
             "        queue._stop_draining()",
             "    if error is not None and signal is None:",
             "        raise error",
-            f"    return (x, {returned})",
+            f"    return ({returned})" if returned else "    return ()",
         ]
     else:
         lines += [
             "    else:",
             "        queue._stop_draining()",
-            f"        return (x, {returned}0)  # (the await of a reached fence)",
+            f"        return ({returned}0)  # (the await of a reached fence)",
             "    queue._stop_draining()",
-            f"    return finish(error, x, {functions}, {passed})",
+            f"    return finish(error, {made}, {functions}, {passed})",
         ]
     ns = dict(_NAMESPACE)
     exec(_compiled("\n".join(lines)), ns)
@@ -433,11 +502,11 @@ def compile_fast(steps, signal_form: bool = False):
 
 
 _NAMESPACE = {
-    "ALLOCA": ALLOCA, "CREATE": CREATE, "LOOKUP": LOOKUP, "DISPATCH": DISPATCH,
+    "ALLOCA": ALLOCA, "JOIN": JOIN, "CREATE": CREATE, "LOOKUP": LOOKUP, "DISPATCH": DISPATCH,
     "BARRIER": BARRIER, "COPY": COPY, "FILL": FILL, "LOOKED_UP": LOOKED_UP,
-    "ALLOCA_FENCE": ALLOCA_FENCE, "CATEGORY_TRANSFER": CATEGORY_TRANSFER,
-    "ALLOCATED": ALLOCATED, "MISMATCH": MISMATCH, "BUSY": BUSY, "M32": _M32,
-    "MODE_ONE_SHOT": MODE_ONE_SHOT, "CATEGORY_DISPATCH": CATEGORY_DISPATCH,
+    "ALLOCA_FENCE": ALLOCA_FENCE, "NEW_BUFFERS": NEW_BUFFERS, "MISMATCH": MISMATCH,
+    "BUSY": BUSY, "M32": _M32, "MODE_ONE_SHOT": MODE_ONE_SHOT,
+    "CATEGORY_DISPATCH": CATEGORY_DISPATCH, "CATEGORY_TRANSFER": CATEGORY_TRANSFER,
     "LocalDevice": LocalDevice, "HalExecutable": HalExecutable, "HalBuffer": HalBuffer,
     "Fence": Fence, "REACHED": REACHED, "VMError": VMError, "_internal": _internal,
     "NAME": _EXECUTE, "fresh_buffer": fresh_buffer, "run_direct": run_direct,

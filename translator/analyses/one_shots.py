@@ -33,8 +33,9 @@ That is the same program when:
   lookup's result: `LOOKED_UP`), each still holding that step's value;
 - the command buffer and the alloca's fence are dead after the execute; the device
   register is not written from the first step on;
-- what the call assigns afterwards (the buffer, each lookup's result) is left alone
-  (`None` in `targets`) where an op after its step writes the register again.
+- what the call assigns afterwards (the buffers, each lookup's result) is left alone
+  (`None` in `targets`) where an op after its step writes the register again, or the
+  buffer is dead after the group.
 
     find(module, fn, live, groups) -> {block index: [OneShot, ...]}
 """
@@ -44,6 +45,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from translator.analyses.liveness import RefLiveness
+from translator.analyses.chains import FENCE_JOIN, QUEUE_DEALLOCA
 from translator.analyses.submissions import (
     EXECUTE_FIXED, FENCE_CREATE, QUEUE_ALLOCA, QUEUE_EXECUTE, callee,
 )
@@ -72,6 +74,8 @@ RECORDING = frozenset({"finalize", "barrier", "dispatch", "copy", "fill"})
 COPY_BUFFERS = (3, 5)
 FILL_BUFFERS = (1,)
 
+# The allocas one group takes (runtime_support/hal/one_shot.py's NEW_BUFFERS).
+MAX_ALLOCAS = 8
 # Operands of a dispatch before its constants and bindings; a binding's 5 operands
 # (ordinal, slot, buffer, offset, length), the buffer third.
 DISPATCH_FIXED = 7
@@ -80,32 +84,35 @@ BINDING_WIDTH = 5
 
 @dataclass(frozen=True)
 class OneShot:
-    """One group. `steps`: (kind, ops) in order; kinds "alloca" (its fence.create and
-    queue.alloca), "create", "lookup", "dispatch", "barrier", "finalize" (one op each).
-    `markers`: per dispatch, copy and fill (by pc), the operand positions the helper
-    supplies (`LOOKED_UP` for a dispatch's function, `ALLOCATED` for a buffer). `targets`: what
-    the call assigns: the alloca's buffer register, then each lookup's result register
-    (None where the call leaves the register alone, and for the buffer without alloca)."""
+    """One group. `steps`: (kind, ops) in order; kinds "alloca" (a fence.create and its
+    queue.alloca; any number, first), "join" (their fences' fence.join, where there are
+    several), "create", "lookup", "dispatch", "barrier", "copy", "fill", "finalize" (one op
+    each). `markers`: per dispatch, copy and fill (by pc), the operand positions the helper
+    supplies: position -> "LOOKED_UP" (a dispatch's function) or the alloca's index whose
+    buffer it is. `targets`: what the call assigns: each alloca's buffer register, then
+    each lookup's result register (None where the call leaves the register alone)."""
 
     execute: Op  # the queue.execute
     # The await form: the submissions.Submission (kind "execute": fence.create, execute,
-    # await) that ends the block; None for the signal form (the execute signals a fence
-    # from outside the group and nothing awaits it in the block).
+    # await) that ends the block; None for the signal forms (the execute signals a fence
+    # from outside the group, or a new one a queue.dealloca waits on: `tail`).
     submission: object | None
     steps: tuple[tuple[str, tuple[Op, ...]], ...]
-    markers: dict[int, frozenset[int]]
+    markers: dict[int, dict[int, object]]
     targets: tuple[Reg | None, ...]
+    tail: tuple[Op, ...] = ()  # the signal form's fence.create and queue.dealloca, or ()
+    tail_buffer: int | None = None  # the alloca whose buffer the dealloca releases
 
     @property
-    def alloca(self) -> Op | None:
-        return self.steps[0][1][1] if self.steps[0][0] == "alloca" else None
+    def allocas(self) -> list[Op]:
+        return [ops[1] for kind, ops in self.steps if kind == "alloca"]
 
     @property
     def pcs(self) -> frozenset[int]:
         """The pcs of the ops the group lowers itself (the steps; the signal form's
-        execute too)."""
-        extra = (self.execute.pc,) if self.submission is None else ()
-        return frozenset(op.pc for _, ops in self.steps for op in ops) | frozenset(extra)
+        execute and tail too)."""
+        extra = (self.execute, *self.tail) if self.submission is None else ()
+        return frozenset(op.pc for _, ops in self.steps for op in ops) | {op.pc for op in extra}
 
 
 def _slots(regs) -> set[tuple[str, int]]:
@@ -197,26 +204,52 @@ def _collect(module, ops: list[Op], end: int, cmd: Reg):
     return None
 
 
-def _alloca_before(module, ops: list[Op], start: int, dev: Reg, wait: Reg):
-    """The fence.create + queue.alloca signalling `wait` before `ops[start]` (integer
-    ops between): its fence.create's index, or None."""
+def _allocas_before(module, ops: list[Op], start: int, dev: Reg, wait: Reg):
+    """The allocas the execute's `wait` stands for, before `ops[start]` (integer ops
+    between): one fence.create + queue.alloca signalling `wait`, or several whose fences
+    a fence.join into `wait` joins. (index of the first op, their steps) or None."""
     k = start - 1
-    while k >= 1 and movable(ops[k]):
+    while k >= 0 and movable(ops[k]):
         k -= 1
-    if k < 1 or callee(module, ops[k]) != QUEUE_ALLOCA or callee(module, ops[k - 1]) != FENCE_CREATE:
+    if k < 0:
         return None
-    create, alloca = ops[k - 1], ops[k]
-    cr, co, al, ar = create["results"], create["operands"], alloca["operands"], alloca["results"]
-    if (
-        len(cr) == 1 and cr[0].is_ref and cr[0].ordinal == wait.ordinal
-        and len(co) == 2 and co[0].is_ref and co[0].ordinal == dev.ordinal
-        and len(al) == 9 and al[0].is_ref and al[0].ordinal == dev.ordinal
-        and al[3].is_ref and al[3].ordinal == wait.ordinal
-        and al[2].is_ref and al[2].ordinal != wait.ordinal
-        and len(ar) == 1 and ar[0].is_ref
-    ):  # fmt: skip
-        return k - 1
-    return None
+    fences = [wait.ordinal]
+    join = None
+    if callee(module, ops[k]) == FENCE_JOIN:
+        join = ops[k]
+        res = join["results"]
+        if len(res) != 1 or not res[0].is_ref or res[0].ordinal != wait.ordinal:
+            return None
+        fences = [r.ordinal for r in join["operands"][1:]]
+        if not 2 <= len(fences) <= MAX_ALLOCAS or not all(r.is_ref for r in join["operands"][1:]):
+            return None
+        k -= 1
+    steps: list[tuple[str, tuple[Op, ...]]] = []
+    for _ in fences:
+        while k >= 1 and movable(ops[k]):
+            k -= 1
+        if k < 1 or callee(module, ops[k]) != QUEUE_ALLOCA or callee(module, ops[k - 1]) != FENCE_CREATE:
+            return None
+        create, alloca = ops[k - 1], ops[k]
+        cr, co, al, ar = create["results"], create["operands"], alloca["operands"], alloca["results"]
+        if not (
+            len(cr) == 1 and cr[0].is_ref
+            and len(co) == 2 and co[0].is_ref and co[0].ordinal == dev.ordinal
+            and len(al) == 9 and al[0].is_ref and al[0].ordinal == dev.ordinal
+            and al[3].is_ref and al[3].ordinal == cr[0].ordinal
+            and al[2].is_ref and al[2].ordinal != cr[0].ordinal
+            and len(ar) == 1 and ar[0].is_ref
+        ):  # fmt: skip
+            return None
+        steps.append(("alloca", (create, alloca)))
+        k -= 2
+    steps.reverse()
+    # each alloca's fence a distinct one of the join's, in its order (or the wait itself)
+    if [ops[1]["operands"][3].ordinal for _, ops in steps] != fences:
+        return None
+    if join is not None:
+        steps.append(("join", (join,)))
+    return k + 1, steps
 
 
 def _buffer_positions(kind: str, op: Op) -> list[int] | None:
@@ -238,9 +271,9 @@ def _buffer_positions(kind: str, op: Op) -> list[int] | None:
     return [base + BINDING_WIDTH * b + 2 for b in range(bindings)]
 
 
-def _match(module, ops: list[Op], execute: Op, end: int, submission, live: RefLiveness) -> OneShot | None:
+def _match(module, ops: list[Op], execute: Op, end: int, submission, tail, live) -> OneShot | None:
     """The group whose steps end before `ops[end]`: the execute group's fence.create
-    (the await form, `submission`) or the execute itself (the signal form)."""
+    (the await form, `submission`), the tail's fence.create, or the execute itself."""
     ex = execute["operands"]
     if len(ex) != EXECUTE_FIXED or not all(r.is_ref for r in (ex[0], ex[2], ex[3], ex[4])):
         return None
@@ -249,38 +282,45 @@ def _match(module, ops: list[Op], execute: Op, end: int, submission, live: RefLi
     if found is None:
         return None
     start, steps = found
-    k = _alloca_before(module, ops, start, dev, wait)
-    if k is not None:  # (the alloca in the group where it can be, else left before it)
-        alloca = [("alloca", (ops[k], ops[k + 1])), *steps]
-        group = _check(module, ops, execute, end, submission, live, k, alloca)
+    allocas = _allocas_before(module, ops, start, dev, wait)
+    if allocas is not None:  # (the allocas in the group where they can be, else left before)
+        k, before = allocas
+        group = _check(module, ops, execute, end, submission, tail, live, k, [*before, *steps])
         if group is not None:
             return group
-    return _check(module, ops, execute, end, submission, live, start, steps)
+    return _check(module, ops, execute, end, submission, tail, live, start, steps)
 
 
-def _check(module, ops: list[Op], execute: Op, end: int, submission, live: RefLiveness,
+def _check(module, ops: list[Op], execute: Op, end: int, submission, tail, live: RefLiveness,
            start: int, steps) -> OneShot | None:
     """The group of `steps` (from `ops[start]` to `ops[end]`), or None where the rules of
     this module's docstring do not all hold."""
     ex = execute["operands"]
     dev, wait, cmd = ex[0], ex[2], ex[4]
-    alloca = steps[0][1][1] if steps[0][0] == "alloca" else None
-    f0 = ("r", wait.ordinal) if alloca is not None else None
-    buf = alloca["results"][0] if alloca is not None else None
-    private = {("r", cmd.ordinal)} | ({f0} if f0 else set())
-    if private & {("r", n) for n in live.after(execute)}:
+    alloca_steps = [group for kind, group in steps if kind == "alloca"]
+    allocas = [group[1] for group in alloca_steps]
+    bufs = [a["results"][0].ordinal for a in allocas]
+    if len(set(bufs)) != len(bufs):
+        return None
+    fences = [("r", group[0]["results"][0].ordinal) for group in alloca_steps]
+    joined = ("r", wait.ordinal) if allocas else None
+    last = tail[-1] if tail else execute
+    private = {("r", cmd.ordinal), *fences} | ({joined} if joined else set())
+    if private & {("r", n) for n in live.after(last)}:
         return None
     step_ops = {id(op): kind for kind, group in steps for op in group}
-    creator = {("r", cmd.ordinal): steps[1 if alloca is not None else 0][1][0]}
-    if alloca is not None:
-        creator[f0] = steps[0][1][0]
+    creator: dict[tuple[str, int], Op] = {}
+    creator[("r", cmd.ordinal)] = next(group[0] for kind, group in steps if kind == "create")
+    join = next((group[0] for kind, group in steps if kind == "join"), None)
+    if allocas:
+        creator[joined] = join if join is not None else alloca_steps[0][0]
 
     # One pass in order: `written_by` maps a slot to the step op whose value it holds.
     known: dict[int, tuple[bool, int]] = {}
     for op in ops[:start]:
         _update_constants(known, op)
     written_by: dict[tuple[str, int], Op] = {}
-    markers: dict[int, frozenset[int]] = {}
+    markers: dict[int, dict[int, object]] = {}
     last_lookup = None
     lookups: list[Op] = []
     for op in ops[start:end]:
@@ -297,24 +337,27 @@ def _check(module, ops: list[Op], execute: Op, end: int, submission, live: RefLi
                 return None
             supplied: dict[int, Op] = {}  # operand position -> the step it must hold
             if callee(module, op) == QUEUE_ALLOCA:
-                supplied[3] = creator[f0]
+                supplied[3] = next(g[0] for g in alloca_steps if g[1] is op)  # its fence
+            elif kind == "join":  # the allocas' fences, in order (_allocas_before)
+                supplied.update({1 + i: g[0] for i, g in enumerate(alloca_steps)})
             elif kind in RECORDING:
                 supplied[0] = creator[("r", cmd.ordinal)]
-            mark: set[int] = set()
+            mark: dict[int, object] = {}
             if kind == "dispatch":
                 fn = o[2]
                 if not fn.is_ref and ("i", fn.ordinal) in written_by:
                     supplied[2] = last_lookup
-                    mark.add(2)
+                    mark[2] = "LOOKED_UP"
             buffers = _buffer_positions(kind, op)
             if buffers is None:
                 return None
             for p in buffers:
-                if buf is not None and o[p].is_ref and o[p].ordinal == buf.ordinal:
-                    supplied[p] = alloca
-                    mark.add(p)
+                if o[p].is_ref and o[p].ordinal in bufs:
+                    k = bufs.index(o[p].ordinal)
+                    supplied[p] = allocas[k]
+                    mark[p] = k
             if buffers:
-                markers[op.pc] = frozenset(mark)
+                markers[op.pc] = mark
             for p, r in enumerate(o):
                 if p in supplied:
                     if supplied[p] is None or not _holds(written_by, r, supplied[p]):
@@ -332,35 +375,73 @@ def _check(module, ops: list[Op], execute: Op, end: int, submission, live: RefLi
         _update_constants(known, op)
         if ("r", dev.ordinal) in _slots(op.writes()):
             return None
-    # The execute (and the await form's fence.create and await) reads no step's value but
-    # the command buffer and the alloca's fence.
-    ending = (execute,) if submission is None else (*submission.ops, submission.await_op)
+    # The submission (the execute, the await form's fence.create and await, the tail)
+    # reads no step's value but the command buffer, the allocas' fence and, in the
+    # dealloca, an alloca's buffer.
+    if submission is not None:
+        ending = (*submission.ops, submission.await_op)
+    else:
+        ending = (*tail[:1], execute, *tail[1:])
+    tail_buffer = None
     for op in ending:
         try:
             operands = _typed(module, op)[0]
         except ValueError:  # (the verifier checks calls against their cconv)
             return None
         for p, r in enumerate(operands):
+            holder = None
             if op is execute and p == 4:
                 holder = creator[("r", cmd.ordinal)]
-            elif op is execute and p == 2 and f0 is not None:
-                holder = creator[f0]
-            else:
-                holder = None
+            elif op is execute and p == 2 and allocas:
+                holder = creator[joined]
+            elif tail and op is tail[-1] and p == 4 and r.ordinal in bufs:
+                tail_buffer = bufs.index(r.ordinal)
+                holder = allocas[tail_buffer]
             if not _holds(written_by, r, holder):
                 return None
-    kept = buf is not None and written_by.get(("r", buf.ordinal)) is alloca
-    targets: list[Reg | None] = [buf if kept else None]
+    live_after = live.after(last)
+    targets: list[Reg | None] = [
+        a["results"][0]
+        if written_by.get(("r", a["results"][0].ordinal)) is a and a["results"][0].ordinal in live_after
+        else None  # (written again, or dead: a transient the dealloca released)
+        for a in allocas
+    ]
     for op in lookups:
         r = _typed(module, op)[1][0]
         targets.append(r if _holds(written_by, r, op) else None)
-    return OneShot(execute, submission, tuple(steps), markers, tuple(targets))
+    return OneShot(execute, submission, tuple(steps), markers, tuple(targets), tuple(tail), tail_buffer)
+
+
+def _tail(module, ops: list[Op], e: int, live: RefLiveness) -> tuple[Op, ...] | None:
+    """The dealloca form around the execute at `ops[e]`: `fence.create` of the fence it
+    signals right before it, `queue.dealloca` waiting on that fence right after it, the
+    fence read nowhere else and dead after: (fence.create, queue.dealloca), or None."""
+    if e < 1 or e + 1 >= len(ops):
+        return None
+    create, dealloca = ops[e - 1], ops[e + 1]
+    if callee(module, create) != FENCE_CREATE or callee(module, dealloca) != QUEUE_DEALLOCA:
+        return None
+    ex, co, cr, do = ops[e]["operands"], create["operands"], create["results"], dealloca["operands"]
+    if not (len(cr) == 1 and cr[0].is_ref and len(co) == 2 and len(do) == 6 and len(ex) == EXECUTE_FIXED):
+        return None
+    f1 = cr[0].ordinal
+    if not (
+        ex[3].is_ref and ex[3].ordinal == f1
+        and do[2].is_ref and do[2].ordinal == f1
+        and co[0].is_ref and co[0].ordinal == ex[0].ordinal
+        and do[0].is_ref and do[0].ordinal == ex[0].ordinal
+        and all(r.ordinal != f1 for i, r in enumerate(ex) if r.is_ref and i != 3)
+        and all(r.ordinal != f1 for i, r in enumerate(do) if r.is_ref and i != 2)
+        and f1 not in live.after(dealloca)
+    ):  # fmt: skip
+        return None
+    return create, dealloca
 
 
 def find(module, fn: Function, live: RefLiveness, groups: dict) -> dict[int, list[OneShot]]:
     """Block index -> its one-shot groups: the await form where the block's submission
     group (analyses/submissions.find) is an `execute` of a command buffer recorded in the
-    block (last in the list), the signal form for each other queue.execute in it."""
+    block, the signal forms for each other queue.execute in it."""
     out: dict[int, list[OneShot]] = {}
     for block in fn.blocks:
         ops = block.ops[:-1]
@@ -372,9 +453,12 @@ def find(module, fn: Function, live: RefLiveness, groups: dict) -> dict[int, lis
             if callee(module, op) != QUEUE_EXECUTE:
                 continue
             if submission is not None and op is submission.execute:
-                group = _match(module, ops, op, len(ops) - len(submission.ops), submission, live)
+                end = len(ops) - len(submission.ops)
+                group = _match(module, ops, op, end, submission, (), live)
             else:
-                group = _match(module, ops, op, e, None, live)
+                tail = _tail(module, ops, e, live)
+                end = e - 1 if tail else e
+                group = _match(module, ops, op, end, None, tail or (), live)
             if group is not None:
                 found.append(group)
         if found:

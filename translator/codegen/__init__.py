@@ -355,6 +355,7 @@ _FUSED_IMPORTS = {
     "one_shot": (
         submissions.FENCE_CREATE,
         submissions.QUEUE_ALLOCA,
+        chains.FENCE_JOIN,
         one_shots.CB_CREATE,
         one_shots.LOOKUP_FUNCTION,
         one_shots.CB_DISPATCH,
@@ -364,6 +365,7 @@ _FUSED_IMPORTS = {
         one_shots.CB_FINALIZE,
         submissions.QUEUE_EXECUTE,
         submissions.FENCE_AWAIT,
+        chains.QUEUE_DEALLOCA,
     ),
 }
 _FUSED_IMPORTS["one_shot_signal"] = _FUSED_IMPORTS["one_shot"]

@@ -102,6 +102,9 @@ class FunctionEmitter:
         self.one_shot_steps.update(
             {g.execute.pc: (g, "execute", (g.execute,)) for g in shots if g.submission is None}
         )
+        self.one_shot_steps.update(  # (the signal form's fence.create and dealloca)
+            {op.pc: (g, "tail", (op,)) for g in shots for op in g.tail}
+        )
         self.in_chain |= {op.pc for g in shots for _, ops in g.steps for op in ops[1:]}
 
     # -- pieces shared by both strategies --------------------------------------------

@@ -617,21 +617,25 @@ class OpRenderer:
             items = [one("CREATE"), *o[1:5]]
         elif kind == "lookup":
             items = [one("LOOKUP"), o[0], o[1]]
+        elif kind == "join":
+            items = [one("JOIN"), o[0]]
         elif kind == "barrier":
             items = [one("BARRIER"), *o[1:]]
         elif kind in ("copy", "fill"):
-            for p in group.markers[op.pc]:
-                o[p] = self.use("fused", "ALLOCATED")
+            for p, marker in group.markers[op.pc].items():
+                o[p] = self._new_buffer(marker)
             items = [one(kind.upper()), *o[1:]]
         elif kind == "dispatch":
-            for p in group.markers[op.pc]:
-                o[p] = one("LOOKED_UP") if p == 2 else self.use("fused", "ALLOCATED")
+            for p, marker in group.markers[op.pc].items():
+                o[p] = one("LOOKED_UP") if marker == "LOOKED_UP" else self._new_buffer(marker)
             constants, count = op["segment_sizes"][-2:]
             base = 7 + constants
             bindings = [_tuple(o[base + 5 * b : base + 5 * b + 5]) for b in range(count)]
             items = [one("DISPATCH"), *o[1:7], _tuple(o[7:base]), _tuple(bindings)]
         elif kind == "execute":  # the signal form's queue.execute: the call itself
             return self._one_shot_call(fn, group, dead)
+        elif kind == "tail":  # (its fence.create and dealloca: part of the call)
+            return []
         else:  # finalize: the helper finalizes after the last step
             items = None
         provs = [self.provenance(fn, x) for x in ops]
@@ -652,6 +656,11 @@ class OpRenderer:
             stmts.append(Release(provs[-1], released))
         return stmts
 
+    def _new_buffer(self, k: int) -> str:
+        """The marker of the buffer of a one-shot group's alloca `k` (`ALLOCATED`,
+        `ALLOCATED_1`, ...: runtime_support/hal/one_shot.py's NEW_BUFFERS)."""
+        return self.use("fused", "ALLOCATED") if k == 0 else self.use("one_shot", f"ALLOCATED_{k}")
+
     def _one_shot_call(self, fn: Function, group, dead) -> list[Stmt]:
         """A one-shot group's submission as one call of its call site's helper
         (runtime_support/hal/one_shot.py) on the steps recorded above: `one_shot` for the
@@ -663,12 +672,26 @@ class OpRenderer:
         kind = "one_shot" if sub is not None else "one_shot_signal"
         local = self._fused_local(kind, "one_shot", f"{fn.ordinal}:{execute.pc}")
         ex = [reg(r) for r in execute["operands"]]
-        if group.alloca is not None:
-            wait = (self.use("one_shot", "ALLOCA_FENCE"), "wait fence: the queue.alloca's")
+        if group.allocas:
+            whose = "the queue.alloca's" if len(group.allocas) == 1 else "the queue.allocas' (joined)"
+            wait = (self.use("one_shot", "ALLOCA_FENCE"), f"wait fence: {whose}")
         else:
             wait = (ex[2], "wait fence")
         targets = tuple("_" if t is None else reg(t) for t in group.targets)
-        if sub is None:
+        if sub is None and group.tail:
+            create, dealloca = group.tail
+            d = [reg(r) for r in dealloca["operands"]]
+            freed = d[4] if group.tail_buffer is None else self._new_buffer(group.tail_buffer)
+            args = [
+                (ex[1], "affinity (queue.execute)"),
+                wait,
+                (d[3], "signal fence (queue.dealloca)"),
+                (ex[5], "flags"),
+                (_tuple([reg(create["operands"][1]), d[1], freed, d[5]]),
+                 "queue.dealloca of a new fence: fence.create flags, affinity, buffer, flags"),
+            ]
+            ops = (create, execute, dealloca)
+        elif sub is None:
             args = [(ex[1], "affinity (queue.execute)"), wait, (ex[3], "signal fence"), (ex[5], "flags")]
             ops = (execute,)
         else:
@@ -690,10 +713,11 @@ class OpRenderer:
         names = ", ".join(p.callee.removeprefix("hal.") for p in provs)
         reads = frozenset(n for a, _ in args for n in _REGISTER.findall(a)) | {RECORDING}
         stmts: list[Stmt] = [Comment(provs[0], f"fused: the steps recorded above, {names}")]
+        where = provs[1 + ops.index(execute)]  # (the call carries the execute's provenance)
         if all(t == "_" for t in targets):
-            stmts.append(Call(provs[1 if sub is None else -2], call, reads))
+            stmts.append(Call(where, call, reads))
         else:
-            stmts.append(Assign(provs[1 if sub is None else -2], targets, call, reads))
+            stmts.append(Assign(where, targets, call, reads))
         # The ops' last reads, the await form's private fence, and the steps' list.
         released: list[str] = []
         for op, prov in zip(ops, provs[1:]):
@@ -702,6 +726,8 @@ class OpRenderer:
                 released += r.names
         if sub is not None:
             released += [reg(r) for op in sub.ops for r in op.writes()]
+        elif group.tail:
+            released += [reg(r) for r in group.tail[0].writes()]  # (the new fence)
         released = [r for r in dict.fromkeys(released) if r not in targets]
         stmts.append(Release(provs[-1], [*released, RECORDING]))
         return stmts
