@@ -30,7 +30,7 @@ from runtime_support.loaders import statistics
 from runtime_support.run_cli import import_package_as
 from runtime_support.vm.buffer import VMBuffer
 from tests.helpers_compile import LLVM_CPU_FLAGS, compile_mlir
-from translator.analyses import cfg, one_shots, submissions
+from translator.analyses import cfg, one_shots
 from translator.analyses.liveness import RefLiveness
 from translator.codegen import write_package
 from translator.ir import Imm, Op, Reg
@@ -98,13 +98,36 @@ func.func @fill_and_add(%a: tensor<?xf32>) -> (tensor<?xf32>, tensor<?xi32>) {
   return %s, %f : tensor<?xf32>, tensor<?xi32>
 }
 """
+# Two matmuls with a dynamic batch: the result and a transient allocated (joined), the
+# transient released by a queue.dealloca after the execute, whose fence the await waits on.
+DYN_MLP = """
+func.func @dyn_mlp(%x: tensor<?x32xf32>, %w1: tensor<32x32xf32>, %w2: tensor<32x8xf32>) -> tensor<?x8xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x32xf32>
+  %z = arith.constant 0.0 : f32
+  %e1 = tensor.empty(%n) : tensor<?x32xf32>
+  %f1 = linalg.fill ins(%z : f32) outs(%e1 : tensor<?x32xf32>) -> tensor<?x32xf32>
+  %h = linalg.matmul ins(%x, %w1 : tensor<?x32xf32>, tensor<32x32xf32>) outs(%f1 : tensor<?x32xf32>) -> tensor<?x32xf32>
+  %r = tensor.empty(%n) : tensor<?x32xf32>
+  %hr = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                        iterator_types = ["parallel", "parallel"]} ins(%h : tensor<?x32xf32>) outs(%r : tensor<?x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.maximumf %a, %z : f32
+    linalg.yield %m : f32
+  } -> tensor<?x32xf32>
+  %e2 = tensor.empty(%n) : tensor<?x8xf32>
+  %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %y = linalg.matmul ins(%hr, %w2 : tensor<?x32xf32>, tensor<32x8xf32>) outs(%f2 : tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+"""
 SOURCES = {
     "dyn_add": DYN_ADD, "dyn_2d": DYN_2D, "scale": SCALE, "dyn_concat": DYN_CONCAT,
-    "fill_and_add": FILL_AND_ADD,
+    "fill_and_add": FILL_AND_ADD, "dyn_mlp": DYN_MLP,
 }
 EXPORT = {
     "dyn_add": "dyn_add", "dyn_2d": "dyn_transpose_rowsum", "scale": "scale",
-    "dyn_concat": "dyn_concat", "fill_and_add": "fill_and_add",
+    "dyn_concat": "dyn_concat", "fill_and_add": "fill_and_add", "dyn_mlp": "dyn_mlp",
 }
 REF_BIT = 0x8000
 
@@ -145,7 +168,7 @@ def _function(pipeline: Pipeline, name: str):
 def _find(pipeline, fn):
     """Block index -> its one group (these functions have one per block at most)."""
     live = RefLiveness(fn, cfg.analyze(fn))
-    found = one_shots.find(pipeline.module, fn, live, submissions.find(pipeline.module, fn, live))
+    found = one_shots.find(pipeline.module, fn, live)
     assert all(len(groups) == 1 for groups in found.values())
     return {index: groups[0] for index, groups in found.items()}
 
@@ -203,6 +226,20 @@ def test_two_dispatches_and_a_lookup_register_written_again(vmfbs):
     assert buf is not None and first is None and second is not None
 
 
+def test_joined_allocas_and_an_awaited_dealloca(vmfbs, tmp_path):
+    pipeline = Pipeline.from_file(vmfbs["dyn_mlp"])
+    (group,) = _find(pipeline, _function(pipeline, "dyn_mlp")).values()
+    assert _kinds(group)[:3] == ["alloca", "alloca", "join"]
+    ending = group.ending
+    assert ending.dealloca is not None and ending.awaited is not None and ending.terminal
+    assert group.tail_buffer == 1  # the transient, released
+    assert group.targets[0] is not None and group.targets[1] is None  # (dead after)
+    text = (write_package(read_module_file(vmfbs["dyn_mlp"]), tmp_path, "m") / "__init__.py").read_text()
+    body = text.split("def dyn_mlp", 1)[1]
+    assert "(JOIN," in body and "queue.dealloca after it" in body
+    assert "hal_device_queue_dealloca(" not in body and "hal_fence_await(" not in body
+
+
 def test_group_found_for_a_static_shape_with_a_scalar_argument(vmfbs):
     pipeline = Pipeline.from_file(vmfbs["scale"])
     (group,) = _find(pipeline, _function(pipeline, "scale")).values()
@@ -224,7 +261,7 @@ def test_signal_form_found_in_an_async_export(vmfbs, tmp_path):
     pipeline = Pipeline.from_file(vmfbs["dyn_add_async"])
     fn = _function(pipeline, "dyn_add")
     (group,) = _find(pipeline, fn).values()
-    assert group.submission is None and _kinds(group)[0] == "alloca"
+    assert group.ending.awaited is None and _kinds(group)[0] == "alloca"
     text = (write_package(read_module_file(vmfbs["dyn_add_async"]), tmp_path, "a") / "__init__.py").read_text()
     assert "submit_one_shot_signal(" in text and "hal_device_queue_execute(" not in text.split("def dyn_add", 1)[1]
 
@@ -249,7 +286,7 @@ def test_not_found_when_an_op_that_can_fail_sits_between_the_steps(dyn_add):
 
 def test_not_found_when_the_command_buffer_escapes(dyn_add):
     pipeline, fn, index, group = dyn_add
-    cmd = group.submission.execute["operands"][4].ordinal
+    cmd = group.execute["operands"][4].ordinal
     lookup = group.steps[2][1][0]
     ops = _ops(fn, index)
     ops.insert(_pos(fn, index, lookup), _store(cmd, lookup.pc - 1))
@@ -258,7 +295,7 @@ def test_not_found_when_the_command_buffer_escapes(dyn_add):
 
 def test_alloca_left_out_when_its_fence_escapes(dyn_add):
     pipeline, fn, index, group = dyn_add
-    f0 = group.submission.execute["operands"][2].ordinal
+    f0 = group.execute["operands"][2].ordinal
     # a read of the fence after the await: live after the execute
     fn.blocks[index + 1].ops.insert(0, _store(f0, fn.blocks[index + 1].ops[0].pc - 1))
     (group2,) = _find(pipeline, fn).values()
@@ -294,7 +331,7 @@ def test_not_found_for_a_division_by_an_unknown_register(dyn_add):
 
 def test_not_found_when_the_device_register_is_written_between(dyn_add):
     pipeline, fn, index, group = dyn_add
-    dev = group.submission.execute["operands"][0].ordinal
+    dev = group.execute["operands"][0].ordinal
     lookup = group.steps[2][1][0]
     null = Op(lookup.pc + 1, 0, BY_MNEMONIC["const.ref.zero"], {"result": Reg(REF_BIT | dev, "ref")})
     ops = _ops(fn, index)
@@ -569,6 +606,35 @@ def test_joined_allocas_and_dealloca_tail_equal_general(packages, case):
         assert outs[0][0] == "error"
 
 
+@pytest.mark.parametrize("case", ["ok", "failing", "outside-tail-buffer"])
+def test_awaited_dealloca_tail_equals_general(packages, case):
+    """The await form with a queue.dealloca between the execute and the await (a sync
+    function releasing its transient): the status and buffers as through the imports."""
+    outs = []
+    for general in (False, True):
+        parts = _Parts(packages)
+        helper = parts.helper()
+        steps, tail = _two_allocas(parts)
+        helper(parts.device, steps, 0, -1, ALLOCA_FENCE, 0, -1, 0, tail)  # (warm)
+        if case == "failing":
+            parts.exe.close()
+        kw = {"tail_buffer": parts.input(np.arange(2))} if case == "outside-tail-buffer" else {}
+        steps, tail = _two_allocas(parts, **kw)
+        run = helper.general if general else helper
+        before = parts.device.allocator.bytes_allocated
+        try:
+            first, second, function, status = run(parts.device, steps, 0, -1, ALLOCA_FENCE, 0, -1, 0, tail)
+            got = ["ok", first.read(), second.read(), function, status]
+        except VMError as e:
+            got = ["error", e.code, e.message]
+        outs.append((got, parts.device.allocator.bytes_allocated - before))
+    assert outs[0] == outs[1], outs
+    if case == "failing":
+        assert outs[0][0][:2] == ["error", StatusCode.FAILED_PRECONDITION]
+    else:
+        assert outs[0][0][0] == "ok" and outs[0][0][-1] == 0
+
+
 def test_command_buffer_without_dispatches(packages):
     outs = []
     for general in (False, True):
@@ -761,6 +827,10 @@ def _inputs(name, rng, n):
         return (rng.standard_normal(n).astype(np.float32), rng.standard_normal(n // 2 + 1).astype(np.float32))
     if name == "fill_and_add":
         return (rng.standard_normal(n).astype(np.float32),)
+    if name == "dyn_mlp":
+        return (rng.standard_normal((n, 32)).astype(np.float32),
+                (rng.standard_normal((32, 32)) / 4).astype(np.float32),
+                (rng.standard_normal((32, 8)) / 4).astype(np.float32))
     if name == "dyn_2d":
         return (rng.standard_normal((n, max(n // 2, 1) + 1)).astype(np.float32),)
     return (rng.standard_normal(5).astype(np.float32), float(np.float32(rng.standard_normal())))
@@ -792,7 +862,7 @@ def test_packages_match_iree(vmfbs, packages, name, device, driver):
     iree_fn = getattr(ctx.modules.module, EXPORT[name])
     ours = {fuse: getattr(packages[name][fuse].load(device=device), EXPORT[name]) for fuse in (True, False)}
     rng = np.random.default_rng(11)
-    for n in (1, 3, 16, 1000, 5000, 0 if name in ("dyn_add", "fill_and_add") else 2):
+    for n in (1, 3, 16, 1000, 5000, 0 if name in ("dyn_add", "fill_and_add", "dyn_mlp") else 2):
         args = _inputs(name, rng, n)
         want = iree_fn(*args)
         want = [want] if not isinstance(want, (tuple, list)) else want
@@ -852,7 +922,7 @@ def turbine_vmfbs(tmp_path_factory):
 # and for the CNN the joined allocas and the released arena.
 _TURBINE = {
     "linear_relu": ((16,), ("submit_one_shot_signal(", "shape = (")),
-    "small_cnn": ((3, 16, 16), ("submit_one_shot_signal(", "(JOIN,", "ALLOCATED_1", "queue.dealloca of a new fence")),
+    "small_cnn": ((3, 16, 16), ("submit_one_shot_signal(", "(JOIN,", "ALLOCATED_1", "queue.dealloca after it")),
 }
 
 

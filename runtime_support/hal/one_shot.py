@@ -18,8 +18,10 @@ was, appends that call's operands to a list as a step (the command buffer left o
 and then calls its call site's helper, in one of two forms:
 
     *buffers, *functions, status = submit(device, steps, create_flags, affinity, wait,
-                                          exec_flags, timeout, await_flags)
-        (`one_shot`: fence.create, queue.execute, fence.await of the new fence)
+                                          exec_flags, timeout, await_flags, dealloca)
+        (`one_shot`: fence.create, queue.execute, fence.await of the new fence; with
+        `dealloca` (fence_flags, affinity, buffer, flags), a queue.dealloca of `buffer`
+        waiting on that fence and signalling another new one, which the await waits on)
     *buffers, *functions = submit(device, steps, affinity, wait, signal, exec_flags,
                                   dealloca)
         (`one_shot_signal`: queue.execute signalling `signal`, a fence from outside; or,
@@ -192,39 +194,49 @@ def one_shot(fence_create, alloca, join, create, lookup, dispatch, barrier, copy
 
     def general(
         device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags,
-        buffers=None, functions=None,
+        tail=None, buffers=None, functions=None,
     ):
         command_buffer, fence, buffers, looked = record(device, steps, buffers, functions)
         f1 = fence_create(device, create_flags)
         wait = fence if wait is ALLOCA_FENCE else wait
         execute(device, affinity, wait, f1, command_buffer, exec_flags)
+        if tail is not None:  # queue.dealloca after the execute, signalling a new fence
+            fence_flags, dealloca_affinity, buffer, dealloca_flags = tail
+            f2 = fence_create(device, fence_flags)
+            dealloca(device, dealloca_affinity, f1, f2, _new(buffer, buffers), dealloca_flags)
+            f1 = f2
         return (*buffers, *looked, await_(timeout, await_flags, [f1]))
 
-    if not _own(own + [(execute, "device_queue_execute"), (await_, "fence_await")]):
+    pairs = own + [(execute, "device_queue_execute"), (await_, "fence_await")]
+    if dealloca is not None:
+        pairs.append((dealloca, "device_queue_dealloca"))
+    if not _own(pairs):
         return general
 
     def finish(error, buffers, looked, device, steps, create_flags, affinity, wait, exec_flags,
-               timeout, await_flags):
+               timeout, await_flags, tail):
         """After the fast path's allocation: another thread held the queue (the imports
         queue behind it, from the create on), or the execution failed."""
         if error is BUSY:
             return general(device, steps, create_flags, affinity, wait, exec_flags, timeout,
-                           await_flags, buffers, looked)
+                           await_flags, tail, buffers, looked)
         return (*buffers, *looked, _failed(error, await_, timeout, await_flags))
 
     fast = None  # this call site's compiled fast path (its steps' shape is fixed), or False
 
-    def submit(device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags):
+    def submit(device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags,
+               tail=None):
         nonlocal fast
         run = fast
         if run is None:
-            run = fast = compile_fast(steps) or False
+            run = fast = compile_fast(steps, tail=tail) or False
         if run:
             result = run(device, steps, create_flags, affinity, wait, exec_flags, timeout,
-                         await_flags, answers, finish)
+                         await_flags, tail, answers, finish)
             if result is not MISMATCH:
                 return result
-        return general(device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags)
+        return general(device, steps, create_flags, affinity, wait, exec_flags, timeout,
+                       await_flags, tail)
 
     submit.general = general
     return submit
@@ -292,10 +304,10 @@ def _reached(fence: str) -> str:
 
 def compile_fast(steps, signal_form: bool = False, tail=None):
     """The fast path for steps of this shape, as one function: `fast(device, steps,
-    create_flags, affinity, wait, exec_flags, timeout, await_flags, answers, finish)`
-    (with `signal_form`: `fast(device, steps, affinity, wait, signal, exec_flags, tail,
-    answers, finish)`, and it signals or fails `signal` as the queue does; `tail` the
-    call site's dealloca, or None). A call site appends the same tuples every call, so
+    create_flags, affinity, wait, exec_flags, timeout, await_flags, tail, answers,
+    finish)` (with `signal_form`: `fast(device, steps, affinity, wait, signal,
+    exec_flags, tail, answers, finish)`, and it signals or fails `signal` as the queue
+    does); `tail` the call site's dealloca, or None. A call site appends the same tuples every call, so
     its shape is fixed; the function still unpacks them by that shape and tests every
     marker, and returns MISMATCH (nothing done) for steps of another shape or where any
     test fails: the general path then runs. Else it allocates, runs the commands under the
@@ -418,21 +430,23 @@ def compile_fast(steps, signal_form: bool = False, tail=None):
     made = _tuple(buffers) if buffers else "()"
     functions = _tuple(looked) if looked else "()"
     returned = "".join(f + ", " for f in buffers + looked)
+    if tail is not None:  # the dealloca's buffer: what the import takes
+        if type(tail) is not tuple or len(tail) != 4:
+            return None
+        k = _NEW_INDEX.get(id(tail[2]))
+        if k is not None and k >= allocas:
+            return None
+        tests.append("type(tail) is not tuple or len(tail) != 4")
+        tests.append(f"tail[2] is not NEW_BUFFERS[{k}]" if k is not None else "type(tail[2]) is not HalBuffer")
+    else:
+        tests.append("tail is not None")
     if signal_form:
         tests.append("signal is not None and type(signal) is not Fence")
-        if tail is not None:  # the dealloca's buffer: what the import takes
-            if type(tail) is not tuple or len(tail) != 4:
-                return None
-            k = _NEW_INDEX.get(id(tail[2]))
-            if k is not None and k >= allocas:
-                return None
-            tests.append("type(tail) is not tuple or len(tail) != 4")
-            tests.append(f"tail[2] is not NEW_BUFFERS[{k}]" if k is not None else "type(tail[2]) is not HalBuffer")
-        else:
-            tests.append("tail is not None")
         params = passed = "device, steps, affinity, wait, signal, exec_flags, tail"
     else:
-        params = passed = "device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags"
+        params = passed = (
+            "device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags, tail"
+        )
     lines = [
         f"def fast({params}, answers, finish):",
         "    try:",

@@ -11,13 +11,16 @@ submits and awaits it:
     vm.call @hal.command_buffer.execution_barrier(%cmd, ...)          (any number)
     vm.call @hal.command_buffer.copy_buffer / fill_buffer(%cmd, ...)  (any number)
     vm.call @hal.command_buffer.finalize(%cmd)
-    %f1 = vm.call @hal.fence.create(%dev, %flags1)                        the `execute`
-    vm.call @hal.device.queue.execute(%dev, %aff, %f0, %f1, %cmd, %flags)  group of
-    vm.call.variadic.yieldable @hal.fence.await(..., %f1)                  submissions.py
+    %f1 = vm.call @hal.fence.create(%dev, %flags1)
+    vm.call @hal.device.queue.execute(%dev, %aff, %f0, %f1, %cmd, %flags)
+    [%f2 = vm.call @hal.fence.create(%dev, %flags2)
+     vm.call @hal.device.queue.dealloca(%dev, %aff, %f1, %f2, %transient, %flags)]
+    vm.call.variadic.yieldable @hal.fence.await(..., %f2 or %f1)
 
-with integer ops computing workgroup counts and constants between the calls; or, in an
-async export (iree-turbine's `main$async`), the queue.execute signals a fence from
-outside the group and nothing in the block awaits it (the signal form). The code
+with integer ops computing workgroup counts and constants between the calls (with
+several allocas, a fence.join of their fences is the execute's wait). In an async
+export (iree-turbine's `main$async`), the execute (or the dealloca) signals a fence from
+outside the group instead, and nothing in the block awaits it (the signal form). The code
 generator keeps every op in its place: the calls before the execute (the steps) become
 tuples appended to a list, each reading its operands where the call read them, and one
 call of the `one_shot` helper (runtime_support/hal/one_shot.py) then runs the sequence.
@@ -37,7 +40,7 @@ That is the same program when:
   (`None` in `targets`) where an op after its step writes the register again, or the
   buffer is dead after the group.
 
-    find(module, fn, live, groups) -> {block index: [OneShot, ...]}
+    find(module, fn, live) -> {block index: [OneShot, ...]}
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from dataclasses import dataclass
 from translator.analyses.liveness import RefLiveness
 from translator.analyses.chains import FENCE_JOIN, QUEUE_DEALLOCA
 from translator.analyses.submissions import (
-    EXECUTE_FIXED, FENCE_CREATE, QUEUE_ALLOCA, QUEUE_EXECUTE, callee,
+    EXECUTE_FIXED, FENCE_AWAIT, FENCE_CREATE, QUEUE_ALLOCA, QUEUE_EXECUTE, callee,
 )
 from translator.ir import IMPORT_BIT, Function, Op, Reg
 
@@ -83,6 +86,32 @@ BINDING_WIDTH = 5
 
 
 @dataclass(frozen=True)
+class Ending:
+    """How a group's command buffer is submitted (the ops right after its finalize, with
+    integer ops before them): queue.execute signalling a new fence (`signal_create` its
+    fence.create) or one from outside; optionally a queue.dealloca waiting on the new
+    fence and signalling a new one (`dealloca_create`) or one from outside; and, where the
+    last fence is new, the fence.await of it (`awaited`: right after, or the block's
+    terminator: `terminal`)."""
+
+    signal_create: Op | None
+    execute: Op
+    dealloca_create: Op | None = None
+    dealloca: Op | None = None
+    awaited: Op | None = None
+    terminal: bool = False
+
+    @property
+    def ops(self) -> tuple[Op, ...]:
+        return tuple(op for op in (self.signal_create, self.execute, self.dealloca_create,
+                                   self.dealloca, self.awaited) if op is not None)
+
+    @property
+    def new_fences(self) -> list[Op]:
+        return [op for op in (self.signal_create, self.dealloca_create) if op is not None]
+
+
+@dataclass(frozen=True)
 class OneShot:
     """One group. `steps`: (kind, ops) in order; kinds "alloca" (a fence.create and its
     queue.alloca; any number, first), "join" (their fences' fence.join, where there are
@@ -90,18 +119,19 @@ class OneShot:
     each). `markers`: per dispatch, copy and fill (by pc), the operand positions the helper
     supplies: position -> "LOOKED_UP" (a dispatch's function) or the alloca's index whose
     buffer it is. `targets`: what the call assigns: each alloca's buffer register, then
-    each lookup's result register (None where the call leaves the register alone)."""
+    each lookup's result register (None where the call leaves the register alone).
+    `ending`: the submission; `tail_buffer`: the alloca whose buffer its dealloca
+    releases (None: a buffer from outside, or no dealloca)."""
 
-    execute: Op  # the queue.execute
-    # The await form: the submissions.Submission (kind "execute": fence.create, execute,
-    # await) that ends the block; None for the signal forms (the execute signals a fence
-    # from outside the group, or a new one a queue.dealloca waits on: `tail`).
-    submission: object | None
+    ending: Ending
     steps: tuple[tuple[str, tuple[Op, ...]], ...]
     markers: dict[int, dict[int, object]]
     targets: tuple[Reg | None, ...]
-    tail: tuple[Op, ...] = ()  # the signal form's fence.create and queue.dealloca, or ()
-    tail_buffer: int | None = None  # the alloca whose buffer the dealloca releases
+    tail_buffer: int | None = None
+
+    @property
+    def execute(self) -> Op:
+        return self.ending.execute
 
     @property
     def allocas(self) -> list[Op]:
@@ -109,10 +139,9 @@ class OneShot:
 
     @property
     def pcs(self) -> frozenset[int]:
-        """The pcs of the ops the group lowers itself (the steps; the signal form's
-        execute and tail too)."""
-        extra = (self.execute, *self.tail) if self.submission is None else ()
-        return frozenset(op.pc for _, ops in self.steps for op in ops) | {op.pc for op in extra}
+        """The pcs of the ops the group lowers itself (the steps and its ending)."""
+        ending = self.ending.ops[:-1] if self.ending.terminal else self.ending.ops
+        return frozenset(op.pc for _, ops in self.steps for op in ops) | {op.pc for op in ending}
 
 
 def _slots(regs) -> set[tuple[str, int]]:
@@ -271,9 +300,10 @@ def _buffer_positions(kind: str, op: Op) -> list[int] | None:
     return [base + BINDING_WIDTH * b + 2 for b in range(bindings)]
 
 
-def _match(module, ops: list[Op], execute: Op, end: int, submission, tail, live) -> OneShot | None:
-    """The group whose steps end before `ops[end]`: the execute group's fence.create
-    (the await form, `submission`), the tail's fence.create, or the execute itself."""
+def _match(module, ops: list[Op], ending: Ending, end: int, after, live) -> OneShot | None:
+    """The group submitted by `ending`, its steps before `ops[end]` (the ending's first
+    op); `after`: the ref registers live after the ending."""
+    execute = ending.execute
     ex = execute["operands"]
     if len(ex) != EXECUTE_FIXED or not all(r.is_ref for r in (ex[0], ex[2], ex[3], ex[4])):
         return None
@@ -285,16 +315,16 @@ def _match(module, ops: list[Op], execute: Op, end: int, submission, tail, live)
     allocas = _allocas_before(module, ops, start, dev, wait)
     if allocas is not None:  # (the allocas in the group where they can be, else left before)
         k, before = allocas
-        group = _check(module, ops, execute, end, submission, tail, live, k, [*before, *steps])
+        group = _check(module, ops, ending, end, after, k, [*before, *steps])
         if group is not None:
             return group
-    return _check(module, ops, execute, end, submission, tail, live, start, steps)
+    return _check(module, ops, ending, end, after, start, steps)
 
 
-def _check(module, ops: list[Op], execute: Op, end: int, submission, tail, live: RefLiveness,
-           start: int, steps) -> OneShot | None:
+def _check(module, ops: list[Op], ending: Ending, end: int, after, start: int, steps) -> OneShot | None:
     """The group of `steps` (from `ops[start]` to `ops[end]`), or None where the rules of
     this module's docstring do not all hold."""
+    execute = ending.execute
     ex = execute["operands"]
     dev, wait, cmd = ex[0], ex[2], ex[4]
     alloca_steps = [group for kind, group in steps if kind == "alloca"]
@@ -304,9 +334,8 @@ def _check(module, ops: list[Op], execute: Op, end: int, submission, tail, live:
         return None
     fences = [("r", group[0]["results"][0].ordinal) for group in alloca_steps]
     joined = ("r", wait.ordinal) if allocas else None
-    last = tail[-1] if tail else execute
     private = {("r", cmd.ordinal), *fences} | ({joined} if joined else set())
-    if private & {("r", n) for n in live.after(last)}:
+    if private & {("r", n) for n in after}:
         return None
     step_ops = {id(op): kind for kind, group in steps for op in group}
     creator: dict[tuple[str, int], Op] = {}
@@ -375,17 +404,12 @@ def _check(module, ops: list[Op], execute: Op, end: int, submission, tail, live:
         _update_constants(known, op)
         if ("r", dev.ordinal) in _slots(op.writes()):
             return None
-    # The submission (the execute, the await form's fence.create and await, the tail)
-    # reads no step's value but the command buffer, the allocas' fence and, in the
-    # dealloca, an alloca's buffer.
-    if submission is not None:
-        ending = (*submission.ops, submission.await_op)
-    else:
-        ending = (*tail[:1], execute, *tail[1:])
+    # The ending reads no step's value but the command buffer, the allocas' fence and,
+    # in the dealloca, an alloca's buffer.
     tail_buffer = None
-    for op in ending:
+    for op in ending.ops:
         try:
-            operands = _typed(module, op)[0]
+            operands, results = _typed(module, op)
         except ValueError:  # (the verifier checks calls against their cconv)
             return None
         for p, r in enumerate(operands):
@@ -394,71 +418,99 @@ def _check(module, ops: list[Op], execute: Op, end: int, submission, tail, live:
                 holder = creator[("r", cmd.ordinal)]
             elif op is execute and p == 2 and allocas:
                 holder = creator[joined]
-            elif tail and op is tail[-1] and p == 4 and r.ordinal in bufs:
+            elif op is ending.dealloca and p == 4 and r.ordinal in bufs:
                 tail_buffer = bufs.index(r.ordinal)
                 holder = allocas[tail_buffer]
             if not _holds(written_by, r, holder):
                 return None
-    live_after = live.after(last)
+        for slot in _slots(results):  # (a new fence: no step's value from here on)
+            written_by.pop(slot, None)
     targets: list[Reg | None] = [
         a["results"][0]
-        if written_by.get(("r", a["results"][0].ordinal)) is a and a["results"][0].ordinal in live_after
+        if written_by.get(("r", a["results"][0].ordinal)) is a and a["results"][0].ordinal in after
         else None  # (written again, or dead: a transient the dealloca released)
         for a in allocas
     ]
     for op in lookups:
         r = _typed(module, op)[1][0]
         targets.append(r if _holds(written_by, r, op) else None)
-    return OneShot(execute, submission, tuple(steps), markers, tuple(targets), tuple(tail), tail_buffer)
+    return OneShot(ending, tuple(steps), markers, tuple(targets), tail_buffer)
 
 
-def _tail(module, ops: list[Op], e: int, live: RefLiveness) -> tuple[Op, ...] | None:
-    """The dealloca form around the execute at `ops[e]`: `fence.create` of the fence it
-    signals right before it, `queue.dealloca` waiting on that fence right after it, the
-    fence read nowhere else and dead after: (fence.create, queue.dealloca), or None."""
-    if e < 1 or e + 1 >= len(ops):
+def _one_fence(module, op: Op, fence: Reg) -> bool:
+    """Whether `op` is a fence.await of `fence` alone."""
+    o = op["operands"]
+    return callee(module, op) == FENCE_AWAIT and len(o) == 3 and o[2].is_ref and o[2].ordinal == fence.ordinal
+
+
+def _ending(module, ops: list[Op], e: int, live: RefLiveness, block: int):
+    """The ending around the execute at `ops[e]` (`ops`: the block's, its terminator
+    last), with the ref registers live after it: (Ending, its first op's index, live
+    after) or None. A new fence is read only where the ending reads it (the execute and
+    dealloca signalling it, the next waiting on it) and is dead after; the last fence, if
+    new, is awaited."""
+    execute = ops[e]
+    ex = execute["operands"]
+    if len(ex) != EXECUTE_FIXED or not ex[3].is_ref:
         return None
-    create, dealloca = ops[e - 1], ops[e + 1]
-    if callee(module, create) != FENCE_CREATE or callee(module, dealloca) != QUEUE_DEALLOCA:
-        return None
-    ex, co, cr, do = ops[e]["operands"], create["operands"], create["results"], dealloca["operands"]
-    if not (len(cr) == 1 and cr[0].is_ref and len(co) == 2 and len(do) == 6 and len(ex) == EXECUTE_FIXED):
-        return None
-    f1 = cr[0].ordinal
-    if not (
-        ex[3].is_ref and ex[3].ordinal == f1
-        and do[2].is_ref and do[2].ordinal == f1
-        and co[0].is_ref and co[0].ordinal == ex[0].ordinal
-        and do[0].is_ref and do[0].ordinal == ex[0].ordinal
-        and all(r.ordinal != f1 for i, r in enumerate(ex) if r.is_ref and i != 3)
-        and all(r.ordinal != f1 for i, r in enumerate(do) if r.is_ref and i != 2)
-        and f1 not in live.after(dealloca)
+
+    def creates(op, fence: Reg) -> bool:
+        r, o = op["results"], op["operands"]
+        return (callee(module, op) == FENCE_CREATE and len(r) == 1 and r[0].is_ref
+                and r[0].ordinal == fence.ordinal and len(o) == 2 and o[0].ordinal == ex[0].ordinal)
+
+    signal_create = ops[e - 1] if e >= 1 and creates(ops[e - 1], ex[3]) else None
+    last, new = ex[3], signal_create is not None
+    j = e + 1
+    dealloca_create = dealloca = None
+    if (
+        j + 1 < len(ops) and callee(module, ops[j + 1]) == QUEUE_DEALLOCA
+        and len(ops[j + 1]["operands"]) == 6 and creates(ops[j], ops[j + 1]["operands"][3])
     ):  # fmt: skip
+        dealloca_create, j = ops[j], j + 1
+    if j < len(ops) - 1 and callee(module, ops[j]) == QUEUE_DEALLOCA:
+        d = ops[j]["operands"]
+        if not (new and len(d) == 6 and d[2].is_ref and d[2].ordinal == last.ordinal
+                and d[0].ordinal == ex[0].ordinal and d[3].is_ref):
+            return None
+        dealloca, last, new, j = ops[j], d[3], dealloca_create is not None, j + 1
+    elif dealloca_create is not None:
         return None
-    return create, dealloca
+    awaited, terminal = None, False
+    if new:  # the last fence new: awaited right after (or by the terminator)
+        if j >= len(ops) or not _one_fence(module, ops[j], last):
+            return None
+        awaited, terminal = ops[j], j == len(ops) - 1
+    ending = Ending(signal_create, execute, dealloca_create, dealloca, awaited, terminal)
+    after = live.live_out(block) if terminal else live.after(ending.ops[-1])
+    # the new fences: read where the ending reads them, dead after
+    for create in ending.new_fences:
+        f = create["results"][0].ordinal
+        if f in after:
+            return None
+        later = ending.ops[ending.ops.index(create) + 1 :]  # (the register may hold another ref before)
+        uses = [(op, p) for op in later for p, r in enumerate(op["operands"]) if r.is_ref and r.ordinal == f]
+        allowed = {(id(execute), 3), (id(dealloca), 2), (id(dealloca), 3), (id(awaited), 2)}
+        if any((id(op), p) not in allowed for op, p in uses):
+            return None
+    return ending, e - (signal_create is not None), after
 
 
-def find(module, fn: Function, live: RefLiveness, groups: dict) -> dict[int, list[OneShot]]:
-    """Block index -> its one-shot groups: the await form where the block's submission
-    group (analyses/submissions.find) is an `execute` of a command buffer recorded in the
-    block, the signal forms for each other queue.execute in it."""
+def find(module, fn: Function, live: RefLiveness) -> dict[int, list[OneShot]]:
+    """Block index -> its one-shot groups, one per queue.execute of a command buffer
+    recorded in the block with an ending `_ending` takes."""
     out: dict[int, list[OneShot]] = {}
     for block in fn.blocks:
         ops = block.ops[:-1]
-        submission = groups.get(block.index)
-        if submission is not None and submission.kind != "execute":
-            submission = None
         found = []
         for e, op in enumerate(ops):
             if callee(module, op) != QUEUE_EXECUTE:
                 continue
-            if submission is not None and op is submission.execute:
-                end = len(ops) - len(submission.ops)
-                group = _match(module, ops, op, end, submission, (), live)
-            else:
-                tail = _tail(module, ops, e, live)
-                end = e - 1 if tail else e
-                group = _match(module, ops, op, end, None, tail or (), live)
+            shape = _ending(module, block.ops, e, live, block.index)
+            if shape is None:
+                continue
+            ending, first, after = shape
+            group = _match(module, ops, ending, first, after, live)
             if group is not None:
                 found.append(group)
         if found:

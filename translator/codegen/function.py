@@ -88,23 +88,24 @@ class FunctionEmitter:
         # Blocks that record a one-shot command buffer and submit it: each step where its
         # call was (first op's pc -> (group, kind, ops)), the execute one fused call.
         found = (
-            one_shots.find(renderer.module, fn, self.live, self.groups) if renderer.fuse_submissions else {}
+            one_shots.find(renderer.module, fn, self.live) if renderer.fuse_submissions else {}
         )
         claimed = self.in_chain | set(self.chains) | set(self.arguments)
         shots = [g for gs in found.values() for g in gs if not g.pcs & claimed]
         # The await form ends its block (the terminator); the signal form's execute is a
         # statement where it was.
         kept = {id(g) for g in shots}
+        # A group whose ending awaits in the block's terminator is lowered there; any other
+        # one at its ending's last op. The ending's other ops lower to nothing.
         self.one_shots = {
-            b: g for b, gs in found.items() for g in gs if id(g) in kept and g.submission is not None
+            b: g for b, gs in found.items() for g in gs if id(g) in kept and g.ending.terminal
         }
         self.one_shot_steps = {ops[0].pc: (g, kind, ops) for g in shots for kind, ops in g.steps}
-        self.one_shot_steps.update(
-            {g.execute.pc: (g, "execute", (g.execute,)) for g in shots if g.submission is None}
-        )
-        self.one_shot_steps.update(  # (the signal form's fence.create and dealloca)
-            {op.pc: (g, "tail", (op,)) for g in shots for op in g.tail}
-        )
+        for g in shots:
+            ending = g.ending.ops
+            self.one_shot_steps.update({op.pc: (g, "ending", (op,)) for op in ending[:-1]})
+            if not g.ending.terminal:
+                self.one_shot_steps[ending[-1].pc] = (g, "call", (ending[-1],))
         self.in_chain |= {op.pc for g in shots for _, ops in g.steps for op in ops[1:]}
 
     # -- pieces shared by both strategies --------------------------------------------

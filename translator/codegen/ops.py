@@ -632,9 +632,9 @@ class OpRenderer:
             base = 7 + constants
             bindings = [_tuple(o[base + 5 * b : base + 5 * b + 5]) for b in range(count)]
             items = [one("DISPATCH"), *o[1:7], _tuple(o[7:base]), _tuple(bindings)]
-        elif kind == "execute":  # the signal form's queue.execute: the call itself
+        elif kind == "call":  # the ending's last op: the helper's call
             return self._one_shot_call(fn, group, dead)
-        elif kind == "tail":  # (its fence.create and dealloca: part of the call)
+        elif kind == "ending":  # (the ending's other ops: part of the call)
             return []
         else:  # finalize: the helper finalizes after the last step
             items = None
@@ -662,14 +662,15 @@ class OpRenderer:
         return self.use("fused", "ALLOCATED") if k == 0 else self.use("one_shot", f"ALLOCATED_{k}")
 
     def _one_shot_call(self, fn: Function, group, dead) -> list[Stmt]:
-        """A one-shot group's submission as one call of its call site's helper
-        (runtime_support/hal/one_shot.py) on the steps recorded above: `one_shot` for the
-        await form (the execute group ending the block: fence.create, queue.execute,
-        fence.await), `one_shot_signal` for the signal form (the queue.execute alone,
-        the fence it signals left as the queue would). It assigns the new buffer and the
-        lookups' results the group keeps (`_`: left alone), and the await's status."""
-        sub, execute, reg = group.submission, group.execute, self.reg
-        kind = "one_shot" if sub is not None else "one_shot_signal"
+        """A one-shot group's ending (analyses/one_shots.Ending) as one call of its call
+        site's helper (runtime_support/hal/one_shot.py) on the steps recorded above:
+        `one_shot` where the ending awaits its last fence (it returns the await's
+        status), `one_shot_signal` where that fence is from outside (left as the queue
+        would). It assigns each new buffer and each lookup's result the group keeps
+        (`_`: left alone)."""
+        ending, reg = group.ending, self.reg
+        execute = ending.execute
+        kind = "one_shot" if ending.awaited is not None else "one_shot_signal"
         local = self._fused_local(kind, "one_shot", f"{fn.ordinal}:{execute.pc}")
         ex = [reg(r) for r in execute["operands"]]
         if group.allocas:
@@ -678,37 +679,34 @@ class OpRenderer:
         else:
             wait = (ex[2], "wait fence")
         targets = tuple("_" if t is None else reg(t) for t in group.targets)
-        if sub is None and group.tail:
-            create, dealloca = group.tail
-            d = [reg(r) for r in dealloca["operands"]]
+        tail = []
+        if ending.dealloca is not None:
+            d = [reg(r) for r in ending.dealloca["operands"]]
             freed = d[4] if group.tail_buffer is None else self._new_buffer(group.tail_buffer)
-            args = [
-                (ex[1], "affinity (queue.execute)"),
-                wait,
-                (d[3], "signal fence (queue.dealloca)"),
-                (ex[5], "flags"),
-                (_tuple([reg(create["operands"][1]), d[1], freed, d[5]]),
-                 "queue.dealloca of a new fence: fence.create flags, affinity, buffer, flags"),
-            ]
-            ops = (create, execute, dealloca)
-        elif sub is None:
-            args = [(ex[1], "affinity (queue.execute)"), wait, (ex[3], "signal fence"), (ex[5], "flags")]
-            ops = (execute,)
-        else:
-            term = sub.await_op
+            create = ending.dealloca_create if ending.awaited is not None else ending.signal_create
+            fence_flags = reg(create["operands"][1])
+            tail = [(_tuple([fence_flags, d[1], freed, d[5]]),
+                     "queue.dealloca after it: new fence's flags, affinity, buffer, flags")]
+        if ending.awaited is not None:
+            term = ending.awaited
             timeout, await_flags = (reg(r) for r in term["operands"][:2])
             args = [
-                (reg(sub.ops[0]["operands"][1]), "flags (fence.create)"),
+                (reg(ending.signal_create["operands"][1]), "flags (fence.create)"),
                 (ex[1], "affinity (queue.execute)"),
                 wait,
                 (ex[5], "flags"),
                 (timeout, "timeout (fence.await)"),
                 (await_flags, "flags"),
+                *tail,
             ]
-            ops = (*sub.ops, term)
             targets += (reg(term["results"][0]),)
+        else:
+            signal = ex[3] if ending.dealloca is None else reg(ending.dealloca["operands"][3])
+            args = [(ex[1], "affinity (queue.execute)"), wait, (signal, "signal fence"),
+                    (ex[5], "flags"), *tail]
         args = [(ex[0], "device"), (RECORDING, "the steps recorded above"), *args]
         call = f"{local}(\n" + "".join(f"{a},  # {label}\n" for a, label in args) + ")"
+        ops = ending.ops
         provs = [self.provenance(fn, x) for x in (group.steps[-1][1][0], *ops)]
         names = ", ".join(p.callee.removeprefix("hal.") for p in provs)
         reads = frozenset(n for a, _ in args for n in _REGISTER.findall(a)) | {RECORDING}
@@ -718,25 +716,21 @@ class OpRenderer:
             stmts.append(Call(where, call, reads))
         else:
             stmts.append(Assign(where, targets, call, reads))
-        # The ops' last reads, the await form's private fence, and the steps' list.
+        # The ops' last reads, the new fences, and the steps' list.
         released: list[str] = []
         for op, prov in zip(ops, provs[1:]):
             last = dead(op) if op.spec.emit != "call_yield" else frozenset()  # (not the await)
             for r in self.moves_after(op, prov, frozenset(), last):
                 released += r.names
-        if sub is not None:
-            released += [reg(r) for op in sub.ops for r in op.writes()]
-        elif group.tail:
-            released += [reg(r) for r in group.tail[0].writes()]  # (the new fence)
+        released += [reg(op["results"][0]) for op in ending.new_fences]
         released = [r for r in dict.fromkeys(released) if r not in targets]
         stmts.append(Release(provs[-1], [*released, RECORDING]))
         return stmts
 
     def lower_one_shot(self, fn: Function, group, dead, index_of: dict[int, int]) -> Terminator:
-        """The await form's execute group (the block's terminator): its helper's call."""
-        term = group.submission.await_op
+        """A one-shot group whose ending awaits in the block's terminator: its call."""
         stmts = self._one_shot_call(fn, group, dead)
-        return Terminator(stmts[-1].prov, stmts, None, self._edges(term, index_of, [None]))
+        return Terminator(stmts[-1].prov, stmts, None, self._edges(group.ending.awaited, index_of, [None]))
 
     # -- control flow -----------------------------------------------------------------
     def lower_remap(self, pairs, kinds, prov: Provenance | None) -> list[Stmt]:
