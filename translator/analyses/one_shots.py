@@ -439,8 +439,10 @@ def _check(module, ops: list[Op], ending: Ending, end: int, after, start: int, s
 
 def _one_fence(module, op: Op, fence: Reg) -> bool:
     """Whether `op` is a fence.await of `fence` alone."""
+    if callee(module, op) != FENCE_AWAIT:
+        return False
     o = op["operands"]
-    return callee(module, op) == FENCE_AWAIT and len(o) == 3 and o[2].is_ref and o[2].ordinal == fence.ordinal
+    return len(o) == 3 and o[2].is_ref and o[2].ordinal == fence.ordinal
 
 
 def _ending(module, ops: list[Op], e: int, live: RefLiveness, block: int):
@@ -455,9 +457,11 @@ def _ending(module, ops: list[Op], e: int, live: RefLiveness, block: int):
         return None
 
     def creates(op, fence: Reg) -> bool:
+        if callee(module, op) != FENCE_CREATE:
+            return False
         r, o = op["results"], op["operands"]
-        return (callee(module, op) == FENCE_CREATE and len(r) == 1 and r[0].is_ref
-                and r[0].ordinal == fence.ordinal and len(o) == 2 and o[0].ordinal == ex[0].ordinal)
+        return (len(r) == 1 and r[0].is_ref and r[0].ordinal == fence.ordinal and len(o) == 2
+                and o[0].ordinal == ex[0].ordinal)
 
     signal_create = ops[e - 1] if e >= 1 and creates(ops[e - 1], ex[3]) else None
     last, new = ex[3], signal_create is not None
