@@ -329,6 +329,17 @@ def test_not_found_for_a_division_by_an_unknown_register(dyn_add):
     assert _find(pipeline, fn) == {}
 
 
+@pytest.mark.parametrize("where", [0, 1])
+def test_an_integer_op_beside_the_execute_is_no_ending(dyn_add, where):
+    """An op that is no call right before or after the execute (no fence.create or
+    fence.await there): no group, and no error."""
+    pipeline, fn, index, group = dyn_add
+    ops = _ops(fn, index)
+    at = _pos(fn, index, group.execute) + where
+    ops.insert(at, _numeric("add.i32", group.execute.pc + where, 200, 202, 204, wide=False))
+    assert _find(pipeline, fn) == {}
+
+
 def test_not_found_when_the_device_register_is_written_between(dyn_add):
     pipeline, fn, index, group = dyn_add
     dev = group.execute["operands"][0].ordinal
