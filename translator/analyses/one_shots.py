@@ -31,11 +31,13 @@ That is the same program when:
   the VM, after ops nothing can observe (a function left by an error keeps no locals);
 - no op between the steps reads what a step wrote, and a step reads what another step
   wrote only where the helper supplies it: the command buffer (left out of the steps),
-  the alloca's fence (the execute's wait), the new buffer (a dispatch binding, a copy's
-  source or target, a fill's target: `ALLOCATED`) and a dispatch's function (the latest
-  lookup's result: `LOOKED_UP`), each still holding that step's value;
-- the command buffer and the alloca's fence are dead after the execute; the device
-  register is not written from the first step on;
+  the allocas' fence (the execute's wait; their fences in the join), a new buffer (a
+  dispatch binding, a copy's source or target, a fill's target, the dealloca's buffer:
+  `ALLOCATED`, `ALLOCATED_1`...) and a dispatch's function (the latest lookup's result:
+  `LOOKED_UP`), each still holding that step's value;
+- the command buffer, the allocas' fences and the ending's new fences are dead after the
+  ending (a new fence read only where the ending reads it); the device register is not
+  written from the first step on;
 - what the call assigns afterwards (the buffers, each lookup's result) is left alone
   (`None` in `targets`) where an op after its step writes the register again, or the
   buffer is dead after the group.
@@ -300,7 +302,7 @@ def _buffer_positions(kind: str, op: Op) -> list[int] | None:
     return [base + BINDING_WIDTH * b + 2 for b in range(bindings)]
 
 
-def _match(module, ops: list[Op], ending: Ending, end: int, after, live) -> OneShot | None:
+def _match(module, ops: list[Op], ending: Ending, end: int, after) -> OneShot | None:
     """The group submitted by `ending`, its steps before `ops[end]` (the ending's first
     op); `after`: the ref registers live after the ending."""
     execute = ending.execute
@@ -514,7 +516,7 @@ def find(module, fn: Function, live: RefLiveness) -> dict[int, list[OneShot]]:
             if shape is None:
                 continue
             ending, first, after = shape
-            group = _match(module, ops, ending, first, after, live)
+            group = _match(module, ops, ending, first, after)
             if group is not None:
                 found.append(group)
         if found:
