@@ -384,9 +384,10 @@ class _Parts:
         self.exe = next(ctx.refs[k] for k in range(len(ctx.refs)) if isinstance(ctx.refs[k], HalExecutable))
         self.name = VMBuffer(self.exe.export_names()[0].encode(), readonly=True)
 
-    def helper(self):
+    def helper(self, builder=one_shot.one_shot):
+        """A helper (`one_shot`, or `one_shot_signal`) built from this context's imports."""
         h = self.hal
-        return one_shot.one_shot(
+        return builder(
             h.fence_create, h.device_queue_alloca, h.fence_join, h.command_buffer_create,
             h.executable_lookup_function, h.command_buffer_dispatch,
             h.command_buffer_execution_barrier, h.command_buffer_copy_buffer,
@@ -661,14 +662,7 @@ def test_command_buffer_without_dispatches(packages):
 
 
 def _signal_helper(parts):
-    h = parts.hal
-    return one_shot.one_shot_signal(
-        h.fence_create, h.device_queue_alloca, h.fence_join, h.command_buffer_create,
-        h.executable_lookup_function, h.command_buffer_dispatch,
-        h.command_buffer_execution_barrier, h.command_buffer_copy_buffer,
-        h.command_buffer_fill_buffer, h.command_buffer_finalize, h.device_queue_execute,
-        None, h.device_queue_dealloca,
-    )
+    return parts.helper(one_shot.one_shot_signal)
 
 
 @pytest.mark.parametrize("case", ["ok", "failing", "failing-null-signal", "busy"])
