@@ -329,14 +329,26 @@ def test_not_found_for_a_division_by_an_unknown_register(dyn_add):
     assert _find(pipeline, fn) == {}
 
 
-@pytest.mark.parametrize("where", [0, 1])
-def test_an_integer_op_beside_the_execute_is_no_ending(dyn_add, where):
-    """An op that is no call right before or after the execute (no fence.create or
-    fence.await there): no group, and no error."""
+def test_an_integer_op_right_before_the_execute_is_no_ending(dyn_add):
+    """An op that is no call between the execute's fence.create and the execute: no
+    ending (and no error)."""
     pipeline, fn, index, group = dyn_add
     ops = _ops(fn, index)
-    at = _pos(fn, index, group.execute) + where
-    ops.insert(at, _numeric("add.i32", group.execute.pc + where, 200, 202, 204, wide=False))
+    ops.insert(_pos(fn, index, group.execute), _numeric("add.i32", group.execute.pc - 1, 200, 202, 204, wide=False))
+    assert _find(pipeline, fn) == {}
+
+
+def test_integer_ops_between_the_execute_and_its_await(dyn_add):
+    """Integer ops after the execute, before the await, stay where they are (the call
+    goes at the await); not where one writes an operand the call reads after it."""
+    pipeline, fn, index, group = dyn_add
+    ops = _ops(fn, index)
+    at = _pos(fn, index, group.execute) + 1
+    ops.insert(at, _numeric("add.i32", group.execute.pc + 1, 200, 202, 204, wide=False))
+    (found,) = _find(pipeline, fn).values()
+    assert [op.mnemonic for op in found.ending.between] == ["add.i32"]
+    flags = group.execute["operands"][5].ordinal  # the execute's flags (an i64)
+    ops[at] = _numeric("add.i64", group.execute.pc + 1, 200, 202, flags)
     assert _find(pipeline, fn) == {}
 
 

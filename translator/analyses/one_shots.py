@@ -94,7 +94,8 @@ class Ending:
     fence.create) or one from outside; optionally a queue.dealloca waiting on the new
     fence and signalling a new one (`dealloca_create`) or one from outside; and, where the
     last fence is new, the fence.await of it (`awaited`: right after, or the block's
-    terminator: `terminal`)."""
+    terminator: `terminal`), with integer ops that cannot fail before it (`between`: they
+    stay where they are, before the helper's call at the await)."""
 
     signal_create: Op | None
     execute: Op
@@ -102,6 +103,7 @@ class Ending:
     dealloca: Op | None = None
     awaited: Op | None = None
     terminal: bool = False
+    between: tuple[Op, ...] = ()
 
     @property
     def ops(self) -> tuple[Op, ...]:
@@ -409,11 +411,25 @@ def _check(module, ops: list[Op], ending: Ending, end: int, after, start: int, s
     # The ending reads no step's value but the command buffer, the allocas' fence and,
     # in the dealloca, an alloca's buffer.
     tail_buffer = None
-    for op in ending.ops:
+    read_before: set[tuple[str, int]] = set()  # what the ending's calls read before the await
+    calls = ending.ops if ending.awaited is None else ending.ops[:-1]
+    for op in (*calls, *ending.between, *([ending.awaited] if ending.awaited is not None else [])):
+        if any(op is b for b in ending.between):  # as an op between the steps, and
+            # one writing no operand the helper's call reads (it reads them after)
+            if not movable(op, known) or _slots(op.reads()) & written_by.keys():
+                return None
+            written = _slots(op.writes())
+            if written & read_before:
+                return None  # (the helper's call reads the operand after this op)
+            for slot in written:
+                written_by.pop(slot, None)
+            _update_constants(known, op)
+            continue
         try:
             operands, results = _typed(module, op)
         except ValueError:  # (the verifier checks calls against their cconv)
             return None
+        read_before |= _slots(operands)
         for p, r in enumerate(operands):
             holder = None
             if op is execute and p == 4:
@@ -482,12 +498,19 @@ def _ending(module, ops: list[Op], e: int, live: RefLiveness, block: int):
         dealloca, last, new, j = ops[j], d[3], dealloca_create is not None, j + 1
     elif dealloca_create is not None:
         return None
-    awaited, terminal = None, False
-    if new:  # the last fence new: awaited right after (or by the terminator)
-        if j >= len(ops) or not _one_fence(module, ops[j], last):
+    awaited, terminal, between = None, False, ()
+    if new:  # the last fence new: awaited next (integer ops between), or by the terminator
+        k = j
+        while (
+            k < len(ops) - 1 and callee(module, ops[k]) is None
+            and (movable(ops[k]) or ops[k].spec.fails_on_divisor)
+            and not any(r.is_ref for r in ops[k].writes())  # (integer ops only)
+        ):  # fmt: skip
+            k += 1
+        if k >= len(ops) or not _one_fence(module, ops[k], last):
             return None
-        awaited, terminal = ops[j], j == len(ops) - 1
-    ending = Ending(signal_create, execute, dealloca_create, dealloca, awaited, terminal)
+        awaited, terminal, between = ops[k], k == len(ops) - 1, tuple(ops[j:k])
+    ending = Ending(signal_create, execute, dealloca_create, dealloca, awaited, terminal, between)
     after = live.live_out(block) if terminal else live.after(ending.ops[-1])
     # the new fences: read where the ending reads them, dead after
     for create in ending.new_fences:
