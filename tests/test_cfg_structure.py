@@ -32,6 +32,17 @@ GRAPHS = {
     "shared_fail_chain": ([[k + 1, 101] for k in range(100)] + [[]] + [[]], (101,), True),
     "switch": ([[1, 2, 3, 4], [5], [5], [5], [], []], (), True),
     "loop_two_exits_to_return": ([[1], [2, 3], [1, 4], [], []], (), True),
+    # A loop left by a normal exit (2 -> 5) and a failed check (1 -> 4), both reaching
+    # the `vm.fail` block 6 that checks before the loop share too (IREE's host loops
+    # that read a result back each iteration): the exit into the failure is inlined.
+    "loop_exits_into_shared_fail": (
+        [[1, 3], [2, 4], [1, 5], [6], [6], [7, 6], [], []], (6,), True,
+    ),
+    # The same with a longer path after the loop (too big to inline): it is the `break`.
+    "loop_fail_exit_and_long_tail": (
+        [[1, 3], [2, 4], [1, 5], [6], [6], [8, 6], [], [], [9], [10], [11], [12], [13], [14], [7]],
+        (6,), True,
+    ),
     # Two entries into the cycle {1, 2}: irreducible, handled by the block-state loop.
     "irreducible": ([[1, 2], [2, 3], [1, 3], []], (), False),
 }

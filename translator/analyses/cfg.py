@@ -200,3 +200,24 @@ def private_region(info: CFGInfo, start: int) -> bool:
     return all(s in seen for x in seen for s in info.succ[x]) and not any(
         h in seen for h in info.loops if h != start and not dominates(info.idom, start, h)
     )
+
+
+def terminal_region_size(info: CFGInfo, start: int, sizes: list[int], limit: int) -> int | None:
+    """The ops of every block reachable from `start` when that region only ends in
+    return/fail (no loop header in it, so no way back into a loop), else None; None too
+    once it passes `limit` ops. A loop exit into such a region (typically the shared
+    `vm.fail` block of several checks) can be emitted inline at each jump to it: it never
+    falls through, so the loop keeps a single exit for `break`."""
+    seen, work, total = {start}, [start], 0
+    while work:
+        x = work.pop()
+        if x in info.loops:
+            return None
+        total += sizes[x]
+        if total > limit:
+            return None
+        for s in info.succ[x]:
+            if s not in seen:
+                seen.add(s)
+                work.append(s)
+    return total

@@ -305,7 +305,11 @@ class _Structurer:
 
     def loop_exit(self, header: int) -> int | None:
         loop = self.info.loops[header]
-        main = [x for x in loop.exits if not cfg.private_region(self.info, x)]
+        main = [
+            x for x in loop.exits
+            if not cfg.private_region(self.info, x)
+            and cfg.terminal_region_size(self.info, x, self.sizes, MAX_SHARED_OPS) is None
+        ]
         if len(main) > 1:
             raise Unstructured(f"loop at block {header} has several exits")
         return main[0] if main else None
