@@ -242,9 +242,15 @@ def find(module, fn: Function, live: RefLiveness, skip: dict[int, int] | None = 
         ops = ops[: len(ops) - skip.get(block.index, 0)]
         for run in _runs(module, ops):
             for part in _split(run, module):
-                found = _match(module, part, live)
-                if found is not None:
-                    out[part[0].pc] = found
+                # (from its first alloca's fence.create: a part may begin with other ops
+                # of the kinds, such as a fence.join of outside fences the allocas wait on)
+                for j in range(len(part) - 1):
+                    if callee(module, part[j + 1]) != QUEUE_ALLOCA:
+                        continue
+                    found = _match(module, part[j:], live)
+                    if found is not None:
+                        out[part[j].pc] = found
+                    break
     return out
 
 
