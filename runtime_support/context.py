@@ -743,6 +743,15 @@ class ModuleContext:
             )
         return self._call_vm(name, fn, args)
 
+    def __getattr__(self, attr: str):
+        # Only reached where normal lookup fails: an export under its VM name where that
+        # is not its attribute name (`getattr(ctx, "while")`, `getattr(ctx, "i8i8.i32")`),
+        # as iree.runtime's `ctx.modules.module[name]` finds it.
+        exports = self.__dict__.get("_exports")
+        if exports is not None and attr in exports:
+            return exports[attr]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {attr!r}")
+
     def call(self, name: str, *args):
         """Calls an export by its VM name (for names that are not identifiers)."""
         try:

@@ -214,7 +214,10 @@ def compile_lifted(text: str, case: Case, build: str, name: str, cache_dir: Path
 
     error = None
     for barriers in (True, False):
-        lifted, tests = lift(text, barriers=barriers)
+        try:
+            lifted, tests = lift(text, barriers=barriers)
+        except Exception as e:  # (MLIR this compiler cannot parse: iree-compile says so too)
+            raise CompileError(f"cannot parse for lifting: {str(e).splitlines()[-1]}") from None
         try:
             vmfb = compile_source(
                 lifted,
@@ -491,7 +494,7 @@ def run_translated(
     try:
         pkg = _translated_package(vmfb_path, out_root or CACHE_DIR / "packages")
         ctx = pkg.load(device=device, modules={"check": check})
-        getattr(ctx, function)()
+        ctx.call(function)  # (by VM name: `while`, `i8i8.i32` are no attribute names)
     except Exception as e:
         detail = "".join(traceback.format_exception_only(type(e), e)).strip()
         return False, check.total_calls, detail

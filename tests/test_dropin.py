@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from runtime_support.context import python_name
+
 from runtime_support.run_cli import load_package, main as run_main
 from translator.cli import main as translate_main
 
@@ -95,6 +97,10 @@ func.func @"f.x-y"(%a: tensor<2xf32>) -> tensor<2xf32> {
   %c = arith.addf %a, %a : tensor<2xf32>
   return %c : tensor<2xf32>
 }
+func.func @while(%a: i32) -> i32 {
+  %c = arith.muli %a, %a : i32
+  return %c : i32
+}
 """
 
 
@@ -110,6 +116,13 @@ def test_dotted_export_names_from_python(build):
     ctx = load_package(pkg).load(device="local-sync")
     assert ctx.call("i32i32.i32", 3, 4) == 7
     assert "i32i32.i32" in ctx.exports
+    # getattr by VM name too (IREE's e2e names exports `while`, `i8i8.i32`), beside the
+    # identifier attribute the generated code names them by
+    assert getattr(ctx, "i32i32.i32")(3, 4) == 7
+    assert getattr(ctx, "while")(5) == getattr(ctx, python_name("while"))(5) == 25
+    assert ctx.i32i32_i32(1, 2) == 3
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        ctx.nope
 
 
 # -- --function left out ----------------------------------------------------------------
