@@ -24,7 +24,7 @@ from runtime_support.hal.fence import Fence
 from runtime_support.hal.fused import ALLOCATED
 from runtime_support.hal.one_shot import (
     ALLOCA, ALLOCA_FENCE, ALLOCATED_1, BARRIER, COPY, CREATE, DISPATCH, FILL, JOIN, LOOKED_UP,
-    LOOKUP,
+    LOOKUP, NEW_FENCE,
 )
 from runtime_support.loaders import statistics
 from runtime_support.run_cli import import_package_as
@@ -517,6 +517,58 @@ def test_fast_path_errors_equal_general(packages, kw, code):
         assert fast[0] == "error" and fast[1] == code, fast
 
 
+@pytest.mark.parametrize(
+    "kw, code",
+    [({}, None), ({"constants": (6, 0)}, StatusCode.INVALID_ARGUMENT), ({"size": -1}, None)],
+    ids=["ok", "fails-when-it-runs", "negative-size"],
+)
+def test_kept_fence_fast_path_equals_general(packages, kw, code):
+    """`keep`: the awaited fence comes back before the status (a loop's next submission
+    waits on it), reached, or failed with the execution's error, as the imports leave it."""
+    outs = []
+    for general in (False, True):
+        parts = _Parts(packages)
+        helper = parts.helper()
+        if not general:  # (warmed: the lookup answered, so the fast path runs)
+            assert _call(helper, parts, _steps(parts))[0] == "ok"
+        run = helper.general if general else helper
+        try:
+            buffer, function, fence, status = run(
+                parts.device, _steps(parts, **kw), 0, -1, ALLOCA_FENCE, 0, -1, 0, None, True
+            )
+        except VMError as e:
+            outs.append(("error", e.code))
+            continue
+        assert type(fence) is Fence
+        outs.append(("ok", buffer.read(), function, fence.query(), status))
+    assert outs[0] == outs[1], outs
+    if kw.get("size") == -1:
+        assert outs[0] == ("error", StatusCode.INVALID_ARGUMENT)
+    elif code is None:
+        assert outs[0][3] == 0 and outs[0][4] == 0
+    else:  # (the await of the failed fence raises its error, fused or not)
+        assert outs[0] == ("error", code)
+
+
+def test_kept_and_carried_fences_found_in_a_loop(tmp_path):
+    """A loop's head awaits a one-shot submission and the next iteration's allocas wait on
+    the awaited fence: the group is found with the fence kept, and the register that held
+    the command buffer (reused for that fence) is no obstacle. The body's submission
+    signals a new fence the loop carries, unawaited (its workgroup count divides by a
+    constant of the entry block: `entry_constants`)."""
+    from tests.test_readback_loops import HALVE
+
+    vmfb = compile_mlir(HALVE, tmp_path, LLVM_CPU_FLAGS, "halve")
+    pipeline = Pipeline.from_file(vmfb)
+    fn = _function(pipeline, "halve")
+    groups = list(_find(pipeline, fn).values())
+    kept = [g for g in groups if g.ending.kept]
+    assert len(kept) == 1 and kept[0].ending.awaited is not None
+    carried = [g for g in groups if g.ending.carried]
+    assert len(carried) == 1 and carried[0].ending.awaited is None
+    assert one_shots.entry_constants(fn)
+
+
 def _transfer_steps(parts, *, categories=1, copy=(0, 0, 8), fill=(0, 8, 4), pattern=0x01020304,
                     size=24, source_length=None):
     """An ALLOCA, a copy of a 16-byte argument into the new buffer at (target offset,
@@ -716,6 +768,39 @@ def test_signal_form_fast_path_equals_general(packages, monkeypatch, case):
         assert outs[0][0] == "ok" and outs[0][-1] == want
     else:
         assert StatusCode.FAILED_PRECONDITION in (outs[0][1], *(x[0] for x in outs[0] if isinstance(x, tuple)))
+
+
+@pytest.mark.parametrize("case", ["ok", "failing", "busy"])
+def test_new_signal_fence_fast_path_equals_general(packages, case):
+    """NEW_FENCE: the call makes the fence the execute signals (a loop carries it to its
+    next iteration, nothing in the block awaits it) and returns it, reached or failed with
+    the execution's error, as the queue leaves the fence the unfused code creates."""
+    outs = []
+    for general in (False, True):
+        parts = _Parts(packages)
+        helper = _signal_helper(parts)
+        helper(parts.device, _steps(parts), -1, ALLOCA_FENCE, NEW_FENCE, 0, None, 0)  # (warm)
+        if case == "failing":
+            parts.exe.close()
+        run = helper.general if general else helper
+        queue = parts.device.queue
+        if case == "busy":
+            queue._draining = True  # another thread runs the queue: the work queues behind
+        buffer, function, fence = run(parts.device, _steps(parts), -1, ALLOCA_FENCE, NEW_FENCE, 0,
+                                      None, 0)
+        got = [type(fence).__name__, function]
+        if case == "busy":
+            got.append(fence.query())  # (not reached yet)
+            queue._stop_draining()
+        got.append(fence.query())
+        got.append(buffer.read() if fence.query() == 0 else None)
+        outs.append(got)
+    assert outs[0] == outs[1], outs
+    want = ((np.arange(6) + 2.0) * 2.0).astype(np.float32).tobytes()
+    if case == "failing":
+        assert outs[0][-2] == StatusCode.FAILED_PRECONDITION
+    else:
+        assert outs[0][0] == "Fence" and outs[0][-2] == 0 and outs[0][-1] == want
 
 
 def test_unreached_wait_takes_the_general_path(packages):

@@ -17,16 +17,20 @@ was, appends that call's operands to a list as a step (the command buffer left o
 
 and then calls its call site's helper, in one of two forms:
 
-    *buffers, *functions, status = submit(device, steps, create_flags, affinity, wait,
-                                          exec_flags, timeout, await_flags, dealloca)
+    *buffers, *functions[, fence], status = submit(device, steps, create_flags, affinity,
+                                                   wait, exec_flags, timeout, await_flags,
+                                                   dealloca, keep)
         (`one_shot`: fence.create, queue.execute, fence.await of the new fence; with
         `dealloca` (fence_flags, affinity, buffer, flags), a queue.dealloca of `buffer`
-        waiting on that fence and signalling another new one, which the await waits on)
-    *buffers, *functions = submit(device, steps, affinity, wait, signal, exec_flags,
-                                  dealloca)
+        waiting on that fence and signalling another new one, which the await waits on;
+        with `keep`, the awaited fence comes back too: code after the await reads it)
+    *buffers, *functions[, fence] = submit(device, steps, affinity, wait, signal,
+                                           exec_flags, dealloca, new_flags)
         (`one_shot_signal`: queue.execute signalling `signal`, a fence from outside; or,
         with `dealloca` (fence_flags, affinity, buffer, flags), queue.execute signalling a
-        new fence and queue.dealloca of `buffer` waiting on it and signalling `signal`)
+        new fence and queue.dealloca of `buffer` waiting on it and signalling `signal`.
+        `signal` NEW_FENCE: a new fence (fence.create with `new_flags`, after the
+        dealloca's) that the block does not await, returned last: a loop carries it)
 
 The ALLOCA steps come first, with a JOIN where there are several; `wait` is then
 `ALLOCA_FENCE`, their (joined) fence. A dispatch's function `LOOKED_UP` is the latest
@@ -97,6 +101,9 @@ FILL = _Marker("FILL")
 # execute's wait fence (the ALLOCA steps' fence, joined), and the ALLOCA steps' buffers.
 LOOKED_UP = _Marker("LOOKED_UP")
 ALLOCA_FENCE = _Marker("ALLOCA_FENCE")
+# The signal form's `signal` where the ending's last fence is a new one the block does not
+# await (a loop carries it): the call makes it (fence.create with `new_flags`) and returns it.
+NEW_FENCE = _Marker("NEW_FENCE")
 ALLOCATED_1 = _Marker("ALLOCATED_1")
 ALLOCATED_2 = _Marker("ALLOCATED_2")
 ALLOCATED_3 = _Marker("ALLOCATED_3")
@@ -194,7 +201,7 @@ def one_shot(fence_create, alloca, join, create, lookup, dispatch, barrier, copy
 
     def general(
         device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags,
-        tail=None, buffers=None, functions=None,
+        tail=None, keep=False, buffers=None, functions=None,
     ):
         command_buffer, fence, buffers, looked = record(device, steps, buffers, functions)
         f1 = fence_create(device, create_flags)
@@ -205,7 +212,8 @@ def one_shot(fence_create, alloca, join, create, lookup, dispatch, barrier, copy
             f2 = fence_create(device, fence_flags)
             dealloca(device, dealloca_affinity, f1, f2, _new(buffer, buffers), dealloca_flags)
             f1 = f2
-        return (*buffers, *looked, await_(timeout, await_flags, [f1]))
+        status = await_(timeout, await_flags, [f1])
+        return (*buffers, *looked, f1, status) if keep else (*buffers, *looked, status)
 
     pairs = own + [(execute, "device_queue_execute"), (await_, "fence_await")]
     if dealloca is not None:
@@ -214,29 +222,33 @@ def one_shot(fence_create, alloca, join, create, lookup, dispatch, barrier, copy
         return general
 
     def finish(error, buffers, looked, device, steps, create_flags, affinity, wait, exec_flags,
-               timeout, await_flags, tail):
+               timeout, await_flags, tail, keep):
         """After the fast path's allocation: another thread held the queue (the imports
         queue behind it, from the create on), or the execution failed."""
         if error is BUSY:
             return general(device, steps, create_flags, affinity, wait, exec_flags, timeout,
-                           await_flags, tail, buffers, looked)
+                           await_flags, tail, keep, buffers, looked)
+        if keep:  # (the fence the execution failed, as the await found it)
+            failed = Fence()
+            failed.fail(error)
+            return (*buffers, *looked, failed, await_(timeout, await_flags, [failed]))
         return (*buffers, *looked, _failed(error, await_, timeout, await_flags))
 
     fast = None  # this call site's compiled fast path (its steps' shape is fixed), or False
 
     def submit(device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags,
-               tail=None):
+               tail=None, keep=False):
         nonlocal fast
         run = fast
         if run is None:
-            run = fast = compile_fast(steps, tail=tail) or False
+            run = fast = compile_fast(steps, tail=tail, keep=keep) or False
         if run:
             result = run(device, steps, create_flags, affinity, wait, exec_flags, timeout,
-                         await_flags, tail, answers, finish)
+                         await_flags, tail, keep, answers, finish)
             if result is not MISMATCH:
                 return result
         return general(device, steps, create_flags, affinity, wait, exec_flags, timeout,
-                       await_flags, tail)
+                       await_flags, tail, keep)
 
     submit.general = general
     return submit
@@ -251,18 +263,23 @@ def one_shot_signal(fence_create, alloca, join, create, lookup, dispatch, barrie
     record, own = _recorder(fence_create, alloca, join, create, lookup, dispatch, barrier, copy,
                             fill, finalize, answers)
 
-    def general(device, steps, affinity, wait, signal, exec_flags, tail=None, buffers=None,
-                functions=None):
+    def general(device, steps, affinity, wait, signal, exec_flags, tail=None, new_flags=0,
+                buffers=None, functions=None):
         command_buffer, fence, buffers, looked = record(device, steps, buffers, functions)
         wait = fence if wait is ALLOCA_FENCE else wait
+        new = signal is NEW_FENCE
         if tail is None:
+            if new:
+                signal = fence_create(device, new_flags)
             execute(device, affinity, wait, signal, command_buffer, exec_flags)
         else:
             fence_flags, dealloca_affinity, buffer, dealloca_flags = tail
             f1 = fence_create(device, fence_flags)
             execute(device, affinity, wait, f1, command_buffer, exec_flags)
+            if new:
+                signal = fence_create(device, new_flags)
             dealloca(device, dealloca_affinity, f1, signal, _new(buffer, buffers), dealloca_flags)
-        return (*buffers, *looked)
+        return (*buffers, *looked, signal) if new else (*buffers, *looked)
 
     pairs = own + [(execute, "device_queue_execute")]
     if dealloca is not None:
@@ -270,22 +287,26 @@ def one_shot_signal(fence_create, alloca, join, create, lookup, dispatch, barrie
     if not _own(pairs):
         return general
 
-    def finish(error, buffers, looked, device, steps, affinity, wait, signal, exec_flags, tail):
+    def finish(error, buffers, looked, device, steps, affinity, wait, signal, exec_flags, tail,
+               new_flags):
         """After the fast path's allocation: another thread held the queue."""
-        return general(device, steps, affinity, wait, signal, exec_flags, tail, buffers, looked)
+        return general(device, steps, affinity, wait, signal, exec_flags, tail, new_flags,
+                       buffers, looked)
 
     fast = None
 
-    def submit(device, steps, affinity, wait, signal, exec_flags, tail=None):
+    def submit(device, steps, affinity, wait, signal, exec_flags, tail=None, new_flags=0):
         nonlocal fast
         run = fast
         if run is None:
-            run = fast = compile_fast(steps, signal_form=True, tail=tail) or False
+            run = fast = compile_fast(steps, signal_form=True, tail=tail,
+                                      new_fence=signal is NEW_FENCE) or False
         if run:
-            result = run(device, steps, affinity, wait, signal, exec_flags, tail, answers, finish)
+            result = run(device, steps, affinity, wait, signal, exec_flags, tail, new_flags,
+                         answers, finish)
             if result is not MISMATCH:
                 return result
-        return general(device, steps, affinity, wait, signal, exec_flags, tail)
+        return general(device, steps, affinity, wait, signal, exec_flags, tail, new_flags)
 
     submit.general = general
     return submit
@@ -302,12 +323,15 @@ def _reached(fence: str) -> str:
             f"({fence}.state == REACHED or {fence}.reached_now())))")
 
 
-def compile_fast(steps, signal_form: bool = False, tail=None):
+def compile_fast(steps, signal_form: bool = False, tail=None, keep: bool = False,
+                 new_fence: bool = False):
     """The fast path for steps of this shape, as one function: `fast(device, steps,
-    create_flags, affinity, wait, exec_flags, timeout, await_flags, tail, answers,
+    create_flags, affinity, wait, exec_flags, timeout, await_flags, tail, keep, answers,
     finish)` (with `signal_form`: `fast(device, steps, affinity, wait, signal,
     exec_flags, tail, answers, finish)`, and it signals or fails `signal` as the queue
-    does); `tail` the call site's dealloca, or None. A call site appends the same tuples every call, so
+    does); `tail` the call site's dealloca, or None; `keep` (the await form): the
+    awaited fence is returned too, before the status (a new reached fence: what the
+    imports leave). A call site appends the same tuples every call, so
     its shape is fixed; the function still unpacks them by that shape and tests every
     marker, and returns MISMATCH (nothing done) for steps of another shape or where any
     test fails: the general path then runs. Else it allocates, runs the commands under the
@@ -441,11 +465,16 @@ def compile_fast(steps, signal_form: bool = False, tail=None):
     else:
         tests.append("tail is not None")
     if signal_form:
-        tests.append("signal is not None and type(signal) is not Fence")
-        params = passed = "device, steps, affinity, wait, signal, exec_flags, tail"
+        if new_fence:  # (fence.create on a LocalDevice: a new Fence, whatever the flags)
+            tests.append("signal is not NEW_FENCE")
+        else:
+            tests.append("signal is not None and type(signal) is not Fence")
+        params = passed = "device, steps, affinity, wait, signal, exec_flags, tail, new_flags"
     else:
+        tests.append("keep is not True" if keep else "keep")
         params = passed = (
-            "device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags, tail"
+            "device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags, tail, "
+            "keep"
         )
     lines = [
         f"def fast({params}, answers, finish):",
@@ -487,9 +516,12 @@ def compile_fast(steps, signal_form: bool = False, tail=None):
         "        error = _internal(NAME, exc)",
     ]
     if signal_form:  # the queue signals the fence, or fails it (no fence: it raises)
+        if new_fence:  # (made here: nothing saw it before)
+            returned += "signal, "
         lines += [
             "    else:",
             "        error = None",
+            *(["    signal = Fence()"] if new_fence else []),
             "    try:",
             "        if signal is not None:",
             "            if error is None:",
@@ -506,7 +538,7 @@ def compile_fast(steps, signal_form: bool = False, tail=None):
         lines += [
             "    else:",
             "        queue._stop_draining()",
-            f"        return ({returned}0)  # (the await of a reached fence)",
+            f"        return ({returned}{'reached_fence(), ' if keep else ''}0)  # (the await of a reached fence)",
             "    queue._stop_draining()",
             f"    return finish(error, {made}, {functions}, {passed})",
         ]
@@ -515,13 +547,23 @@ def compile_fast(steps, signal_form: bool = False, tail=None):
     return ns["fast"]
 
 
+def _reached_fence() -> Fence:
+    """A new fence already signalled: what fence.create and an execution that completed on
+    the caller's thread leave behind (a kept fence of the fast path)."""
+    fence = Fence()
+    fence.state = REACHED
+    return fence
+
+
 _NAMESPACE = {
     "ALLOCA": ALLOCA, "JOIN": JOIN, "CREATE": CREATE, "LOOKUP": LOOKUP, "DISPATCH": DISPATCH,
     "BARRIER": BARRIER, "COPY": COPY, "FILL": FILL, "LOOKED_UP": LOOKED_UP,
     "ALLOCA_FENCE": ALLOCA_FENCE, "NEW_BUFFERS": NEW_BUFFERS, "MISMATCH": MISMATCH,
+    "NEW_FENCE": NEW_FENCE,
     "BUSY": BUSY, "M32": _M32, "MODE_ONE_SHOT": MODE_ONE_SHOT,
     "CATEGORY_DISPATCH": CATEGORY_DISPATCH, "CATEGORY_TRANSFER": CATEGORY_TRANSFER,
     "LocalDevice": LocalDevice, "HalExecutable": HalExecutable, "HalBuffer": HalBuffer,
     "Fence": Fence, "REACHED": REACHED, "VMError": VMError, "_internal": _internal,
     "NAME": _EXECUTE, "fresh_buffer": fresh_buffer, "run_direct": run_direct,
+    "reached_fence": _reached_fence,
 }

@@ -36,8 +36,9 @@ That is the same program when:
   `ALLOCATED`, `ALLOCATED_1`...) and a dispatch's function (the latest lookup's result:
   `LOOKED_UP`), each still holding that step's value;
 - the command buffer, the allocas' fences and the ending's new fences are dead after the
-  ending (a new fence read only where the ending reads it); the device register is not
-  written from the first step on;
+  ending (a new fence read only where the ending reads it), but for the awaited fence,
+  which the call then returns (a loop's next submission may wait on it); the device
+  register is not written from the first step on;
 - what the call assigns afterwards (the buffers, each lookup's result) is left alone
   (`None` in `targets`) where an op after its step writes the register again, or the
   buffer is dead after the group.
@@ -47,6 +48,7 @@ That is the same program when:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from translator.analyses.liveness import RefLiveness
@@ -104,6 +106,10 @@ class Ending:
     awaited: Op | None = None
     terminal: bool = False
     between: tuple[Op, ...] = ()
+    kept: bool = False  # the awaited fence is read after the await (the call returns it)
+    # the last fence new and not awaited in the block (a loop carries it to its next
+    # iteration): the call makes it, signals or fails it as the queue would, returns it
+    carried: bool = False
 
     @property
     def ops(self) -> tuple[Op, ...]:
@@ -304,7 +310,7 @@ def _buffer_positions(kind: str, op: Op) -> list[int] | None:
     return [base + BINDING_WIDTH * b + 2 for b in range(bindings)]
 
 
-def _match(module, ops: list[Op], ending: Ending, end: int, after) -> OneShot | None:
+def _match(module, ops: list[Op], ending: Ending, end: int, after, seed=None) -> OneShot | None:
     """The group submitted by `ending`, its steps before `ops[end]` (the ending's first
     op); `after`: the ref registers live after the ending."""
     execute = ending.execute
@@ -319,15 +325,17 @@ def _match(module, ops: list[Op], ending: Ending, end: int, after) -> OneShot | 
     allocas = _allocas_before(module, ops, start, dev, wait)
     if allocas is not None:  # (the allocas in the group where they can be, else left before)
         k, before = allocas
-        group = _check(module, ops, ending, end, after, k, [*before, *steps])
+        group = _check(module, ops, ending, end, after, k, [*before, *steps], seed)
         if group is not None:
             return group
-    return _check(module, ops, ending, end, after, start, steps)
+    return _check(module, ops, ending, end, after, start, steps, seed)
 
 
-def _check(module, ops: list[Op], ending: Ending, end: int, after, start: int, steps) -> OneShot | None:
+def _check(module, ops: list[Op], ending: Ending, end: int, after, start: int, steps,
+           seed=None) -> OneShot | None:
     """The group of `steps` (from `ops[start]` to `ops[end]`), or None where the rules of
-    this module's docstring do not all hold."""
+    this module's docstring do not all hold. `seed`: integer registers known to hold a
+    constant on entry to the block (`entry_constants`)."""
     execute = ending.execute
     ex = execute["operands"]
     dev, wait, cmd = ex[0], ex[2], ex[4]
@@ -339,6 +347,8 @@ def _check(module, ops: list[Op], ending: Ending, end: int, after, start: int, s
     fences = [("r", group[0]["results"][0].ordinal) for group in alloca_steps]
     joined = ("r", wait.ordinal) if allocas else None
     private = {("r", cmd.ordinal), *fences} | ({joined} if joined else set())
+    # (a register the ending's fence.create writes holds that fence after the ending)
+    private -= {("r", create["results"][0].ordinal) for create in ending.new_fences}
     if private & {("r", n) for n in after}:
         return None
     step_ops = {id(op): kind for kind, group in steps for op in group}
@@ -349,7 +359,7 @@ def _check(module, ops: list[Op], ending: Ending, end: int, after, start: int, s
         creator[joined] = join if join is not None else alloca_steps[0][0]
 
     # One pass in order: `written_by` maps a slot to the step op whose value it holds.
-    known: dict[int, tuple[bool, int]] = {}
+    known: dict[int, tuple[bool, int]] = dict(seed or {})
     for op in ops[:start]:
         _update_constants(known, op)
     written_by: dict[tuple[str, int], Op] = {}
@@ -498,7 +508,7 @@ def _ending(module, ops: list[Op], e: int, live: RefLiveness, block: int):
         dealloca, last, new, j = ops[j], d[3], dealloca_create is not None, j + 1
     elif dealloca_create is not None:
         return None
-    awaited, terminal, between = None, False, ()
+    awaited, terminal, between, carried = None, False, (), False
     if new:  # the last fence new: awaited next (integer ops between), or by the terminator
         k = j
         while (
@@ -507,28 +517,70 @@ def _ending(module, ops: list[Op], e: int, live: RefLiveness, block: int):
             and not any(r.is_ref for r in ops[k].writes())  # (integer ops only)
         ):  # fmt: skip
             k += 1
-        if k >= len(ops) or not _one_fence(module, ops[k], last):
-            return None
-        awaited, terminal, between = ops[k], k == len(ops) - 1, tuple(ops[j:k])
-    ending = Ending(signal_create, execute, dealloca_create, dealloca, awaited, terminal, between)
+        if k < len(ops) and _one_fence(module, ops[k], last):
+            awaited, terminal, between = ops[k], k == len(ops) - 1, tuple(ops[j:k])
+        else:  # not awaited here: the call returns it (carried)
+            carried = True
+    ending = Ending(signal_create, execute, dealloca_create, dealloca, awaited, terminal, between,
+                    carried=carried)
     after = live.live_out(block) if terminal else live.after(ending.ops[-1])
-    # the new fences: read where the ending reads them, dead after
+    # the new fences: read where the ending reads them, dead after; but the awaited one
+    # may be read after the await (a loop's next submission waits on it: `kept`, the call
+    # returns it, reached or failed as the await found it)
+    kept = False
     for create in ending.new_fences:
         f = create["results"][0].ordinal
         if f in after:
-            return None
+            if carried and f == last.ordinal:
+                continue  # (the call's result)
+            if awaited is None or f != awaited["operands"][2].ordinal:
+                return None
+            kept = True
         later = ending.ops[ending.ops.index(create) + 1 :]  # (the register may hold another ref before)
         uses = [(op, p) for op in later for p, r in enumerate(op["operands"]) if r.is_ref and r.ordinal == f]
         allowed = {(id(execute), 3), (id(dealloca), 2), (id(dealloca), 3), (id(awaited), 2)}
         if any((id(op), p) not in allowed for op, p in uses):
             return None
+    if kept:
+        ending = dataclasses.replace(ending, kept=True)
     return ending, e - (signal_create is not None), after
+
+
+def entry_constants(fn: Function) -> dict[int, tuple[bool, int]]:
+    """Integer registers that hold one constant in every block but the entry block: those
+    an integer const op of the entry block writes and nothing else in the function writes
+    (no op, no branch's argument copy). The entry block runs whole before any other, so
+    they hold it wherever another block reads them (as `_update_constants` records it:
+    ordinal -> (wide, value)). IREE's compiler sets a function's constants there once."""
+    writes: dict[tuple[str, int], int] = {}
+
+    def count(regs) -> None:
+        for r in regs:
+            # (a register of unknown width, in a call's list or a branch's copies: both
+            # slots it may cover, so a constant is never assumed where it is not)
+            wide = [r] if r.is_ref or r.bank is not None else [Reg(r.raw, "i64")]
+            for slot in _slots(wide):
+                writes[slot] = writes.get(slot, 0) + 1
+
+    for block in fn.blocks:
+        for op in block.ops:
+            count(op.writes())
+            for _, pairs in op.edges():
+                count(dst for _, dst in pairs)
+    known: dict[int, tuple[bool, int]] = {}
+    for op in fn.blocks[0].ops if fn.blocks else ():
+        if op.spec.integer_const:
+            (r,) = op.writes()
+            if all(writes.get(slot) == 1 for slot in _slots([r])):
+                known[r.ordinal] = (r.is_wide, op["value"].value if "value" in op.values else 0)
+    return known
 
 
 def find(module, fn: Function, live: RefLiveness) -> dict[int, list[OneShot]]:
     """Block index -> its one-shot groups, one per queue.execute of a command buffer
     recorded in the block with an ending `_ending` takes."""
     out: dict[int, list[OneShot]] = {}
+    seed = entry_constants(fn)
     for block in fn.blocks:
         ops = block.ops[:-1]
         found = []
@@ -539,7 +591,7 @@ def find(module, fn: Function, live: RefLiveness) -> dict[int, list[OneShot]]:
             if shape is None:
                 continue
             ending, first, after = shape
-            group = _match(module, ops, ending, first, after)
+            group = _match(module, ops, ending, first, after, seed if block.index else None)
             if group is not None:
                 found.append(group)
         if found:

@@ -699,7 +699,20 @@ class OpRenderer:
                 (await_flags, "flags"),
                 *tail,
             ]
+            if ending.kept:  # (read after the await: the call returns it before the status)
+                if not tail:
+                    args.append(("None", "no queue.dealloca"))
+                args.append(("True", "keep: the awaited fence comes back too"))
+                targets += (reg(term["operands"][2]),)
             targets += (reg(term["results"][0]),)
+        elif ending.carried:  # a new last fence, made and returned by the call
+            last = ending.dealloca_create if ending.dealloca is not None else ending.signal_create
+            new_fence = self.use("one_shot", "NEW_FENCE")
+            args = [(ex[1], "affinity (queue.execute)"), wait,
+                    (new_fence, "signal fence: a new one, returned"), (ex[5], "flags"),
+                    *(tail or [("None", "no queue.dealloca")]),
+                    (reg(last["operands"][1]), "flags (fence.create of the new fence)")]
+            targets += (reg(last["results"][0]),)
         else:
             signal = ex[3] if ending.dealloca is None else reg(ending.dealloca["operands"][3])
             args = [(ex[1], "affinity (queue.execute)"), wait, (signal, "signal fence"),
