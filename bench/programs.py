@@ -75,6 +75,8 @@ PROGRAMS: tuple[Program, ...] = (
             _src("dynamic_shapes"), lambda r: (_f32(r, 1024), _f32(r, 1024))),
     Program("host_loop", "50-iteration host loop (scf.while, 256-wide matvec+tanh)",
             _src("host_loop"), lambda r: (_f32(r, 256, 256, scale=1 / 16), _f32(r, 256))),
+    Program("readback_loop", "data-dependent host loop (Collatz of 27: 111 iterations, "
+            "a readback each)", _src("readback_loop"), lambda r: (np.array(27, np.float32),)),
     Program("cnn", "small CNN (3x conv+relu+pool)", _src("cnn"),
             lambda r: (_f32(r, 1, 34, 34, 4),),
             setup=lambda r: (_f32(r, 3, 3, 4, 8, scale=0.3), _f32(r, 3, 3, 8, 16, scale=0.2),
