@@ -444,7 +444,10 @@ class HalBuffer:
         """Reads `length` (1..4) bytes little-endian, zero-extended (unsigned result)."""
         if not 1 <= length <= 4:
             raise VMError(StatusCode.INVALID_ARGUMENT, f"load length {length} not in 1..4")
-        return int.from_bytes(self.bytes_view(offset, length).tobytes(), "little")
+        if offset < 0 or offset + length > self.length:  # (bytes_view's check, inline)
+            raise _range_error("view", offset, length, self.length)
+        start = self.offset + offset
+        return int.from_bytes(self.allocation.array[start : start + length].tobytes(), "little")
 
     def store(self, value: int, offset: int, length: int) -> None:
         """Writes the low `length` (1..4) bytes of `value`, little-endian."""

@@ -239,6 +239,7 @@ class HalModule:
     def buffer_length(self, buffer):
         return buffer.length
 
+    @one_frame  # (host loops read a predicate back every iteration)
     @vm_import("hal.buffer.load", "0rIi_i", source_buffer=BUFFER)
     def buffer_load(self, source_buffer, source_offset, length):
         return wrap_i32(source_buffer.load(source_offset, length))
