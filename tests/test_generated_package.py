@@ -40,6 +40,7 @@ GOLDEN = {
     "dynamic_shapes": ("dyn_shape_2d", "dynamic dimensions: i64 index arithmetic, shape lists"),
     "vm_branches": ("vm_branches", "VM dialect: br_table as if/elif, counted loop, i64 compares"),
     "runs": ("tensor_barrier_chain", "a run of awaited submissions as one call; its layout constant in _runs.py"),
+    "readback_loop": ("cf_readback_loop", "a host loop reading a result back: one-shot calls that keep the awaited fence or return a new one the loop carries; a failed wait's exit inline"),
 }
 FRAME_CASE = "elementwise"
 _DEF = re.compile(r"^    def (\w+)\(")
