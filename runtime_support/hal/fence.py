@@ -150,9 +150,17 @@ class Fence(Timepoint):
                 some = True
         if not some:
             return None
-        joined = cls()
-        joined.state = _REACHED
-        return joined
+        return cls.reached()
+
+    @classmethod
+    def reached(cls) -> "Fence":
+        """A new fence already signalled: what fence.create and a completed signal on a
+        synchronous queue leave behind (built without `__init__`'s call: fast paths
+        make one per submission; plan_runner's compiled chains write the same lines)."""
+        fence = object.__new__(cls)
+        fence.state = _REACHED
+        fence.error = fence.waiters = fence._set = None
+        return fence
 
     # -- state ----------------------------------------------------------------------------
 

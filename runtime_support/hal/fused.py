@@ -123,12 +123,13 @@ def _own(pairs, local_device: bool = True) -> bool:
     return not local_device or issubclass(LocalDevice, owner.DEVICE_TYPES)
 
 
-def _failed(error, await_, timeout, await_flags):
+def _failed(error, await_, timeout, await_flags, fence=None):
     """The await of a fence the execution failed: the bound import raises what the
-    unfused sequence raises."""
-    f1 = Fence()
-    f1.fail(error)
-    return await_(timeout, await_flags, [f1])
+    unfused sequence raises. `fence`: the new fence to fail (default one made here), for
+    a caller that also returns it."""
+    fence = Fence() if fence is None else fence
+    fence.fail(error)
+    return await_(timeout, await_flags, [fence])
 
 
 def alloca_execute_indirect(create, alloca, execute, await_):
@@ -629,10 +630,7 @@ def chain(create, alloca, join, execute, dealloca):
                     if fence is not None:
                         fence.signal()
                     return _results(buffers, fence, dealloca_args)
-                fence = _new(Fence)
-                fence.state = REACHED
-                fence.error = fence.waiters = fence._set = None
-                return _results(buffers, fence, dealloca_args)
+                return _results(buffers, Fence.reached(), dealloca_args)
             fx = Fence()
             fx.signal()
         else:

@@ -228,11 +228,9 @@ def one_shot(fence_create, alloca, join, create, lookup, dispatch, barrier, copy
         if error is BUSY:
             return general(device, steps, create_flags, affinity, wait, exec_flags, timeout,
                            await_flags, tail, keep, buffers, looked)
-        if keep:  # (the fence the execution failed, as the await found it)
-            failed = Fence()
-            failed.fail(error)
-            return (*buffers, *looked, failed, await_(timeout, await_flags, [failed]))
-        return (*buffers, *looked, _failed(error, await_, timeout, await_flags))
+        failed = Fence()
+        status = _failed(error, await_, timeout, await_flags, failed)
+        return (*buffers, *looked, failed, status) if keep else (*buffers, *looked, status)
 
     fast = None  # this call site's compiled fast path (its steps' shape is fixed), or False
 
@@ -547,14 +545,6 @@ def compile_fast(steps, signal_form: bool = False, tail=None, keep: bool = False
     return ns["fast"]
 
 
-def _reached_fence() -> Fence:
-    """A new fence already signalled: what fence.create and an execution that completed on
-    the caller's thread leave behind (a kept fence of the fast path)."""
-    fence = Fence()
-    fence.state = REACHED
-    return fence
-
-
 _NAMESPACE = {
     "ALLOCA": ALLOCA, "JOIN": JOIN, "CREATE": CREATE, "LOOKUP": LOOKUP, "DISPATCH": DISPATCH,
     "BARRIER": BARRIER, "COPY": COPY, "FILL": FILL, "LOOKED_UP": LOOKED_UP,
@@ -565,5 +555,5 @@ _NAMESPACE = {
     "LocalDevice": LocalDevice, "HalExecutable": HalExecutable, "HalBuffer": HalBuffer,
     "Fence": Fence, "REACHED": REACHED, "VMError": VMError, "_internal": _internal,
     "NAME": _EXECUTE, "fresh_buffer": fresh_buffer, "run_direct": run_direct,
-    "reached_fence": _reached_fence,
+    "reached_fence": Fence.reached,
 }

@@ -477,8 +477,8 @@ def _ending(module, ops: list[Op], e: int, live: RefLiveness, block: int):
     """The ending around the execute at `ops[e]` (`ops`: the block's, its terminator
     last), with the ref registers live after it: (Ending, its first op's index, live
     after) or None. A new fence is read only where the ending reads it (the execute and
-    dealloca signalling it, the next waiting on it) and is dead after; the last fence, if
-    new, is awaited."""
+    dealloca signalling it, the next waiting on it) and is dead after, but for the last
+    one: awaited in the block (then it may be read after: `kept`), or not (`carried`)."""
     execute = ops[e]
     ex = execute["operands"]
     if len(ex) != EXECUTE_FIXED or not ex[3].is_ref:
@@ -580,7 +580,7 @@ def find(module, fn: Function, live: RefLiveness) -> dict[int, list[OneShot]]:
     """Block index -> its one-shot groups, one per queue.execute of a command buffer
     recorded in the block with an ending `_ending` takes."""
     out: dict[int, list[OneShot]] = {}
-    seed = entry_constants(fn)
+    seed = None  # entry_constants(fn), made for the first group past the entry block
     for block in fn.blocks:
         ops = block.ops[:-1]
         found = []
@@ -591,6 +591,8 @@ def find(module, fn: Function, live: RefLiveness) -> dict[int, list[OneShot]]:
             if shape is None:
                 continue
             ending, first, after = shape
+            if block.index and seed is None:
+                seed = entry_constants(fn)
             group = _match(module, ops, ending, first, after, seed if block.index else None)
             if group is not None:
                 found.append(group)

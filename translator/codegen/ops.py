@@ -665,9 +665,10 @@ class OpRenderer:
         """A one-shot group's ending (analyses/one_shots.Ending) as one call of its call
         site's helper (runtime_support/hal/one_shot.py) on the steps recorded above:
         `one_shot` where the ending awaits its last fence (it returns the await's
-        status), `one_shot_signal` where that fence is from outside (left as the queue
-        would). It assigns each new buffer and each lookup's result the group keeps
-        (`_`: left alone)."""
+        status, and the fence where code after reads it: `keep`), `one_shot_signal`
+        where that fence is from outside (left as the queue would) or a new one the
+        block does not await (NEW_FENCE: the call makes it and returns it). It assigns
+        each new buffer and each lookup's result the group keeps (`_`: left alone)."""
         ending, reg = group.ending, self.reg
         execute = ending.execute
         kind = "one_shot" if ending.awaited is not None else "one_shot_signal"
