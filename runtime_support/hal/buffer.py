@@ -447,6 +447,8 @@ class HalBuffer:
         if offset < 0 or offset + length > self.length:  # (bytes_view's check, inline)
             raise _range_error("view", offset, length, self.length)
         start = self.offset + offset
+        if length == 1:  # (a predicate read back each loop iteration: no slice, no bytes)
+            return self.allocation.array.item(start)
         return int.from_bytes(self.allocation.array[start : start + length].tobytes(), "little")
 
     def store(self, value: int, offset: int, length: int) -> None:
@@ -497,9 +499,12 @@ _empty, _zeros = np.empty, np.zeros
 _BYTES_COPY_MAX = 4096
 
 
-def fresh_buffer(size: int, memory_types: int, usage: int, allocator) -> HalBuffer:
+def fresh_buffer(
+    size: int, memory_types: int, usage: int, allocator, contents: bytes | None = None
+) -> HalBuffer:
     """`HalBuffer.over(Allocation.allocate(size), memory_types, usage, allocator)`:
-    a new zero-filled buffer; the caller has checked that `size` >= 0.
+    a new zero-filled buffer, or one holding `contents` (`size` bytes) where given; the
+    caller has checked that `size` >= 0.
 
     Small storage is recycled (see `_recycled`): a program's transient buffers (one
     queue.alloca per dispatch, dead two dispatches later) cost a memset instead of a
@@ -514,7 +519,8 @@ def fresh_buffer(size: int, memory_types: int, usage: int, allocator) -> HalBuff
             if entry is not None:
                 storage = entry[0]
                 if _count(storage) == _FREE_STORAGE and _count(storage.base) == _FREE_BASE:
-                    entry[2][:] = entry[3]  # zero-filled again
+                    # zero-filled again, or written over at once (no zeros first)
+                    entry[2][:] = entry[3] if contents is None else contents
                     pool.append(entry)
                     allocation = _new(Allocation)
                     allocation.array = storage
@@ -541,21 +547,30 @@ def fresh_buffer(size: int, memory_types: int, usage: int, allocator) -> HalBuff
         except MemoryError:
             raise exhausted("hal.allocator.allocate", size, f"{size}-byte buffer") from None
         buffer = _aligned_buffer(raw, size, memory_types, usage, allocator)
+        if pool is None and contents is None:
+            return buffer
+        storage = buffer.allocation.array
+        view = memoryview(storage)
+        if contents is not None:
+            view[:] = contents
         if pool is not None:
-            storage = buffer.allocation.array
             try:  # (one zero source per size, shared by its entries)
                 zeros = pool[0][3]
             except IndexError:
                 zeros = bytes(size)
-            pool.append((storage, buffer.address, memoryview(storage), zeros))
+            pool.append((storage, buffer.address, view, zeros))
         return buffer
     if size >= _UNCHECKED:
-        return HalBuffer.over(Allocation.allocate(size), memory_types, usage, allocator)
-    try:
-        raw = _zeros(size + ALIGNMENT, _U8)
-    except MemoryError:
-        raise exhausted("hal.allocator.allocate", size, f"{size}-byte buffer") from None
-    return _aligned_buffer(raw, size, memory_types, usage, allocator)
+        buffer = HalBuffer.over(Allocation.allocate(size), memory_types, usage, allocator)
+    else:
+        try:
+            raw = _zeros(size + ALIGNMENT, _U8)
+        except MemoryError:
+            raise exhausted("hal.allocator.allocate", size, f"{size}-byte buffer") from None
+        buffer = _aligned_buffer(raw, size, memory_types, usage, allocator)
+    if contents is not None and size:
+        memoryview(buffer.allocation.array)[:] = contents
+    return buffer
 
 
 # -- recycled storage ------------------------------------------------------------------------
@@ -610,17 +625,14 @@ def buffer_copy_of(array: np.ndarray, usage: int, allocator) -> HalBuffer:
 
 def buffer_copy_recycled(array: np.ndarray, usage: int, allocator) -> HalBuffer:
     """`buffer_copy_of`, small copies in recycled storage: a fresh_buffer (which takes
-    it) with the array's bytes written over its zeros. For the argument copies of
+    it) holding the array's bytes. For the argument copies of
     converters without spares (abi.py: dynamic shapes copy theirs per call, and a spare
     needs a fixed shape); not for copies a spare may hold: a recycled entry holds its
     storage, which changes the counts keep_spare decides by."""
     size = array.nbytes
     if size > _BYTES_COPY_MAX:
         return HalBuffer.over(Allocation.copy_of(array), 0, usage, allocator)
-    buffer = fresh_buffer(size, 0, usage, allocator)
-    if size:
-        memoryview(buffer.allocation.array)[:] = array.tobytes()
-    return buffer
+    return fresh_buffer(size, 0, usage, allocator, array.tobytes())
 
 
 def _aligned_buffer(

@@ -242,7 +242,8 @@ class HalModule:
     @one_frame  # (host loops read a predicate back every iteration)
     @vm_import("hal.buffer.load", "0rIi_i", source_buffer=BUFFER)
     def buffer_load(self, source_buffer, source_offset, length):
-        return wrap_i32(source_buffer.load(source_offset, length))
+        value = source_buffer.load(source_offset, length)  # (unsigned, under 2**32)
+        return value if value < 0x80000000 else value - 0x100000000  # wrap_i32, inline
 
     @vm_import("hal.buffer.store", "0irIi_v", target_buffer=BUFFER)
     def buffer_store(self, value, target_buffer, target_offset, length):
