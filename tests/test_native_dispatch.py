@@ -327,6 +327,83 @@ def test_one_shot_and_reuse(mul_executable):
     assert [e[0].read() for e in once] == [e[0].read() for e in first]
 
 
+def _steps_block(plan, images, zeros, count, turn=0):
+    """The native steps block (native.STEPS_FIELDS) for `plan` and the arrays given."""
+    from array import array
+
+    fields = dict.fromkeys(native.STEPS_FIELDS_NAMES, 0)
+    fields.update(
+        args=plan.args_address, table=plan.table_address, words=len(plan.table),
+        first0=images[0].buffer_info()[0], later0=images[1].buffer_info()[0],
+        image1=images[2].buffer_info()[0],
+        zeros0=zeros[0].buffer_info()[0], nzeros0=len(zeros[0]) // 2,
+        zeros1=zeros[1].buffer_info()[0], nzeros1=len(zeros[1]) // 2,
+        count=count, turn=turn,
+    )
+    return array("q", fields.values())
+
+
+def test_native_steps_zero_fill_then_run_each_turn(mul_executable):
+    """pyree_run_plan_steps (a host loop's replayed steps, hal/chain_loop.py): per step,
+    its turn's zero ranges are zero-filled before the plan runs on its turn's table image;
+    turn 0's first image serves the first step only."""
+    from array import array
+
+    from runtime_support.hal.plan_runner import image_of
+
+    device, _ = mul_executable
+    cb = HalCommandBuffer(device, 0, 3, 1)
+    slot = lambda off, n: BufferRef(None, 0, off, n)  # noqa: E731
+    cb.copy(slot(8, 8), slot(0, 8))  # (reads what the zero-fill wrote, if it ran first)
+    cb.fill(slot(16, 8), 0x3F800000, 4)
+    cb.finalize()
+    dirty = lambda: HalBuffer.wrap_host(bytearray(b"\xab" * 32), readonly=False)  # noqa: E731
+    cb.execute([(dirty(), 0, 32)], 1)
+    plan = cb._plan
+    assert plan
+    first, later, odd = dirty(), dirty(), dirty()
+    images = []
+    for buffer in (first, later, odd):
+        image = array("q", bytes(8 * len(plan.table)))
+        assert image_of(plan)([(buffer, 0, 32)], image)
+        images.append(image)
+    zeros = [array("q", (later.address + 8, 8)), array("q", (odd.address + 8, 8))]
+    block = _steps_block(plan, images, zeros, count=3)
+    assert native.native_runtime().run_plan_steps(block.buffer_info()[0]) == 0
+    assert block[native.STEPS_FIELDS_NAMES.index("ran")] == 3
+    ones = np.array([1.0, 1.0], np.float32).tobytes()
+    assert first.read() == b"\xab" * 16 + ones + b"\xab" * 8  # (its range: not turn 0's)
+    for buffer in (later, odd):  # zero-filled, then copied from there, then filled
+        assert buffer.read() == bytes(16) + ones + b"\xab" * 8
+
+
+def test_native_steps_stop_at_a_failed_step(mul_executable):
+    """A step whose plan fails ends the native steps: it counts as run, its result is
+    returned, and plan._raise gives the error the plan runner's caller raises."""
+    from array import array
+
+    from runtime_support.hal.plan_runner import image_of
+
+    device, exe = mul_executable
+    counts = HalBuffer.allocate(12)
+    cb = HalCommandBuffer(device, 0, 3, 3)
+    cb.dispatch(exe, 0, BufferRef(counts, 0, 0, 12), (), [BufferRef(None, 1, 0, 16)] * 3)
+    cb.finalize()
+    table = [(counts, 0, 12), (HalBuffer.allocate(16), 0, 16)]
+    cb.execute(table, 1)  # (0, 0, 0): nothing to run; the plan is built
+    plan = cb._plan
+    counts.write(0, np.array([1, 1, 0x10000], np.uint32).tobytes())
+    image = array("q", bytes(8 * len(plan.table)))
+    assert image_of(plan)(table, image)
+    block = _steps_block(plan, [image] * 3, [array("q"), array("q")], count=3)
+    result = native.native_runtime().run_plan_steps(block.buffer_info()[0])
+    assert result != 0
+    assert block[native.STEPS_FIELDS_NAMES.index("ran")] == 1
+    with pytest.raises(VMError) as info:
+        plan._raise(result)
+    assert info.value.code == StatusCode.OUT_OF_RANGE
+
+
 def test_statistics_count_plan_dispatches(mul_executable):
     device, exe = mul_executable
     cb = _record(device, exe)

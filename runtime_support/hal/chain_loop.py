@@ -29,8 +29,9 @@ one before that is dead, since the loop carries a buffer one step only), and a T
 alloca on one scratch buffer; its fence is reached, as the helper's would be.
 
 Replayed steps are DEFERRED: `step()` counts the step and its allocas, and `results()`
-runs the steps counted, in order, under one taking of the queue and the plan. Between
-steps the loop runs only integer ops (codegen/loops.py), which read nothing the steps
+runs the steps counted, in order, under one taking of the queue and the plan, in native
+code (loaders/native.py: pyree_run_plan_steps zero-fills a step's new buffers, writes its
+table and runs the plan, per step). Between steps the loop runs only integer ops (codegen/loops.py), which read nothing the steps
 write, and the steps write only this object's buffers, so running them later changes
 nothing anyone can see; a loop left by an exception has no results to read. Accounting is
 the helper's: the allocator counts each step's allocas, the command buffer each
@@ -43,7 +44,6 @@ does (for the failed one, what it does with a failed execution).
 from __future__ import annotations
 
 from array import array
-from ctypes import memset
 
 from ..loaders import native, statistics
 from .buffer import HalBuffer, fresh_buffer
@@ -57,17 +57,20 @@ DEVICE, WAIT, ALLOCAS, CMD, TABLE, SLOTS, DEALLOCA = 0, 1, 2, 6, 8, 9, 10
 _M32 = 0xFFFFFFFF
 _LATER = "later"  # _set_up: the plan is not built yet; try again after the first step
 _new = object.__new__
-# Zero-filled from a bytes object of the same size up to here; larger ones by memset.
-_SMALL = 1 << 16
+# Words of the native steps block (native.STEPS_FIELDS) written per run.
+_FIELD = {name: i for i, (name, _) in enumerate(native.STEPS_FIELDS)}
+_COUNT, _TURN, _RAN = _FIELD["count"], _FIELD["turn"], _FIELD["ran"]
+_FIRST0, _LATER0 = _FIELD["first0"], _FIELD["later0"]
+_SLICE = 1024  # steps per foreign call at most
 
 
 class _Replay:
     """The per-step state of a replay (see the module docstring)."""
 
-    __slots__ = ("plan", "queue", "lock", "take", "give", "images", "turn0", "zero", "memsets",
-                 "parity", "ran", "pending",
+    __slots__ = ("plan", "queue", "lock", "take", "give", "images", "zeros", "block",
+                 "block_address", "run_steps", "parity", "ran", "pending",
                  "outputs", "executables", "allocator", "total", "command_buffer",
-                 "workers", "parallel", "run_plan", "args_address")
+                 "workers", "parallel")
 
 
 class ChainLoop:
@@ -197,36 +200,41 @@ class ChainLoop:
                 buffer, offset, _ = table[slot]
                 j = own[slot] if slot in own else carried[slot]
                 turn1[index] = outputs[j][0 if slot in carried else 1].address + offset
-        images = [first, turn1]
-        replay = _new(_Replay)
-        replay.plan = plan
-        replay.queue = device.queue
-        replay.lock = device.queue._lock
-        replay.take, replay.give = plan._token.pop, plan._token.append
-        replay.images = images
-        replay.zero = [[], []]  # per turn, (memoryview, zero bytes)
-        replay.memsets = [[], []]  # per turn, (address, size) where zero bytes cost memory
-        zeros: dict = {}
         unread = set()  # a TRANSIENT alloca the commands overwrite whole before reading it
         for k, j in own.items():
             if j == self.transient:
                 _, offset, length = self.table[k]
                 if overwritten_first(cb.commands, k, sizes[j][3], offset, length):
                     unread.add(j)
+        # per turn, (address, size) of each new buffer a step zero-fills as an alloca would
+        zeros = [array("q"), array("q")]
         for j, (a, b) in enumerate(outputs):
             if j in unread:
                 continue  # (nothing can see its bytes before the commands write them all)
             for parity, buffer in ((0, a), (1, b)):
-                size = buffer.length
-                if size > _SMALL:
-                    replay.memsets[parity].append((buffer.address, size))
-                elif size:
-                    view = memoryview(buffer.allocation.array)[
-                        buffer.offset : buffer.offset + size
-                    ]
-                    replay.zero[parity].append((view, zeros.setdefault(size, bytes(size))))
+                if buffer.length:
+                    zeros[parity].extend((buffer.address, buffer.length))
+        runtime = native.native_runtime()
+        replay = _new(_Replay)
+        replay.plan = plan
+        replay.queue = device.queue
+        replay.lock = device.queue._lock
+        replay.take, replay.give = plan._token.pop, plan._token.append
+        # The arrays the native block points into, kept alive with it (none ever resized).
+        replay.images = (first, turn0, turn1)
+        replay.zeros = zeros
+        block = dict.fromkeys(native.STEPS_FIELDS_NAMES, 0)
+        block.update(
+            args=plan.args_address, table=plan.table_address, words=len(plan.table),
+            first0=first.buffer_info()[0], later0=turn0.buffer_info()[0],
+            image1=turn1.buffer_info()[0],
+            zeros0=zeros[0].buffer_info()[0], nzeros0=len(zeros[0]) // 2,
+            zeros1=zeros[1].buffer_info()[0], nzeros1=len(zeros[1]) // 2,
+        )
+        replay.block = array("q", block.values())
+        replay.block_address = replay.block.buffer_info()[0]
+        replay.run_steps = runtime.run_plan_steps
         replay.parity = 0
-        replay.turn0 = turn0  # (turn 0's image once the first step has run)
         replay.outputs = outputs
         replay.executables = tuple(plan.executables)
         replay.allocator = allocator
@@ -234,8 +242,6 @@ class ChainLoop:
         replay.command_buffer = cb
         replay.workers = device.worker_count
         replay.parallel = plan.parallel
-        replay.run_plan = plan.run_plan
-        replay.args_address = plan.args_address
         replay.ran = replay.pending = 0
         return replay
 
@@ -257,19 +263,18 @@ class ChainLoop:
                         if r.parallel and (r.workers != plan._workers
                                            or native._pool is not plan._pool):
                             plan._use_workers(r.workers)
-                        table, images, zero, memsets = plan.table, r.images, r.zero, r.memsets
-                        run_plan, address, cb = r.run_plan, r.args_address, r.command_buffer
-                        while done < count:
-                            for view, zeros in zero[parity]:  # (the step's new buffers)
-                                view[:] = zeros
-                            for at, size in memsets[parity]:
-                                memset(at, 0, size)
-                            table[:] = images[parity]
-                            cb.executions += 1
-                            result = run_plan(address)
-                            images[0] = r.turn0  # (the first step's image is done with)
-                            done += 1
-                            parity ^= 1
+                        block, address, run_steps = r.block, r.block_address, r.run_steps
+                        cb = r.command_buffer
+                        while done < count:  # (in slices: Ctrl-C is seen between them)
+                            block[_COUNT] = min(count - done, _SLICE)
+                            block[_TURN] = parity
+                            result = run_steps(address)
+                            ran = block[_RAN]
+                            if ran:  # (the first step's image is done with)
+                                block[_FIRST0] = block[_LATER0]
+                            cb.executions += ran
+                            done += ran
+                            parity ^= ran & 1
                             if result:
                                 try:
                                     plan._raise(result)

@@ -6,6 +6,8 @@
                       each grid runs inline or on the pool, whichever its measured times
                       say is faster (see the dispatch records)
     pyree_run_{grid,plan}_args  the same, called with one block of i64 arguments
+    pyree_run_plan_steps  a host loop's replayed steps of one plan (hal/chain_loop.py):
+                      per step, its new buffers zeroed, its table written, the plan run
     pyree_worker      the body of a pool thread (started with pthread_create via ctypes)
     pyree_import_thunk  how kernels call host imports
 
@@ -1007,6 +1009,75 @@ $UPDATE_LOADS  %uref = getelementptr i64, ptr %p, i64 $U_REF
 }
 """
 
+# A host loop's deferred steps (hal/chain_loop.py: ChainLoop replays), in one foreign call
+# rather than three Python statements and a ctypes call per step. Block of i64 words:
+STEPS_FIELDS = (
+    ("args", "ptr"),  # the plan runner's argument block (pyree_run_plan_args)
+    ("table", "ptr"),  # the plan's table, and its length in words
+    ("words", "i64"),
+    ("first0", "ptr"),  # turn 0's table image for the next step run
+    ("later0", "ptr"),  # turn 0's image after that (the first step reads other buffers)
+    ("image1", "ptr"),  # turn 1's image
+    ("zeros0", "ptr"),  # per turn, (address, size) pairs zero-filled before its step
+    ("nzeros0", "i64"),
+    ("zeros1", "ptr"),
+    ("nzeros1", "i64"),
+    ("count", "i64"),  # steps to run, the first on turn `turn`
+    ("turn", "i64"),
+    ("ran", "i64"),  # out: steps run, a failed one included
+)
+STEPS_FIELDS_NAMES = tuple(name for name, _ in STEPS_FIELDS)
+
+_STEPS_IR = """
+; Returns 0, or the plan runner's result for the step that failed (the last one run).
+define i64 @pyree_run_plan_steps(ptr %s) {
+entry:
+$LOADS  %bytes = shl i64 %words, 3
+  br label %head
+head:
+  %k = phi i64 [ 0, %entry ], [ %k1, %ok ]
+  %t = phi i64 [ %turn, %entry ], [ %tn, %ok ]
+  %img0 = phi ptr [ %first0, %entry ], [ %later0, %ok ]
+  %more = icmp ult i64 %k, %count
+  br i1 %more, label %step, label %done
+step:
+  %odd = icmp ne i64 %t, 0
+  %zp = select i1 %odd, ptr %zeros1, ptr %zeros0
+  %zn = select i1 %odd, i64 %nzeros1, i64 %nzeros0
+  %img = select i1 %odd, ptr %image1, ptr %img0
+  br label %zhead
+zhead:
+  %j = phi i64 [ 0, %step ], [ %j1, %zbody ]
+  %zmore = icmp ult i64 %j, %zn
+  br i1 %zmore, label %zbody, label %run
+zbody:
+  %jw = shl i64 %j, 1
+  %pa = getelementptr i64, ptr %zp, i64 %jw
+  %a = load i64, ptr %pa
+  %psz = getelementptr i64, ptr %pa, i64 1
+  %sz = load i64, ptr %psz
+  %aptr = inttoptr i64 %a to ptr
+  call void @llvm.memset.p0.i64(ptr %aptr, i8 0, i64 %sz, i1 false)
+  %j1 = add i64 %j, 1
+  br label %zhead
+run:
+  call void @llvm.memcpy.p0.p0.i64(ptr %table, ptr %img, i64 %bytes, i1 false)
+  %r = call i64 @pyree_run_plan_args(ptr %args)
+  %k1 = add i64 %k, 1
+  %tn = xor i64 %t, 1
+  %bad = icmp ne i64 %r, 0
+  br i1 %bad, label %fail, label %ok
+ok:
+  br label %head
+fail:
+  store i64 %k1, ptr %pran
+  ret i64 %r
+done:
+  store i64 %k, ptr %pran
+  ret i64 0
+}
+"""
+
 # ctypes converts every argument of a foreign call (about as costly as the call itself),
 # so the grid and plan runners also take their arguments as one block of i64 words, in
 # the order of these tables.
@@ -1120,6 +1191,9 @@ def _ir() -> str:
             plan,
             _args_wrapper("pyree_run_plan", "i64", PLAN_PARAMS),
             _args_wrapper("pyree_run_grid", "i32", GRID_PARAMS),
+            string.Template(_STEPS_IR).substitute(
+                LOADS=_fields("s", "i64", [(n, k, i) for i, (n, k) in enumerate(STEPS_FIELDS)])
+            ),
         )
     )
 
@@ -1148,6 +1222,9 @@ class NativeRuntime:
         )
         self.run_plan_args = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(
             address("pyree_run_plan_args")
+        )
+        self.run_plan_steps = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(
+            address("pyree_run_plan_steps")
         )
         self.import_thunk = address("pyree_import_thunk")
         self.worker_address = address("pyree_worker")
