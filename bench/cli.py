@@ -156,6 +156,7 @@ def run_program(program, args) -> list[dict]:
             continue
         row["pyree"], row["iree"] = timing.stats(ta), timing.stats(tb)
         row["ratio"] = row["pyree"]["median_us"] / row["iree"]["median_us"]
+        row["paired_ratio"] = timing.paired_ratio(ta, tb)
         del ctx, ours
     if module is not None and all(r["status"] == "ok" for r in rows) and len(rows) == 2:
         local_against_sync(module, setup, inputs, rows, args)

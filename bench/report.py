@@ -22,11 +22,13 @@ def markdown(data: dict) -> str:
     lines = [
         f"pyree vs iree.runtime {m['iree']} — {m['date']}, {m['mode']} run, {m['cpus']} CPUs, "
         f"Python {m['python']}, kernels for --iree-llvmcpu-target-cpu={m['target_cpu']}. "
-        "Calls interleaved one by one in one process; per-call median (min–max).",
+        "Calls interleaved one by one in one process; per-call median (min–max). "
+        "ratio: of the two medians; paired: the median of each round's pyree / IREE "
+        "(the two calls of a round back to back: what the machine's speed drift cancels in).",
         "",
-        "| program | devices (pyree / IREE) | pyree | IREE | ratio | pyree min–max | IREE min–max "
-        "| translate | load (pyree / IREE) | first call (pyree / IREE) | status |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| program | devices (pyree / IREE) | pyree | IREE | ratio | paired | pyree min–max "
+        "| IREE min–max | translate | load (pyree / IREE) | first call (pyree / IREE) | status |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in data["rows"]:
         ours, theirs = r.get("pyree") or {}, r.get("iree") or {}
@@ -37,6 +39,7 @@ def markdown(data: dict) -> str:
                 _us(ours.get("median_us")),
                 _us(theirs.get("median_us")),
                 _ratio(r.get("ratio")),
+                _ratio(r.get("paired_ratio")),
                 f"{_us(ours.get('min_us'))}–{_us(ours.get('max_us'))}" if ours else "—",
                 f"{_us(theirs.get('min_us'))}–{_us(theirs.get('max_us'))}" if theirs else "—",
                 _s(r.get("translate_s")) + (" (cached)" if r.get("translate_cached") else ""),

@@ -43,3 +43,11 @@ def stats(samples: list[float]) -> dict:
         "max_us": max(samples) * 1e6,
         "reps": len(samples),
     }
+
+
+def paired_ratio(a: list[float], b: list[float]) -> float:
+    """The median over rounds of a[i] / b[i], each pair timed back to back in one round of
+    `interleave`: a drift of the machine's speed (this VM's drifts up to 2x within minutes)
+    scales both calls of a round alike and cancels in their ratio, where the ratio of the
+    two medians mixes rounds run at different speeds."""
+    return statistics.median(x / y for x, y in zip(a, b) if y > 0)

@@ -4,6 +4,7 @@ pyree cannot load it. (The timings themselves are never asserted: benchmarks, no
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 
@@ -42,6 +43,7 @@ def test_quick_run_prints_and_writes_the_table(tmp_path, capsys):
         assert r["status"] == "ok"  # results were checked equal to IREE's before timing
         assert r["pyree"]["reps"] == r["iree"]["reps"] >= 5
         assert r["ratio"] == pytest.approx(r["pyree"]["median_us"] / r["iree"]["median_us"])
+        assert r["paired_ratio"] > 0
         assert r["translate_s"] > 0 and r["pyree_load_s"] > 0 and r["iree_first_call_s"] > 0
     assert "| mul4 | local-sync / local-sync |" in text and "| ratio |" in text
     # pyree local against pyree local-sync, interleaved with each other.
@@ -95,3 +97,14 @@ def test_host_cost_per_dispatch_for_both_chain_forms():
     assert [(c["form"], round(c["pyree_us"], 6), round(c["iree_us"], 6)) for c in costs] == [
         ("one call per run", 0.1, 1.0), ("one call per dispatch", 2.0, 1.0)]
     assert costs[1]["ratio"] == pytest.approx(2.0)
+
+
+def test_paired_ratio_cancels_a_drift_between_rounds():
+    """Each round's two calls run at one machine speed: their ratio does not move when the
+    speed does, where the medians' ratio picks calls from rounds of different speeds."""
+    from bench.timing import paired_ratio
+
+    pyree = [1.0, 1.0, 1.0, 10.0, 10.0]  # half as long as IREE's call in every round,
+    iree = [2.0, 2.0, 20.0, 20.0, 20.0]  # the machine 10x slower from the third round on
+    assert paired_ratio(pyree, iree) == pytest.approx(0.5)
+    assert statistics.median(pyree) / statistics.median(iree) == pytest.approx(0.05)
