@@ -232,13 +232,11 @@ def _translator_fingerprint() -> str:
 
 
 def package_cache_dir() -> str:
-    """Where `pyree-run model.vmfb` keeps translated packages: $PYREE_CACHE_DIR, else
-    $XDG_CACHE_HOME/pyree or ~/.cache/pyree."""
-    root = os.environ.get("PYREE_CACHE_DIR")
-    if not root:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        root = os.path.join(base, "pyree")
-    return os.path.join(root, "packages")
+    """Where `pyree-run model.vmfb` keeps translated packages: `packages` in pyree's cache
+    folder ($PYREE_CACHE_DIR, else $XDG_CACHE_HOME/pyree or ~/.cache/pyree)."""
+    from . import disk_cache
+
+    return os.path.join(disk_cache.root(), "packages")
 
 
 def package_for(path: str) -> str:
