@@ -41,6 +41,7 @@ from runtime_support.io_specs import (
     parse_element_type,
 )
 from runtime_support.errors import StatusCode
+from runtime_support.trace import TraceWriter  # noqa: F401 (its home before trace.py)
 
 DEFAULT_MAX_ELEMENT_COUNT = 1024
 
@@ -282,26 +283,6 @@ def format_trace(key: str, views: Sequence) -> str:
         lines.append(format_buffer_view_data(array, None, None) + "\n")
     lines.append("\n")
     return "".join(lines)
-
-
-class TraceWriter:
-    """A `trace_sink` for the `hal` modules writing `format_trace` blocks to `stream`
-    (None: `sys.stderr` as it is at each trace), as IREE's stdio debug sink writes to
-    stderr under iree-run-module and iree.runtime."""
-
-    def __init__(self, stream=None) -> None:
-        self.stream = stream
-
-    def __call__(self, key: str, views: Sequence) -> None:
-        from runtime_support.errors import VMError
-
-        try:
-            text = format_trace(key, views)
-        except SpecError as e:
-            raise VMError(e.code, f"cannot print traced buffer view: {e.message}") from None
-        stream = self.stream if self.stream is not None else sys.stderr
-        stream.write(text)
-        stream.flush()
 
 
 def format_results(

@@ -27,7 +27,6 @@ a rank that never joins ends in an error, not a silent hang.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from dataclasses import dataclass
@@ -200,6 +199,8 @@ def _signature(batch: list[Collective]) -> np.ndarray:
         else:
             root = c.param if c.op.kind in ("broadcast", "reduce") else 0
             parts.append(f"{c.op}:{c.count}:{root}")
+    import hashlib  # (here: most processes never make a channel, and it costs ~5 ms)
+
     digest = int.from_bytes(hashlib.blake2b("|".join(parts).encode(), digest_size=7).digest(), "little")
     return np.array([len(batch), digest], dtype=np.int64)
 

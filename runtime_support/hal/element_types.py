@@ -5,12 +5,9 @@ An element type is a u32: `(numerical_type << 24) | bit_count`. Bits 8..23 are r
 
 from __future__ import annotations
 
-import numpy as np
+import threading
 
-try:  # optional: a real bfloat16 / float8 dtype when ml_dtypes is installed
-    import ml_dtypes as _ml_dtypes
-except ImportError:  # pragma: no cover - depends on the environment
-    _ml_dtypes = None
+import numpy as np
 
 # Numerical types (bits 24..31).
 NUMERICAL_UNKNOWN = 0x00
@@ -131,17 +128,36 @@ _DTYPES: dict[int, np.dtype] = {
     FLOAT_8_E4M3_FNUZ: np.dtype(np.uint8),
     FLOAT_8_E8M0_FNU: np.dtype(np.uint8),
 }
-if _ml_dtypes is not None:
-    for _et, _name in (
-        (BFLOAT_16, "bfloat16"),
-        (FLOAT_8_E5M2, "float8_e5m2"),
-        (FLOAT_8_E4M3FN, "float8_e4m3fn"),
-        (FLOAT_8_E5M2_FNUZ, "float8_e5m2fnuz"),
-        (FLOAT_8_E4M3_FNUZ, "float8_e4m3fnuz"),
-        (FLOAT_8_E8M0_FNU, "float8_e8m0fnu"),
-    ):
-        if hasattr(_ml_dtypes, _name):
-            _DTYPES[_et] = np.dtype(getattr(_ml_dtypes, _name))
+# The ml_dtypes type of each: imported at the first use of one of these element types or
+# of an array of ml_dtypes' own (about 10 ms that most processes never need).
+_NARROW = {
+    BFLOAT_16: "bfloat16",
+    FLOAT_8_E5M2: "float8_e5m2",
+    FLOAT_8_E4M3FN: "float8_e4m3fn",
+    FLOAT_8_E5M2_FNUZ: "float8_e5m2fnuz",
+    FLOAT_8_E4M3_FNUZ: "float8_e4m3fnuz",
+    FLOAT_8_E8M0_FNU: "float8_e8m0fnu",
+}
+_narrow_pending = dict(_NARROW)  # emptied once ml_dtypes was looked for
+_narrow_lock = threading.Lock()
+
+
+def _load_narrow() -> None:
+    """Puts ml_dtypes' types into both tables, where ml_dtypes is installed (once)."""
+    with _narrow_lock:
+        if not _narrow_pending:
+            return
+        try:  # optional: a real bfloat16 / float8 dtype when ml_dtypes is installed
+            import ml_dtypes
+        except ImportError:  # pragma: no cover - depends on the environment
+            ml_dtypes = None
+        for et, name in _NARROW.items():
+            if ml_dtypes is not None and hasattr(ml_dtypes, name):
+                dtype = np.dtype(getattr(ml_dtypes, name))
+                _DTYPES[et] = dtype
+                _FROM_DTYPE.setdefault(dtype, et)
+        _narrow_pending.clear()
+
 
 # numpy dtype -> the element type compiled code uses (signless integers, bool8).
 _FROM_DTYPE: dict[np.dtype, int] = {
@@ -160,16 +176,6 @@ _FROM_DTYPE: dict[np.dtype, int] = {
     np.dtype(np.complex64): COMPLEX_64,
     np.dtype(np.complex128): COMPLEX_128,
 }
-for _et in (
-    BFLOAT_16,
-    FLOAT_8_E5M2,
-    FLOAT_8_E4M3FN,
-    FLOAT_8_E5M2_FNUZ,
-    FLOAT_8_E4M3_FNUZ,
-    FLOAT_8_E8M0_FNU,
-):
-    if _DTYPES[_et] not in _FROM_DTYPE:  # only real (ml_dtypes) dtypes, not raw uints
-        _FROM_DTYPE[_DTYPES[_et]] = _et
 
 _NAMES: dict[int, str] = {
     BOOL_8: "i1",
@@ -204,6 +210,8 @@ def to_numpy_dtype(element_type: int) -> np.dtype:
     """The numpy dtype for an element type; ValueError for types numpy cannot hold
     (sub-byte integers, unknown codes)."""
     element_type &= 0xFFFFFFFF
+    if element_type in _narrow_pending:
+        _load_narrow()
     dtype = _DTYPES.get(element_type)
     if dtype is None:
         raise ValueError(f"no numpy dtype for HAL element type 0x{element_type:08X}")
@@ -214,6 +222,9 @@ def from_numpy_dtype(dtype) -> int:
     """The element type compiled code expects for arrays of `dtype` (signless ints)."""
     dtype = np.dtype(dtype)
     element_type = _FROM_DTYPE.get(dtype)
+    if element_type is None and _narrow_pending and dtype.kind == "V":
+        _load_narrow()  # (an ml_dtypes array: ml_dtypes is imported already)
+        element_type = _FROM_DTYPE.get(dtype)
     if element_type is None:
         raise ValueError(f"no HAL element type for numpy dtype {dtype}")
     if dtype.kind == "u":  # compiled code uses the signless form for all integers

@@ -22,7 +22,6 @@ threads.
 
 from __future__ import annotations
 
-import concurrent.futures
 import ctypes
 import dataclasses
 import struct
@@ -111,6 +110,8 @@ def _worker_pool(size: int) -> concurrent.futures.ThreadPoolExecutor:
         with _pool_lock:
             if _pool_size < size:
                 # The old pool is left running: a dispatch may still be submitting to it.
+                import concurrent.futures  # (the fallback without llvmlite: rare)
+
                 _pool = concurrent.futures.ThreadPoolExecutor(
                     max_workers=size, thread_name_prefix="pyree-dispatch"
                 )

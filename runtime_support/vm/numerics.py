@@ -710,13 +710,17 @@ def rsqrt_f32(a):
 def _libm_f32():
     """The C library's float math functions, which IREE's VM calls: using the same ones
     makes f32 transcendentals bit-exact (glibc's are not all correctly rounded)."""
-    try:
-        import ctypes
-        import ctypes.util
+    import ctypes
 
-        libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-    except OSError:  # pragma: no cover - non-glibc hosts fall back to double math
-        return {}
+    try:  # (glibc's soname first: find_library runs `ldconfig -p`, ~10 ms per process)
+        libm = ctypes.CDLL("libm.so.6")
+    except OSError:  # pragma: no cover - other C libraries
+        try:
+            import ctypes.util
+
+            libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so")
+        except OSError:  # non-glibc hosts without a libm to find fall back to double math
+            return {}
     out = {}
     for name, arity in (
         ("atanf", 1), ("atan2f", 2), ("cosf", 1), ("sinf", 1), ("expf", 1), ("exp2f", 1),
