@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from runtime_support import code_cache
 from runtime_support.hal import element_types
 from runtime_support.hal.buffer import (
     USAGE_DEFAULT,
@@ -622,7 +623,7 @@ def _keep_counts(held_by_caller: bool) -> tuple:
     else:
         source = ["def probe(make):", "    view = make()", *("    " + line for line in counting)]
     ns = {"_count": sys.getrefcount}
-    exec(compile("\n".join(source), "<keep_spare probe>", "exec"), ns)
+    exec(code_cache.compile_source("\n".join(source), "<keep_spare probe>"), ns)
 
     def make():
         data = np.zeros(4, np.float32)
@@ -645,7 +646,7 @@ def _compile_keep_spare():
     lines = _keep_lines("view", "spare", "shape", _keep_counts(True))
     source = "\n".join(["def keep_spare(view, spare, shape):", *("    " + line for line in lines)])
     ns = {"_count": sys.getrefcount, "_writer": _writer}
-    exec(compile(source, "<keep_spare>", "exec"), ns)
+    exec(code_cache.compile_source(source, "<keep_spare>"), ns)
     keep_spare = ns["keep_spare"]
     keep_spare.__doc__ = "`keep_spare_lines` as a function: `keep_spare(view, spare, shape)`."
     return keep_spare
@@ -818,7 +819,7 @@ def _result_counts() -> tuple:
         "    return (_count(result), _count(_rb), _count(_ra), _count(_rst.base))",
     ]
     ns = {"_count": sys.getrefcount}
-    exec(compile("\n".join(source), "<result probe>", "exec"), ns)
+    exec(code_cache.compile_source("\n".join(source), "<result probe>"), ns)
 
     def make():
         buffer = HalBuffer(Allocation.allocate(4))

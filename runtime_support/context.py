@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from runtime_support import abi
+from runtime_support import abi, code_cache
 from runtime_support.errors import StatusCode, VMError, quote_name
 from runtime_support.names import identifier
 from runtime_support.vm.buffer import VMBuffer
@@ -89,25 +89,42 @@ def make_device(device, workers: int | None = None):
     raise DeviceError(StatusCode.NOT_FOUND, f"no driver '{driver}' registered")
 
 
-def default_modules(device, parameters=None) -> dict[str, object]:
-    """The import modules a context provides unless the caller overrides them."""
+def default_modules(device, parameters=None, needed=None) -> dict[str, object]:
+    """The import modules a context provides unless the caller overrides them: `hal`
+    (the context itself uses it), and of the others those named in `needed` (the module
+    names a vmfb imports from; None: all). The others are neither imported nor built."""
     from runtime_support.hal.module import HalModule
-    from runtime_support.io_format import TraceWriter
-    from runtime_support.modules.check import CheckModule
-    from runtime_support.modules.hal_inline import HalInlineModule
-    from runtime_support.modules.hal_loader import HalLoaderModule
-    from runtime_support.modules.io_parameters import IoParametersModule
+    from runtime_support.trace import TraceWriter
 
-    # `parameters`: None, [(scope, path)], {scope: path(s)}... (params.build_providers).
-    # io_parameters is always there: without parameters a lookup fails with NOT_FOUND.
-    return {
-        # flow.tensor.trace blocks go to stderr, as iree-run-module and iree.runtime print.
-        "hal": HalModule([device], trace_sink=TraceWriter()),
-        "hal_inline": HalInlineModule(trace_sink=TraceWriter()),
-        "hal_loader": HalLoaderModule(),
-        "check": CheckModule(),
-        "io_parameters": IoParametersModule(parameters),
-    }
+    def hal_inline():
+        from runtime_support.modules.hal_inline import HalInlineModule
+
+        return HalInlineModule(trace_sink=TraceWriter())
+
+    def hal_loader():
+        from runtime_support.modules.hal_loader import HalLoaderModule
+
+        return HalLoaderModule()
+
+    def check():
+        from runtime_support.modules.check import CheckModule
+
+        return CheckModule()
+
+    def io_parameters():
+        from runtime_support.modules.io_parameters import IoParametersModule
+
+        # `parameters`: None, [(scope, path)], {scope: path(s)}... (params.build_providers);
+        # without parameters a lookup fails with NOT_FOUND.
+        return IoParametersModule(parameters)
+
+    # flow.tensor.trace blocks go to stderr, as iree-run-module and iree.runtime print.
+    modules: dict[str, object] = {"hal": HalModule([device], trace_sink=TraceWriter())}
+    for name, make in (("hal_inline", hal_inline), ("hal_loader", hal_loader),
+                       ("check", check), ("io_parameters", io_parameters)):
+        if needed is None or name in needed:
+            modules[name] = make()
+    return modules
 
 
 def python_name(name: str) -> str:
@@ -274,7 +291,8 @@ class ModuleContext:
         # IREE creates that module only as a dependency (an unused bad path is no error).
         if not any(name.startswith("io_parameters.") for name, _, _ in imports):
             parameters = None
-        self.modules = default_modules(self.device, parameters)
+        needed = {name.partition(".")[0] for name, _, _ in imports}
+        self.modules = default_modules(self.device, parameters, needed - set(modules))
         self.modules.update(modules)
         self.rwdata = new_rwdata(global_bytes)
         self.refs = RefGlobals(global_refs)
@@ -661,7 +679,7 @@ class ModuleContext:
             ns.update(abi.argument_names(i, c))
         if result_converters:
             ns.update(abi.result_names(result_converters[0]))
-        exec(compile("\n".join(lines), f"<export {python_name(name)}>", "exec"), ns)
+        exec(code_cache.compile_source("\n".join(lines), f"<export {python_name(name)}>"), ns)
         export = ns["export"]
         if learn is not None:
 

@@ -30,8 +30,10 @@ import ast
 import functools
 import inspect
 import linecache
+import marshal
 import types
 
+from .. import code_cache
 from ..errors import StatusCode, VMError
 from . import numerics
 from .buffer import VMBuffer
@@ -261,12 +263,21 @@ class ImportDecl:
         return f"ImportDecl({self.full_name!r}, {self.cconv!r})"
 
 
+def _parameters(fn) -> list[str]:
+    """inspect.signature(fn)'s parameter names, read off the code object where it takes
+    no *args or **kwargs (every import method): a tenth of the cost, at each import."""
+    code = fn.__code__
+    if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        return list(inspect.signature(fn).parameters)
+    return list(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
+
+
 def _fits(decl: ImportDecl, fn) -> list[str]:
     """The parameter names of `fn` (after self), checked against the declaration."""
     where = f"@vm_import({decl.full_name!r}) on {fn.__qualname__}"
     if fn.__name__ != method_name(decl.full_name):
         raise TypeError(f"{where}: method name must be {method_name(decl.full_name)!r}")
-    params = list(inspect.signature(fn).parameters)[1:]
+    params = _parameters(fn)[1:]
     codes = cconv_arguments(decl.cconv)
     if len(params) != len(codes):
         raise TypeError(
@@ -323,7 +334,7 @@ def vm_import(full_name: str, cconv: str, /, **args: Arg):
         filename = f"<vm_import {full_name}>"
         # Registered so tracebacks through the checks show their source.
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        exec(compile(source, filename, "exec"), ns)
+        exec(code_cache.compile_source(source, filename), ns)
         wrapper = functools.update_wrapper(ns[fn.__name__], fn)
         wrapper.__vm_import__ = decl
         wrapper.__vm_checks__ = (fn, lines, ns)  # for one_frame
@@ -362,10 +373,6 @@ def _merged(fn, lines: list[str], ns: dict):
     taken = set(code.co_names) | set(code.co_varnames)
     if code.co_freevars or taken & ({"_e", "_v", "_x"} | set(helpers)):
         return None
-    func = _function_node(code)
-    params = [a.arg for a in func.args.posonlyargs + func.args.args] if func else None
-    if params != list(code.co_varnames[: code.co_argcount]):
-        return None  # (no source, or source that does not match the code)
     module_globals = fn.__globals__
     names = {}
     for key, value in helpers.items():
@@ -375,6 +382,33 @@ def _merged(fn, lines: list[str], ns: dict):
         if module_globals.get(name, value) is not value:
             return None
         names[key] = name
+    # (the merged code follows from the method's code, the checks and the helpers' names
+    # and string values: code_cache keeps it between processes under all of those)
+    strings = sorted((k, v) for k, v in helpers.items() if isinstance(v, str))
+    new_code = code_cache.compiled(
+        ("one_frame", marshal.dumps(code).hex(), "\n".join(lines), repr(sorted(names.items())),
+         repr(strings)),
+        lambda: _merged_code(code, lines, helpers, names),
+    )
+    if new_code is None or not (
+        set(code.co_names) <= set(new_code.co_names)
+        and set(code.co_varnames) <= set(new_code.co_varnames)
+    ):
+        return None  # (no source, source that does not match the code, or not all of it)
+    for key, name in names.items():
+        module_globals[name] = helpers[key]
+    merged = types.FunctionType(new_code, module_globals, fn.__name__, fn.__defaults__)
+    merged.__kwdefaults__ = fn.__kwdefaults__
+    return functools.update_wrapper(merged, fn)
+
+
+def _merged_code(code, lines: list[str], helpers: dict, names: dict):
+    """The code of _merged's function, compiled from the method's source with the checks
+    put first; None where the source cannot be read or does not match `code`."""
+    func = _function_node(code)
+    params = [a.arg for a in func.args.posonlyargs + func.args.args] if func else None
+    if params != list(code.co_varnames[: code.co_argcount]):
+        return None  # (no source, or source that does not match the code)
     func.decorator_list = []
     checks = ast.parse("\n".join(lines)).body
     for node in checks:
@@ -391,17 +425,7 @@ def _merged(fn, lines: list[str], ns: dict):
     func.body = body[:docstring] + checks + body[docstring:]
     tree = ast.Module(body=[func], type_ignores=[])  # (every node has its location)
     module = compile(tree, code.co_filename, "exec", dont_inherit=True)
-    new_code = next(c for c in module.co_consts if isinstance(c, types.CodeType))
-    if not (
-        set(code.co_names) <= set(new_code.co_names)
-        and set(code.co_varnames) <= set(new_code.co_varnames)
-    ):
-        return None  # (the source read is not all of the method)
-    for key, name in names.items():
-        module_globals[name] = helpers[key]
-    merged = types.FunctionType(new_code, module_globals, fn.__name__, fn.__defaults__)
-    merged.__kwdefaults__ = fn.__kwdefaults__
-    return functools.update_wrapper(merged, fn)
+    return next(c for c in module.co_consts if isinstance(c, types.CodeType))
 
 
 def _function_node(code):
