@@ -1,7 +1,7 @@
 """`python -m bench`: pyree against iree.runtime on the same vmfbs, interleaved call by call.
 
     python -m bench [--quick] [--programs mul4,chain100,...] [--devices sync,task]
-                    [--json FILE] [--target-cpu host] [--cache DIR] [--list]
+                    [--json FILE] [--target-cpu host] [--cache DIR] [--no-fresh] [--list]
 
 For each program (bench/programs.py: hand-written MLIR under bench/programs and the
 PyTorch example models): compile with the pinned iree-compile for this CPU (cached),
@@ -14,6 +14,9 @@ pyree local-sync against IREE local-sync; `task` is pyree `local` against IREE l
 Translated packages are cached too (keyed by the vmfb and the translator's sources); a
 cached one reports the translation time measured when it was made (`--retranslate` redoes
 it).
+
+Each package is also imported and loaded in fresh processes (bench/fresh.py): what a
+user's script pays, runtime import and native code included, numpy and llvmlite not.
 
 Host cost per dispatch comes from the chain programs: chainN makes N dependent
 4-element dispatches, chain1 one of the same, so (median(chainN) - median(chain1)) / (N-1)
@@ -37,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import build, report, timing
+from bench import build, fresh, report, timing
 from bench.programs import BY_NAME, CHAIN_LENGTH, PROGRAMS
 
 DEVICE_PAIRS = {"sync": ("local-sync", "local-sync"), "task": ("local", "local-task")}
@@ -102,6 +105,9 @@ def run_program(program, args) -> list[dict]:
         )
     except Exception as e:  # noqa: BLE001
         return [dict(base, status=f"does not translate: {one_line(e)}")]
+    if args.fresh:
+        base["fresh"] = fresh.measure(pkg_dir, "local-sync", runs=3 if args.mode == "full" else 1,
+                                      repo=build.REPO)
     module, rows = None, []
     for pair in args.devices:
         ours_device, theirs_device = DEVICE_PAIRS[pair]
@@ -283,6 +289,8 @@ def parser() -> argparse.ArgumentParser:
                     help=f"compiled programs and exported models (default {build.DEFAULT_CACHE})")
     ap.add_argument("--retranslate", action="store_true",
                     help="translate again even where the cache holds the package")
+    ap.add_argument("--no-fresh", dest="fresh", action="store_false",
+                    help="leave out the import and load of each package in fresh processes")
     ap.add_argument("--list", action="store_true", help="list the programs and exit")
     return ap
 

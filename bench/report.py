@@ -17,6 +17,11 @@ def _ratio(x) -> str:
     return "—" if x is None else f"{x:.2f}×"
 
 
+def _first_rows(rows: list[dict]) -> list[dict]:
+    """One row per program (the fields every device pair's row shares come from the first)."""
+    return list({r["program"]: r for r in reversed(rows)}.values())[::-1]
+
+
 def markdown(data: dict) -> str:
     m = data["meta"]
     lines = [
@@ -65,6 +70,26 @@ def markdown(data: dict) -> str:
             lines.append(
                 f"| {d['devices']} | {d.get('form', '')} | {pyree} | {_us(d['iree_us'])} "
                 f"| {_ratio(d.get('ratio'))} |"
+            )
+    fresh = [(r["program"], r["fresh"]) for r in _first_rows(data["rows"]) if r.get("fresh")]
+    if fresh:
+        lines += [
+            "",
+            "Fresh process (bench/fresh.py): `import PACKAGE` (runtime_support included) and "
+            "`PACKAGE.load(device=\"local-sync\")` after numpy and llvmlite were imported; "
+            "median of the runs after the first (the first may fill pyree's cache folder).",
+            "",
+            "| program | import | load | import + load | first run (import + load) |",
+            "|---|---|---|---|---|",
+        ]
+        for program, f in fresh:
+            if "error" in f:
+                lines.append(f"| {program} | fails: {f['error'].replace('|', '/')} | | | |")
+                continue
+            first = f["first"]["import_s"] + f["first"]["load_s"]
+            lines.append(
+                f"| {program} | {_s(f['import_s'], 'ms', 1e3)} | {_s(f['load_s'], 'ms', 1e3)} "
+                f"| {_s(f['import_s'] + f['load_s'], 'ms', 1e3)} | {_s(first, 'ms', 1e3)} |"
             )
     if data["local_vs_sync"]:
         lines += [

@@ -46,6 +46,10 @@ def test_quick_run_prints_and_writes_the_table(tmp_path, capsys):
         assert r["paired_ratio"] > 0
         assert r["translate_s"] > 0 and r["pyree_load_s"] > 0 and r["iree_first_call_s"] > 0
     assert "| mul4 | local-sync / local-sync |" in text and "| ratio |" in text
+    # the package imported and loaded in fresh processes (runtime import included)
+    fresh = rows[0]["fresh"]
+    assert fresh["runs"] == 1 and fresh["import_s"] > 0 and fresh["load_s"] > 0
+    assert "| mul4 | " in text.split("Fresh process")[1]
     # pyree local against pyree local-sync, interleaved with each other.
     [direct] = data["local_vs_sync"]
     assert rows[1]["pyree_local_direct"]["reps"] == rows[1]["pyree_sync_direct"]["reps"] >= 5
