@@ -5,14 +5,15 @@
                             (`make` may return None: nothing is kept, None is returned)
     compile_source(source, filename)   compile(source, filename, "exec"), cached
 
-Importing the runtime writes a checking wrapper per declared import and recompiles the
-hottest imports' methods with their checks inlined (vm/args.py); a first call compiles
-the plan runners (hal/plan_runner.py). That is tens of milliseconds of `compile` in every
-process, for source that is the same each time. Like Python's own .pyc files, the code
-objects are kept in pyree's cache folder (disk_cache.py), one file per Python version,
-marshalled, and found again by a hash of the parts they were made from; a process that
-compiled anything new writes the file again at exit.
-Any problem with the file (absent, damaged, unwritable folder) means compiling as before.
+Importing the runtime writes a checking wrapper per declared import, recompiles the
+hottest imports' methods with their checks inlined (vm/args.py) and compiles the probes
+that calibrate reference counts (abi.py): some 30 ms of `compile` in every process, for
+source that is the same each time. (Code written per program, plan runners and export
+wrappers, is not kept: a cache of it would grow with every program run.) Like Python's
+own .pyc files, the code objects are kept in pyree's cache folder (disk_cache.py), one
+file per Python version, marshalled, and found again by a hash of the parts they were
+made from; a process that compiled anything new writes the file again at exit. Any
+problem with the file (absent, damaged, unwritable folder) means compiling as before.
 """
 
 from __future__ import annotations

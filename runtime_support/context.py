@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from runtime_support import abi, code_cache
+from runtime_support import abi
 from runtime_support.errors import StatusCode, VMError, quote_name
 from runtime_support.names import identifier
 from runtime_support.vm.buffer import VMBuffer
@@ -679,7 +679,7 @@ class ModuleContext:
             ns.update(abi.argument_names(i, c))
         if result_converters:
             ns.update(abi.result_names(result_converters[0]))
-        exec(code_cache.compile_source("\n".join(lines), f"<export {python_name(name)}>"), ns)
+        exec(compile("\n".join(lines), f"<export {python_name(name)}>", "exec"), ns)
         export = ns["export"]
         if learn is not None:
 

@@ -17,7 +17,6 @@ import linecache
 import struct
 import zlib
 
-from .. import code_cache
 from ..errors import VMError
 from ..loaders import native, statistics
 from .buffer import WHOLE_BUFFER, HalBuffer, fresh_buffer
@@ -188,7 +187,7 @@ def _compiled(source: str):
     share it) compile once, which keeps the first call's plan building cheap."""
     filename = f"<plan runner {zlib.crc32(source.encode()):08x}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    return code_cache.compile_source(source, filename)
+    return compile(source, filename, "exec")
 
 
 # -- the fused submission's execute, per plan and call-site shape --------------------------
