@@ -73,7 +73,9 @@ def compiled(parts: tuple[str, ...], make) -> types.CodeType:
 
 # Entries kept at the most: past this, a save keeps only what its process used (entries
 # of runtime versions no longer installed go; the rest are made again where needed).
-_KEEP = 4096
+# (the runtime's own set is some 200 entries, ~0.4 MB: the bound leaves room for two
+# installed versions of it)
+_KEEP = 512
 
 
 def compile_source(source: str, filename: str) -> types.CodeType:
