@@ -124,8 +124,8 @@ def test_a_load_imports_only_what_the_module_uses(tmp_path):
         "import mul_pkg\n"
         "ctx = mul_pkg.load(device='local-sync')\n"
         "got = ctx.main(np.ones(4, np.float32), np.full(4, 3, np.float32)).tolist()\n"
-        f"print(json.dumps({{'got': got, 'loaded': [m for m in {_NOT_LOADED!r} if m in sys.modules],"
-        " 'modules': sorted(ctx.modules)}))\n"
+        f"loaded = [m for m in {_NOT_LOADED!r} if m in sys.modules]\n"
+        "print(json.dumps({'got': got, 'loaded': loaded, 'modules': sorted(ctx.modules)}))\n"
     )
     env = dict(os.environ, PYREE_CACHE_DIR=str(tmp_path / "cache"),
                PYTHONPATH=os.pathsep.join([str(tmp_path / "out"), str(REPO)]))

@@ -31,11 +31,11 @@ alloca on one scratch buffer; its fence is reached, as the helper's would be.
 Replayed steps are DEFERRED: `step()` counts the step and its allocas, and `results()`
 runs the steps counted, in order, under one taking of the queue and the plan, in native
 code (loaders/native.py: pyree_run_plan_steps zero-fills a step's new buffers, writes its
-table and runs the plan, per step). Between steps the loop runs only integer ops (codegen/loops.py), which read nothing the steps
-write, and the steps write only this object's buffers, so running them later changes
-nothing anyone can see; a loop left by an exception has no results to read. Accounting is
-the helper's: the allocator counts each step's allocas, the command buffer each
-execution. Where the steps cannot all run then (another thread holds the queue or the
+table and runs the plan, per step). Between steps the loop runs only integer ops
+(codegen/loops.py), which read nothing the steps write, and the steps write only this
+object's buffers, so running them later changes nothing anyone can see; a loop left by an
+exception has no results to read. Accounting is the helper's: the allocator counts each
+step's allocas, the command buffer each execution. Where the steps cannot all run then (another thread holds the queue or the
 plan, an executable was closed, statistics are on) or one fails, that step and the rest
 go through the helper, from what the replays left, which does what the unfused chain
 does (for the failed one, what it does with a failed execution).
