@@ -242,9 +242,10 @@ def local_vs_sync(rows: list[dict]) -> list[dict]:
 
 
 def warm_up_imports() -> None:
-    """Imports what every load needs once, before any load is timed (the issue's load target
-    excludes the process's first import of numpy and llvmlite), and starts the native
-    dispatch loop, a once-per-process JIT step."""
+    """Imports what every load needs once, before any load is timed, and starts the native
+    dispatch loop (once per process): the main table's load column is the load alone. The
+    issue's target (import and load, numpy and llvmlite imported already) is what
+    bench/fresh.py times, in fresh processes."""
     import runtime_support.context  # noqa: F401
     import runtime_support.hal.module  # noqa: F401
     from runtime_support.loaders import executable
