@@ -273,8 +273,11 @@ def package_for_data(data: bytes, path: str) -> str:
     from translator.reader import read_module
 
     module = read_module(data)
-    os.makedirs(os.path.dirname(entry), exist_ok=True)
-    tmp = tempfile.mkdtemp(dir=os.path.dirname(entry), prefix=".tmp-")
+    try:
+        os.makedirs(os.path.dirname(entry), exist_ok=True)
+        tmp = tempfile.mkdtemp(dir=os.path.dirname(entry), prefix=".tmp-")
+    except OSError:  # no writable cache folder (a read-only home): this run's own copy
+        return _private_package(module, name, path)
     try:
         write_package(module, tmp, name, source_name=os.path.basename(path))
         try:
@@ -283,7 +286,23 @@ def package_for_data(data: bytes, path: str) -> str:
             pass
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    if not os.path.isfile(os.path.join(target, "__init__.py")):  # (the rename failed)
+        return _private_package(module, name, path)
     return target
+
+
+def _private_package(module, name: str, path: str) -> str:
+    """`module` translated into a temporary folder removed when the process exits."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from translator.codegen import write_package
+
+    folder = tempfile.mkdtemp(prefix="pyree-run-")
+    atexit.register(shutil.rmtree, folder, True)
+    write_package(module, folder, name, source_name=os.path.basename(path))
+    return os.path.join(folder, name)
 
 
 def vm_module_name(pkg) -> str:

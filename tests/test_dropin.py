@@ -583,6 +583,19 @@ def test_vmfb_runs_through_a_translation_cache(build, tmp_path, monkeypatch):
     assert rc == 1 and "bad.vmfb" in _one_line_error(err) and err.startswith("INVALID_ARGUMENT")
 
 
+def test_vmfb_runs_without_a_writable_cache_folder(build, tmp_path, monkeypatch):
+    """A read-only home: the translation goes to a folder of the run's own."""
+    blocker = tmp_path / "file"
+    blocker.write_bytes(b"")
+    monkeypatch.setenv("PYREE_CACHE_DIR", str(blocker / "cache"))  # (under a file)
+    a_vmfb, _ = build(MODULE_A, name="mod_a")
+    b_vmfb, _ = build(MODULE_B, name="mod_b")
+    ours = cli(run_main, [f"--module={a_vmfb}", f"--module={b_vmfb}", "--device=local-sync",
+                          *RUN_B])
+    ref = iree_run([a_vmfb, b_vmfb], RUN_B)
+    assert (ours[0], ours[1]) == (ref[0], ref[1]) and ref[0] == 0, ours[2]
+
+
 def test_flagfile(build, tmp_path):
     vmfb, pkg = build(DOTTED, name="dotted")
     flags = tmp_path / "flags.txt"
