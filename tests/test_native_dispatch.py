@@ -561,3 +561,17 @@ def test_recorded_grid_placement_follows_its_estimates(mul_vmfb):
     assert run(big, inline_ns // 4, 16) == 2  # every 16th run: the pool again
     assert run(inline_ns // 2, -1, 5) == 1  # small: inline
     assert run(big, -1, 1) == 1  # the first measurement is replaced before it counts
+
+
+def test_plan_checks_are_the_built_plans(mul_executable):
+    """plan_checks (runs.py's question to each step of a run) answers what a built plan's
+    checks say, without building the plan's native parts; None where there is no plan."""
+    from runtime_support.hal.plan import build_plan, plan_checks
+
+    device, exe = mul_executable
+    cb = _record(device, exe)
+    built = build_plan(cb.commands, 1)
+    assert built is not None and built.checks
+    assert plan_checks(cb.commands) == built.checks
+    unsupported = [*cb.commands, object()]  # (a command no plan can hold)
+    assert build_plan(unsupported, 1) is None and plan_checks(unsupported) is None

@@ -133,11 +133,7 @@ class Plan:
         # stores at half the cost of a ctypes array, and its storage never moves (fixed size).
         self.table = array("q", bytes(16 * max(1, slots)))
         self.table_address = self.table.buffer_info()[0]
-        # Per slot: (slot, table index, needed end, null fails, read-only fails, alignment).
-        self.checks = tuple(
-            (slot, 2 * slot, n.end, n.nonnull, n.writable, n.align)
-            for slot, n in sorted(self.slots.items())
-        )
+        self.checks = _checks(self.slots)
         self.max_slot = slots - 1
         self.needs_table = any(n.nonnull for n in self.slots.values())
         self.plan = (ctypes.c_int64 * max(1, len(self.words))).from_buffer(self.words)
@@ -203,8 +199,40 @@ def build_plan(commands, workers: int, slot_ends: dict[int, int] | None = None) 
     if runtime is None:
         return None
     plan = Plan(workers)
-    max_local = 0
     blocks = []  # (executable, ordinal, counts, constants, record start)
+    max_local = _record(plan, commands, blocks)
+    if max_local is None:
+        return None
+    for slot, end in (slot_ends or {}).items():
+        needs = plan._needs(slot)
+        needs.end = max(needs.end, end)
+    _build_states(plan, blocks, max_local)
+    plan.finish()
+    return plan
+
+
+def plan_checks(commands) -> tuple | None:
+    """`build_plan(commands, 1).checks` (None where that is None), without building the
+    plan's native parts: runs.py asks it of each step of a run, whose own plan never runs."""
+    if native.native_runtime() is None:
+        return None
+    plan = Plan(1)
+    if _record(plan, commands, []) is None:
+        return None
+    return _checks(plan.slots)
+
+
+def _checks(slots: dict) -> tuple:
+    """Per slot: (slot, table index, needed end, null fails, read-only fails, alignment)."""
+    return tuple(
+        (slot, 2 * slot, n.end, n.nonnull, n.writable, n.align) for slot, n in sorted(slots.items())
+    )
+
+
+def _record(plan: Plan, commands, blocks) -> int | None:
+    """Appends each command's record to `plan` (and its slot needs): the largest local
+    memory a dispatch needs, or None when a command must run in Python."""
+    max_local = 0
     try:
         for command in commands:
             kind = type(command).__name__
@@ -232,12 +260,7 @@ def build_plan(commands, workers: int, slot_ends: dict[int, int] | None = None) 
                 raise _Unsupported
     except (_Unsupported, VMError):
         return None
-    for slot, end in (slot_ends or {}).items():
-        needs = plan._needs(slot)
-        needs.end = max(needs.end, end)
-    _build_states(plan, blocks, max_local)
-    plan.finish()
-    return plan
+    return max_local
 
 
 def _add_dispatch(plan: Plan, command, blocks) -> int:

@@ -191,14 +191,12 @@ def _commands(run: Run, cbs, scalars, outside: int):
 def _check_needs(cb, entries) -> None:
     """What the step's own plan checks per call on its table (plan.Plan.checks: needed
     length and entry-offset alignment per slot), checked here on the layout's entries."""
-    from .plan import build_plan
+    from .plan import plan_checks
 
-    plan = cb._plan
-    if plan is None:
-        plan = build_plan(cb.commands, 1)
-        if plan is None:
-            raise _Unprovable
-    for slot, _i, end, _nonnull, _writable, align in plan.checks:
+    checks = cb._plan.checks if cb._plan else plan_checks(cb.commands)
+    if checks is None:
+        raise _Unprovable
+    for slot, _i, end, _nonnull, _writable, align in checks:
         if slot >= len(entries):
             raise _Unprovable
         _, offset, length = entries[slot]
