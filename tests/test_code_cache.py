@@ -4,21 +4,16 @@ processes (runtime_support/code_cache.py), and the import-time steps that use it
 from __future__ import annotations
 
 import inspect
-import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers_process import run_json
 
 from runtime_support import code_cache
 from runtime_support.hal.module import HalModule
 from runtime_support.modules import CheckModule
 from runtime_support.vm import args as vm_args
-
-REPO = Path(__file__).resolve().parents[1]
 
 # A fresh process: import the runtime (every declared import's wrapper, the one-frame
 # merges, the abi probes), run a merged import, report what the cache gave.
@@ -43,10 +38,7 @@ print(json.dumps({
 
 
 def _probe(cache: Path) -> dict:
-    env = dict(os.environ, PYREE_CACHE_DIR=str(cache), PYTHONPATH=str(REPO))
-    p = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
-                       env=env, timeout=120, check=True)
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return run_json(_PROBE, cache)
 
 
 def test_a_later_process_takes_the_code_from_the_cache(tmp_path):
@@ -127,9 +119,5 @@ def test_a_load_imports_only_what_the_module_uses(tmp_path):
         f"loaded = [m for m in {_NOT_LOADED!r} if m in sys.modules]\n"
         "print(json.dumps({'got': got, 'loaded': loaded, 'modules': sorted(ctx.modules)}))\n"
     )
-    env = dict(os.environ, PYREE_CACHE_DIR=str(tmp_path / "cache"),
-               PYTHONPATH=os.pathsep.join([str(tmp_path / "out"), str(REPO)]))
-    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
-                       timeout=120, check=True)
-    out = json.loads(p.stdout.strip().splitlines()[-1])
+    out = run_json(probe, tmp_path / "cache", path=(tmp_path / "out",))
     assert out == {"got": [3.0] * 4, "loaded": [], "modules": ["hal"]}

@@ -4,17 +4,12 @@ anything wrong with a cache file is a miss, never a crash."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers_process import run_json
 
 from runtime_support import disk_cache
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_entries_read_back_only_as_written(tmp_path):
@@ -72,10 +67,7 @@ print(json.dumps({"from_cache": runtime.from_cache, "planned": bool(cb._plan), "
 
 
 def _probe(cache: Path) -> dict:
-    env = dict(os.environ, PYREE_CACHE_DIR=str(cache), PYTHONPATH=str(REPO))
-    p = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
-                       env=env, timeout=120, check=True)
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return run_json(_PROBE, cache)
 
 
 def test_native_runtime_object_code_is_reused_by_the_next_process(tmp_path):
