@@ -138,14 +138,15 @@ _NARROW = {
     FLOAT_8_E4M3_FNUZ: "float8_e4m3fnuz",
     FLOAT_8_E8M0_FNU: "float8_e8m0fnu",
 }
-_narrow_pending = dict(_NARROW)  # emptied once ml_dtypes was looked for
+_narrow_loaded = False  # (set once ml_dtypes was looked for)
 _narrow_lock = threading.Lock()
 
 
 def _load_narrow() -> None:
     """Puts ml_dtypes' types into both tables, where ml_dtypes is installed (once)."""
+    global _narrow_loaded
     with _narrow_lock:
-        if not _narrow_pending:
+        if _narrow_loaded:
             return
         try:  # optional: a real bfloat16 / float8 dtype when ml_dtypes is installed
             import ml_dtypes
@@ -156,7 +157,7 @@ def _load_narrow() -> None:
                 dtype = np.dtype(getattr(ml_dtypes, name))
                 _DTYPES[et] = dtype
                 _FROM_DTYPE.setdefault(dtype, et)
-        _narrow_pending.clear()
+        _narrow_loaded = True
 
 
 # numpy dtype -> the element type compiled code uses (signless integers, bool8).
@@ -210,7 +211,7 @@ def to_numpy_dtype(element_type: int) -> np.dtype:
     """The numpy dtype for an element type; ValueError for types numpy cannot hold
     (sub-byte integers, unknown codes)."""
     element_type &= 0xFFFFFFFF
-    if element_type in _narrow_pending:
+    if not _narrow_loaded and element_type in _NARROW:
         _load_narrow()
     dtype = _DTYPES.get(element_type)
     if dtype is None:
@@ -222,7 +223,7 @@ def from_numpy_dtype(dtype) -> int:
     """The element type compiled code expects for arrays of `dtype` (signless ints)."""
     dtype = np.dtype(dtype)
     element_type = _FROM_DTYPE.get(dtype)
-    if element_type is None and _narrow_pending and dtype.kind == "V":
+    if element_type is None and not _narrow_loaded and dtype.kind == "V":
         _load_narrow()  # (an ml_dtypes array: ml_dtypes is imported already)
         element_type = _FROM_DTYPE.get(dtype)
     if element_type is None:
