@@ -817,10 +817,13 @@ _C_FLOAT = re.compile(
 
 
 # iree-run-module runtime knobs that change how IREE's own runtime works, never what a
-# program computes or what the tool prints: accepted and ignored.
+# program computes or what the tool prints: accepted and ignored. (--print_device_statistics
+# reports IREE's device-side counters, which the local devices leave empty: it prints
+# nothing there.)
 _IREE_RUNTIME_KNOBS = re.compile(
     r"(task|vulkan|hip|cuda|device_profiling|device_capture|device_replay)_\w+"
     r"|trace_execution|device_allocator|device_lead_allocator|module_mode|parameter_mode"
+    r"|print_device_statistics"
 )
 
 

@@ -889,6 +889,8 @@ func.func @m(%a: tensor<3x4xf32>) -> tensor<3x4xf32> { return %a : tensor<3x4xf3
         # IREE's runtime knobs change nothing a program computes: accepted, ignored.
         ["--function=m", "--input=3x4xf32=2", "--trace_execution", "--device_allocator=caching",
          "--task_topology_max_group_count=2", "--module_mode=preload"],
+        ["--function=m", "--input=3x4xf32=2", "--print_device_statistics",
+         "--parameter_mode=file"],
         # Inline tensor data may be quoted, one `"` at each end.
         ["--function=m", '--input="3x4xf32=1 2 3 4 5 6 7 8 9 10 11 12"'],
         ["--function=m", '--input="3x4xf32=2'],
