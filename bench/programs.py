@@ -54,6 +54,35 @@ def chain_source(n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def dynamic_chain_source(n: int) -> str:
+    """The text of dynamic_chain{n}.mlir: `n` dependent matmuls on a tensor<?x16xf32>, one
+    dispatch each, recorded in a one-shot command buffer per call (the counts and
+    constants come from the batch dimension), as dynamic-shape model exports run."""
+    lines = [
+        f"// {n} dependent matmuls on tensor<?x16xf32>: IREE records a one-shot command",
+        f"// buffer of {n} dispatches per call (dynamic shapes), where static shapes replay one.",
+        "// (Written by: python3 -c 'from bench.programs import dynamic_chain_source; ...'.)",
+        "func.func @main(%a: tensor<?x16xf32>, %w: tensor<16x16xf32>) -> tensor<?x16xf32> {",
+        "  %c0 = arith.constant 0 : index",
+        "  %z = arith.constant 0.0 : f32",
+        "  %d = tensor.dim %a, %c0 : tensor<?x16xf32>",
+    ]
+    prev = "%a"
+    for i in range(n):
+        lines += [
+            f"  %e{i} = tensor.empty(%d) : tensor<?x16xf32>",
+            f"  %f{i} = linalg.fill ins(%z : f32) outs(%e{i} : tensor<?x16xf32>)"
+            " -> tensor<?x16xf32>",
+            f"  %m{i} = linalg.matmul ins({prev}, %w : tensor<?x16xf32>, tensor<16x16xf32>)"
+            f" outs(%f{i} : tensor<?x16xf32>) -> tensor<?x16xf32>",
+        ]
+        prev = f"%m{i}"
+    return "\n".join(lines + [f"  return {prev} : tensor<?x16xf32>", "}"]) + "\n"
+
+
+DYNAMIC_CHAIN_LENGTH = 40
+
+
 def _src(name: str) -> Path:
     return PROGRAM_DIR / f"{name}.mlir"
 
@@ -73,6 +102,11 @@ PROGRAMS: tuple[Program, ...] = (
             merge_runs=False),
     Program("dynamic_shapes", "1024-element add+mul on tensor<?xf32> (a command buffer per call)",
             _src("dynamic_shapes"), lambda r: (_f32(r, 1024), _f32(r, 1024))),
+    Program(f"dynamic_chain{DYNAMIC_CHAIN_LENGTH}",
+            f"{DYNAMIC_CHAIN_LENGTH} dependent matmuls on tensor<?x16xf32>, batch 4 "
+            "(a one-shot command buffer per call)",
+            _src(f"dynamic_chain{DYNAMIC_CHAIN_LENGTH}"),
+            lambda r: (_f32(r, 4, 16), _f32(r, 16, 16, scale=0.25))),
     Program("host_loop", "50-iteration host loop (scf.while, 256-wide matvec+tanh)",
             _src("host_loop"), lambda r: (_f32(r, 256, 256, scale=1 / 16), _f32(r, 256))),
     Program("readback_loop", "data-dependent host loop (Collatz of 27: 111 iterations, "

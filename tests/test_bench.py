@@ -11,12 +11,20 @@ import pytest
 pytest.importorskip("iree.runtime")
 
 from bench import build, cli  # noqa: E402
-from bench.programs import CHAIN_LENGTH, PROGRAM_DIR, chain_source  # noqa: E402
+from bench.programs import (  # noqa: E402
+    CHAIN_LENGTH,
+    DYNAMIC_CHAIN_LENGTH,
+    PROGRAM_DIR,
+    chain_source,
+    dynamic_chain_source,
+)
 
 
 def test_chain_files_are_what_the_generator_writes():
     for n in (1, CHAIN_LENGTH):
         assert (PROGRAM_DIR / f"chain{n}.mlir").read_text() == chain_source(n)
+    n = DYNAMIC_CHAIN_LENGTH
+    assert (PROGRAM_DIR / f"dynamic_chain{n}.mlir").read_text() == dynamic_chain_source(n)
 
 
 def test_every_program_source_exists():

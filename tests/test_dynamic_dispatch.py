@@ -26,6 +26,7 @@ from runtime_support.hal.command_buffer import (
     HalCommandBuffer,
 )
 from runtime_support.hal.device import LocalDevice
+from bench.programs import dynamic_chain_source
 from runtime_support.loaders import native
 from test_translate_run import load_package
 from tests.helpers_compile import LLVM_CPU_FLAGS
@@ -264,10 +265,37 @@ def dynamic_package(dynamic_vmfb, tmp_path_factory):
     return load_package(write_package(read_module_file(dynamic_vmfb), out, "pkg"))
 
 
+def _dispatch_records(plan):
+    """The word offsets of a plan's dispatch records."""
+    at, out = 0, []
+    while at < len(plan.words) and plan.words[at]:
+        if plan.words[at] == native.OP_DISPATCH:
+            out.append(at)
+        at += plan.words[at + 1]
+    return out
+
+
+def _replays(monkeypatch) -> list:
+    """Each replay plan one_shot.py runs (Plan.run_values), in order, as (plan, ran)."""
+    from runtime_support.hal.plan import Plan
+
+    runs = []
+    run_values = Plan.run_values
+
+    def spy(plan, workers, values):
+        ran = run_values(plan, workers, values)
+        runs.append((plan, ran))
+        return ran
+
+    monkeypatch.setattr(Plan, "run_values", spy)
+    return runs
+
+
 @pytest.mark.parametrize("device", ["local-sync", "local"])
-def test_dynamic_shapes_match_iree(dynamic_vmfb, dynamic_package, device):
+def test_dynamic_shapes_match_iree(dynamic_vmfb, dynamic_package, device, monkeypatch):
     """Sizes from an empty grid to grids the worker pool takes, call after call (each a
-    new one-shot command buffer), bit-identical to iree.runtime."""
+    new one-shot command buffer), bit-identical to iree.runtime: a size's first call
+    through the direct runs, the calls after it through its replay plan."""
     rt = pytest.importorskip("iree.runtime")
     config = rt.Config("local-sync")
     with open(dynamic_vmfb, "rb") as f:
@@ -286,17 +314,29 @@ def test_dynamic_shapes_match_iree(dynamic_vmfb, dynamic_package, device):
         return dispatch(ordinal, counts, constants, bindings, workers)
 
     exe.native.dispatch = spy
+    replays = _replays(monkeypatch)
     rng = np.random.default_rng(2)
-    for n in (0, 1, 7, 1024, 3, 300_000, 1024, 300_000, 5, 300_000):
+    for n in (0, 1, 7, 1024, 3, 300_000, 1024, 300_000, 5, 300_000, 300_000):
         a = rng.standard_normal(n).astype(np.float32)
         b = rng.standard_normal(n).astype(np.float32)
         ours, expected = ctx.main(a, b), np.asarray(theirs(a, b).to_host())
         assert ours.dtype == expected.dtype and ours.shape == expected.shape == (n,)
         assert ours.tobytes() == expected.tobytes()
-    if device == "local" and native.native_runtime() is not None:
-        assert pooled  # (the big grids ran on the pool: measured slower than the threshold)
+    if native.native_runtime() is None:
+        return
+    # 1024 and 300_000 came again: their calls after the first ran their replay plans
+    # (a plan per size; 300_000's three times: a grid's runner runs it inline twice first)
+    assert [ran for _, ran in replays] == [True] * 4
+    assert len({id(plan) for plan, _ in replays}) == 2
+    big = replays[-1][0]
+    (record,) = _dispatch_records(big)
+    if device == "local":
+        # the big grid went to the pool: on the direct path (its first call, measured
+        # inline), or in the plan, whose runner measures it inline first, then on the pool
+        assert pooled or big.words[record + native.D_EST_POOL] >= 0
     else:
         assert not pooled  # everything on the packed one-thread path
+        assert big.words[record + native.D_EST_POOL] == -1
 
 
 def test_dynamic_shapes_bad_argument_fails_its_check(dynamic_package):
@@ -339,3 +379,36 @@ def test_recycled_argument_copies_hold_their_array_and_are_never_shared():
     assert (again.memory_types, again.allowed_usage, again.length, again.offset) == (
         reference.memory_types, reference.allowed_usage, reference.length, reference.offset
     )
+
+
+@pytest.mark.parametrize("device", ["local-sync", "local"])
+def test_dynamic_matmul_chain_replays_match_iree(compile_mlir, tmp_path_factory, device,
+                                                 monkeypatch):
+    """Twelve dispatches recorded per call, batch sizes coming again and again: each
+    size's calls after its first replay one native plan, bit-identical to iree.runtime."""
+    from translator.codegen import write_package
+    from translator.reader import read_module_file
+
+    rt = pytest.importorskip("iree.runtime")
+    vmfb = compile_mlir(_src(tmp_path_factory, "chain", dynamic_chain_source(12)), FLAGS)
+    pkg = load_package(write_package(read_module_file(vmfb), tmp_path_factory.mktemp("c"), "c"))
+    config = rt.Config("local-sync")
+    with open(vmfb, "rb") as f:
+        theirs = rt.load_vm_module(rt.VmModule.copy_buffer(config.vm_instance, f.read()),
+                                   config).main
+    ctx = pkg.load(device=device, workers=2)
+    replays = _replays(monkeypatch)
+    rng = np.random.default_rng(5)
+    w = (rng.standard_normal((16, 16)) / 4).astype(np.float32)
+    sizes = (4, 0, 4, 1, 4, 300, 1, 300, 300, 0, 0, 4)
+    for n in sizes:
+        a = rng.standard_normal((n, 16)).astype(np.float32)
+        ours, expected = ctx.main(a, w), np.asarray(theirs(a, w).to_host())
+        assert ours.shape == expected.shape == (n, 16)
+        assert ours.tobytes() == expected.tobytes(), n
+    if native.native_runtime() is not None:
+        # every call of a size after its first on the fast path (the context's first call
+        # goes through the imports, its lookup not answered yet): 4 x2, 1 x1, 300 x2, 0 x2
+        assert [ran for _, ran in replays] == [True] * 7
+        assert len({id(plan) for plan, _ in replays}) == 4
+        assert all(len(_dispatch_records(plan)) == 12 for plan, _ in replays)

@@ -860,6 +860,102 @@ def test_kernel_failure_fails_the_await_as_unfused(packages):
     assert outs[0] == outs[1] and outs[0][0] == "error"
 
 
+# -- replay plans: a recording that comes again runs as one native plan --------------------
+
+
+def _plan_runs(monkeypatch) -> list:
+    """Each replay plan the fast path runs (Plan.run_values): (plan, ran)."""
+    from runtime_support.hal.plan import Plan
+
+    runs = []
+    run_values = Plan.run_values
+
+    def spy(plan, workers, values):
+        ran = run_values(plan, workers, values)
+        runs.append((plan, ran))
+        return ran
+
+    monkeypatch.setattr(Plan, "run_values", spy)
+    return runs
+
+
+@pytest.mark.parametrize("device", ["local-sync", "local"])
+def test_a_recording_that_comes_again_replays_its_plan(packages, monkeypatch, device):
+    """The first call of a shape runs its dispatches directly, the second builds the plan
+    (keyed by counts, constants and binding lengths, not by buffers or offsets) and every
+    later one runs it: results equal the general path's on fresh inputs each call."""
+    runs = _plan_runs(monkeypatch)
+    parts = _Parts(packages, device)
+    helper = parts.helper()
+    _call(helper, parts, _steps(parts))  # (warm: the lookup answered)
+    for i in range(4):
+        a = parts.input(np.arange(6) * (i + 1.0))
+        got = _call(helper, parts, _steps(parts, a=a))
+        want = _call(helper.general, parts, _steps(parts, a=a))
+        assert got == want and got[0] == "ok"
+    # (the warm call took the imports, its lookup not answered yet; the loop's first call
+    # saw the key first; each call after it replays the one plan)
+    assert [ran for _, ran in runs] == [True] * 3 and len({id(p) for p, _ in runs}) == 1
+    # an offset into the argument changes the binding's address only: the same plan
+    longer = parts.input(np.arange(8.0))
+    got = _call(helper, parts, _steps(parts, a=longer, offset=8))
+    assert got == _call(helper.general, parts, _steps(parts, a=longer, offset=8))
+    assert len(runs) == 4 and runs[-1][0] is runs[0][0]
+
+
+def test_a_shape_new_every_call_builds_no_plan(packages, monkeypatch):
+    """A key seen once (a length that grows every call) costs no plan: the direct runs."""
+    runs = _plan_runs(monkeypatch)
+    built = []
+    build = one_shot._Replays._build
+    monkeypatch.setattr(one_shot._Replays, "_build",
+                        lambda self, key, workers: built.append(key) or build(self, key, workers))
+    parts = _Parts(packages)
+    helper = parts.helper()
+    for n in range(1, 9):
+        assert _call(helper, parts, _steps(parts, n=n))[0] == "ok"
+    assert runs == [] and built == []
+
+
+@pytest.mark.parametrize(
+    "kw, code",
+    [
+        ({"workgroups": (1, 1, 0x10000)}, StatusCode.OUT_OF_RANGE),  # no plan holds it
+        ({"constants": (6, 0)}, StatusCode.INVALID_ARGUMENT),  # nor a wrong constant count
+        ({"workgroups": (0, 1, 1)}, None),  # an empty grid: a plan that runs nothing
+    ],
+    ids=["count-past-limits", "constant-count", "empty-grid"],
+)
+def test_replayed_keys_fail_as_the_direct_runs_fail(packages, kw, code):
+    """A key no plan can hold takes the direct runs every time it comes, which raise
+    what the general path raises; where a plan holds it, its outcome is the same."""
+    outs = []
+    for general in (False, True):
+        parts = _Parts(packages)
+        helper = parts.helper()
+        run = helper.general if general else helper
+        outs.append([_call(run, parts, _steps(parts, **kw)) for _ in range(4)])
+    assert outs[0] == outs[1], outs
+    for got in outs[0]:
+        assert (got[0], got[1]) == ("error", code) if code else got[0] == "ok"
+
+
+def test_a_closed_executable_is_never_replayed(packages, monkeypatch):
+    runs = _plan_runs(monkeypatch)
+    outs = []
+    for general in (False, True):
+        parts = _Parts(packages)
+        helper = parts.helper()
+        for _ in range(3):
+            assert _call(helper, parts, _steps(parts))[0] == "ok"
+        assert runs[-1][1] is True  # (the plan built and run)
+        parts.exe.close()
+        outs.append(_call(helper.general if general else helper, parts, _steps(parts)))
+        if not general:
+            assert runs[-1][1] is False  # the plan declined: the direct run raised
+    assert outs[0] == outs[1] and outs[0][0] == "error"
+
+
 def test_foreign_imports_get_the_general_path_only(packages):
     parts = _Parts(packages)
     h = parts.hal

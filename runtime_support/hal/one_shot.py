@@ -348,6 +348,9 @@ def compile_fast(steps, signal_form: bool = False, tail=None, keep: bool = False
     looks: list[str] = []
     runs: list[str] = []
     looked: list[str] = []  # each lookup's local, in order
+    # per dispatch: (key locals, (address, length) locals of each binding), for the replay
+    # plans (_Replays); None once a command a plan of these cannot hold comes
+    replays: list | None = []
     create = allocas + (allocas > 1)  # the create's index (after a JOIN of several allocas)
 
     def buffer_tests(b: str, given, o: str, n: str) -> str | None:
@@ -357,7 +360,7 @@ def compile_fast(steps, signal_form: bool = False, tail=None, keep: bool = False
         if k is not None:
             if k >= allocas:
                 return None
-            tests.extend([f"{b} is not NEW_BUFFERS[{k}]", f"not (0 <= {o} and 0 <= {n} <= size{k} - {o})"])
+            tests.extend([f"{b} is not NEW_{k}", f"not (0 <= {o} and 0 <= {n} <= size{k} - {o})"])
             return f"x{k}.address + {o}"
         tests.extend([f"type({b}) is not HalBuffer", f"not (0 <= {o} and 0 <= {n} <= {b}.length - {o})"])
         return f"{b}.address + {o}"
@@ -413,10 +416,15 @@ def compile_fast(steps, signal_form: bool = False, tail=None, keep: bool = False
                 if address is None:
                     return None
                 addresses.append(address)
-            flat = _tuple(addresses + [f"l{j}_{i}" for i in range(len(bindings))])
+            lengths = [f"l{j}_{i}" for i in range(len(bindings))]
+            flat = _tuple(addresses + lengths)
             masked = _tuple([f"{c} & M32" for c in cs])
             counts = f"(x{j} & M32, y{j} & M32, z{j} & M32)"
             runs.append(f"run_direct(e{j}, {ordinal}, {counts}, {masked}, {flat}, workers)")
+            if replays is not None:
+                key = [f"e{j}", ordinal, f"x{j}", f"y{j}", f"z{j}", *cs, *lengths]
+                replays.append((key, [x for pair in zip(addresses, lengths) for x in pair],
+                                (len(cs), len(bindings))))
         elif kind is BARRIER and len(step) == 4:
             parts.append(f"({k}, _, _, _)")
             tests.append(f"{k} is not BARRIER")
@@ -433,6 +441,7 @@ def compile_fast(steps, signal_form: bool = False, tail=None, keep: bool = False
                 source, target = "", buffer_tests(f"t{j}", step[1], f"to{j}", n)
             if source is None or target is None:
                 return None
+            replays = None  # (transfers stay on the direct path)
             tests.append("categories & CATEGORY_TRANSFER != CATEGORY_TRANSFER")
             # (the buffer objects: the new ones, or the operands as they are)
             buffer_of = lambda b, given: (  # noqa: E731
@@ -459,7 +468,7 @@ def compile_fast(steps, signal_form: bool = False, tail=None, keep: bool = False
         if k is not None and k >= allocas:
             return None
         tests.append("type(tail) is not tuple or len(tail) != 4")
-        tests.append(f"tail[2] is not NEW_BUFFERS[{k}]" if k is not None else "type(tail[2]) is not HalBuffer")
+        tests.append(f"tail[2] is not NEW_{k}" if k is not None else "type(tail[2]) is not HalBuffer")
     else:
         tests.append("tail is not None")
     if signal_form:
@@ -474,6 +483,8 @@ def compile_fast(steps, signal_form: bool = False, tail=None, keep: bool = False
             "device, steps, create_flags, affinity, wait, exec_flags, timeout, await_flags, tail, "
             "keep"
         )
+    # (a test repeated, one per dispatch, as the category test is: the first decides)
+    tests = list(dict.fromkeys(tests))
     lines = [
         f"def fast({params}, answers, finish):",
         "    try:",
@@ -497,6 +508,23 @@ def compile_fast(steps, signal_form: bool = False, tail=None, keep: bool = False
                       f"    allocator.bytes_allocated += size{k}"]
     # queue.execute of a reached wait: the command buffer's one execution, the queue's
     # draining role taken and given back as LocalQueue.run_now does
+    ns = dict(_NAMESPACE)
+    if replays:
+        # The call's dispatches as one native plan, by their counts, constants and
+        # binding lengths (_Replays): one foreign call where a shape comes again; the
+        # direct runs where it is new, or the plan cannot run.
+        key = [x for dispatch_key, _, _ in replays for x in dispatch_key]
+        values = [x for _, pair, _ in replays for x in pair]
+        memo = _Replays(tuple(shape for _, _, shape in replays))
+        ns.update(plans=memo.plans, remember=memo.remember)
+        runs = [
+            f"key = {_tuple(key)}",
+            "memo = plans.get(key)",
+            "if memo is None:",
+            "    memo = remember(key, workers)",
+            f"if not (memo and memo.run_values(workers, {_tuple(values)})):",
+            *[f"    {r}" for r in runs],
+        ]
     lines += [
         "    lock = queue._lock",
         "    lock.acquire()",
@@ -540,16 +568,73 @@ def compile_fast(steps, signal_form: bool = False, tail=None, keep: bool = False
             "    queue._stop_draining()",
             f"    return finish(error, {made}, {functions}, {passed})",
         ]
-    ns = dict(_NAMESPACE)
     exec(_compiled("\n".join(lines)), ns)
     return ns["fast"]
+
+
+class _Replays:
+    """A call site's native plans of its dispatches (plan.py), by key: per dispatch its
+    executable, function ordinal, workgroup counts, constants and binding lengths, the
+    values the direct runs would pass (run_direct), less the binding addresses, which go
+    into the plan's table per call (one slot per binding: its address and length). A plan
+    is made the second time a key comes (a shape that changes every call, a growing
+    sequence length, never pays for one); `plans` keeps at most _PLANS, `seen` the
+    last _SEEN keys. A key no plan can hold (a count past the native limits, a
+    constant or binding count the export does not declare) maps to False: its calls
+    take the direct runs, which raise what they raise."""
+
+    _PLANS = 16
+    _SEEN = 64
+
+    def __init__(self, shapes: tuple) -> None:
+        self.shapes = shapes  # per dispatch: (constant count, binding count)
+        self.plans: dict = {}
+        self.seen: set = set()
+
+    def remember(self, key: tuple, workers: int):
+        """The plan for `key` (False where none can run it), or False the first time."""
+        if key not in self.seen:
+            if len(self.seen) >= self._SEEN:
+                self.seen.clear()
+            self.seen.add(key)
+            return False
+        plan = self._build(key, workers) or False
+        if len(self.plans) >= self._PLANS:
+            self.plans.clear()
+        self.plans[key] = plan
+        return plan
+
+    def _build(self, key: tuple, workers: int):
+        import struct
+
+        from .command_buffer import BufferRef, _Dispatch
+        from .plan import build_plan
+
+        commands, at, slot = [], 0, 0
+        for constants, bindings in self.shapes:
+            executable, ordinal, x, y, z = key[at : at + 5]
+            at += 5
+            masked = tuple(c & _M32 for c in key[at : at + constants])
+            at += constants
+            refs = []
+            for length in key[at : at + bindings]:
+                refs.append(BufferRef(None, slot, 0, length))
+                slot += 1
+            at += bindings
+            commands.append(_Dispatch(executable, ordinal, (x & _M32, y & _M32, z & _M32),
+                                      masked, tuple(refs), 0))
+        plan = build_plan(commands, workers)
+        if plan is None or plan.max_slot != slot - 1:
+            return None
+        plan.fill = struct.Struct("=" + "qq" * slot).pack_into
+        return plan
 
 
 _NAMESPACE = {
     "ALLOCA": ALLOCA, "JOIN": JOIN, "CREATE": CREATE, "LOOKUP": LOOKUP, "DISPATCH": DISPATCH,
     "BARRIER": BARRIER, "COPY": COPY, "FILL": FILL, "LOOKED_UP": LOOKED_UP,
     "ALLOCA_FENCE": ALLOCA_FENCE, "NEW_BUFFERS": NEW_BUFFERS, "MISMATCH": MISMATCH,
-    "NEW_FENCE": NEW_FENCE,
+    "NEW_FENCE": NEW_FENCE, **{f"NEW_{k}": m for k, m in enumerate(NEW_BUFFERS)},
     "BUSY": BUSY, "M32": _M32, "MODE_ONE_SHOT": MODE_ONE_SHOT,
     "CATEGORY_DISPATCH": CATEGORY_DISPATCH, "CATEGORY_TRANSFER": CATEGORY_TRANSFER,
     "LocalDevice": LocalDevice, "HalExecutable": HalExecutable, "HalBuffer": HalBuffer,

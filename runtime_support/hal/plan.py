@@ -164,6 +164,33 @@ class Plan:
         self.args[4] = width if pool is not None else 1
         self._workers, self._pool = workers, native._pool
 
+    def run_values(self, workers: int, values: tuple) -> bool:
+        """Runs the plan with its table written from `values` (address, length per slot,
+        `self.fill` packing them), nothing checked: for plans whose every slot the caller
+        has just validated (one_shot.py's replays of a recording). False, with nothing
+        done, where another thread runs this plan or an executable was closed."""
+        token = self._token
+        try:
+            token.pop()
+        except IndexError:
+            return False
+        try:
+            for exe in self.executables:
+                if exe._closed:  # (its code is unmapped)
+                    return False
+            self.fill(self.table, 0, *values)
+            if self.parallel and (workers != self._workers or native._pool is not self._pool):
+                self._use_workers(workers)
+            if statistics.enabled:
+                self._run_counted()
+            else:
+                result = self.run_plan(self.args_address)
+                if result:
+                    self._raise(result)
+        finally:
+            token.append(True)
+        return True
+
     def _run_counted(self) -> None:
         """A run with per-command times and counts (statistics enabled)."""
         stats = (ctypes.c_int64 * (2 * self.count))()
