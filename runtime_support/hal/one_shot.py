@@ -57,7 +57,11 @@ null; a dealloca on a LocalDevice only signals). Anything else: the general path
 anything is done (or, when another thread took the queue meanwhile, from the command
 buffer's create on, the buffers and lookups already made). A call site appends tuples of
 one shape every call: its fast path is compiled once, for that shape (`compile_fast`),
-so each call unpacks and tests its steps in one frame.
+so each call unpacks and tests its steps in one frame. Where the steps are dispatches
+(and barriers) only, their commands run as one native plan from the second call whose
+counts, constants and binding lengths are the same (`_Replays`): the plan a reusable
+command buffer of those dispatches would make, with a table slot per binding that gets the
+binding's address each call.
 """
 
 from __future__ import annotations
