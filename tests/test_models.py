@@ -98,8 +98,10 @@ def _host_cpu() -> str:
     return llvm.get_host_cpu_name() + " " + llvm.get_host_cpu_features().flatten()
 
 
-def artifact_key(model: str, params: str, flags) -> str:
+def artifact_key(model: str, params: str, flags, dynamic_batch: bool = False) -> str:
     h = hashlib.sha256()
+    if dynamic_batch:
+        h.update(b"dynamic_batch\0")
     for path in sorted(MODELS_DIR.glob("*.py")):
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     for dist in ("torch", "iree-turbine"):
@@ -111,18 +113,20 @@ def artifact_key(model: str, params: str, flags) -> str:
     return h.hexdigest()
 
 
-def _cached_export(model: str, params: str, run_dir: Path):
-    """The Exported record for (model, params): from this run, the persistent cache, or made."""
+def _cached_export(model: str, params: str, run_dir: Path, dynamic_batch: bool = False):
+    """The Exported record for (model, params[, a dynamic batch dim]): from this run, the
+    persistent cache, or made."""
     export = load_examples()
     flags = export.compile_flags(TARGET_CPU)
-    key = artifact_key(model, params, flags)
-    name = f"{model}-{params}-{key[:16]}"
+    key = artifact_key(model, params, flags, dynamic_batch)
+    tag = "_dynbatch" if dynamic_batch else ""
+    name = f"{model}{tag}-{params}-{key[:16]}"
     roots = [run_dir]
     persistent = persistent_cache_dir()
     if persistent is not None:
         roots.append(persistent / "models")
     for root in roots:
-        meta = root / name / f"{model}_{params}.json"
+        meta = root / name / f"{model}_{params}{tag}.json"
         if meta.is_file():
             return export.Exported.from_json(root / name, json.loads(meta.read_text()))
     # Export into a scratch folder in the persistent cache (this run's folder if that is not
@@ -134,13 +138,14 @@ def _cached_export(model: str, params: str, run_dir: Path):
             break
         except OSError:
             continue
-    export.export_model(model, params, scratch, target_cpu=TARGET_CPU, keep_mlir=False)
+    export.export_model(model, params, scratch, target_cpu=TARGET_CPU, keep_mlir=False,
+                        dynamic_batch=dynamic_batch)
     final = scratch.parent / name
     try:
         os.replace(scratch, final)
     except OSError:  # another process got there first
         shutil.rmtree(scratch, ignore_errors=True)
-    meta = json.loads((final / f"{model}_{params}.json").read_text())
+    meta = json.loads((final / f"{model}_{params}{tag}.json").read_text())
     return export.Exported.from_json(final, meta)
 
 
@@ -150,11 +155,12 @@ def model_artifacts(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("models")
     made = {}
 
-    def get(model: str, params: str):
+    def get(model: str, params: str, dynamic_batch: bool = False):
         _require_exporter()
-        if (model, params) not in made:
-            made[model, params] = _cached_export(model, params, run_dir)
-        return made[model, params]
+        if (model, params, dynamic_batch) not in made:
+            made[model, params, dynamic_batch] = _cached_export(model, params, run_dir,
+                                                                dynamic_batch)
+        return made[model, params, dynamic_batch]
 
     return get
 
@@ -243,6 +249,36 @@ def test_repeated_calls_and_failures_through_main(model_artifacts, tmp_path):
     assert "executable is closed" in got[-1]
     assert got == failures(pkg.load(device="local-sync"))  # (first calls: not specialized)
     assert got == failures(unfused.load(device="local-sync"))
+
+
+@pytest.mark.parametrize("device", ["local-sync", "local"])
+def test_dynamic_batch_calls_match_iree_runtime(model_artifacts, tmp_path, device,
+                                                monkeypatch):
+    """The MLP exported with a dynamic batch dim (each call records its one-shot command
+    buffers; a batch size that comes again replays their plans): batch sizes in and out
+    of order, each call bit-identical to iree.runtime."""
+    from iree_oracle import IreeSession
+    from runtime_support.hal.plan import Plan
+    from runtime_support.loaders import native
+
+    replayed = []
+    run_values = Plan.run_values
+    monkeypatch.setattr(Plan, "run_values",
+                        lambda plan, *a: replayed.append(plan) or run_values(plan, *a))
+
+    art = model_artifacts("mlp", "inline", dynamic_batch=True)
+    x = np.load(art.input)
+    theirs = IreeSession(art.vmfb, driver="local-sync")
+    _, ctx = translate_and_load(art, tmp_path, device=device)
+    rng = np.random.default_rng(7)
+    for batch in (4, 1, 4, 4, 9, 1, 9, 4, 1):
+        xb = rng.standard_normal((batch, *x.shape[1:])).astype(np.float32)
+        [want] = theirs.call("main", [xb])
+        got = ctx.main(xb)
+        assert got.shape == want.shape and got.tobytes() == want.tobytes(), batch
+    if native.native_runtime() is not None:
+        assert replayed  # (4, 4, 9, 1, 4, 1: calls of a batch size seen before)
+    ctx.close()
 
 
 def test_async_export_with_explicit_fences(model_artifacts, tmp_path):

@@ -66,8 +66,12 @@ binding's address each call.
 
 from __future__ import annotations
 
+import struct
+
 from .buffer import HalBuffer, fresh_buffer
-from .command_buffer import CATEGORY_DISPATCH, CATEGORY_TRANSFER, MODE_ONE_SHOT, run_direct
+from .command_buffer import (
+    CATEGORY_DISPATCH, CATEGORY_TRANSFER, MODE_ONE_SHOT, BufferRef, _Dispatch, run_direct,
+)
 from .device import LocalDevice
 from .executable import HalExecutable
 from .fence import REACHED, Fence
@@ -609,10 +613,7 @@ class _Replays:
         return plan
 
     def _build(self, key: tuple, workers: int):
-        import struct
-
-        from .command_buffer import BufferRef, _Dispatch
-        from .plan import build_plan
+        from .plan import build_plan  # (as command_buffer.py: only once a plan is made)
 
         commands, at, slot = [], 0, 0
         for constants, bindings in self.shapes:
