@@ -26,7 +26,7 @@ from runtime_support.hal.one_shot import (
     ALLOCA, ALLOCA_FENCE, ALLOCATED_1, BARRIER, COPY, CREATE, DISPATCH, FILL, JOIN, LOOKED_UP,
     LOOKUP, NEW_FENCE,
 )
-from runtime_support.loaders import statistics
+from runtime_support.loaders import native, statistics
 from runtime_support.run_cli import import_package_as
 from runtime_support.vm.buffer import VMBuffer
 from tests.helpers_compile import LLVM_CPU_FLAGS, compile_mlir
@@ -570,22 +570,24 @@ def test_kept_and_carried_fences_found_in_a_loop(tmp_path):
 
 
 def _transfer_steps(parts, *, categories=1, copy=(0, 0, 8), fill=(0, 8, 4), pattern=0x01020304,
-                    size=24, source_length=None):
-    """An ALLOCA, a copy of a 16-byte argument into the new buffer at (target offset,
-    source offset, length) `copy`, and a fill of (offset, length, pattern length)."""
+                    size=24, source_length=None, target=None):
+    """An ALLOCA, a copy of a 16-byte argument into the new buffer (or `target`) at
+    (target offset, source offset, length) `copy`, and a fill of (offset, length, pattern
+    length) into the new buffer (or `target`)."""
     a = parts.input(np.arange(4))
     to, so, n = copy
     fo, fn, pl = fill
+    target = ALLOCATED if target is None else target
     return [
         (ALLOCA, 0, -1, None, 0, 48, 3075, size, 0),
         (CREATE, 1, categories, -1, 0),
-        (COPY, 0, 0, a, so, ALLOCATED, to, n, 0),
-        (FILL, ALLOCATED, fo + 16, fn, 0, pattern, pl, 0),
+        (COPY, 0, 0, a, so, target, to, n, 0),
+        (FILL, target, fo + 16, fn, 0, pattern, pl, 0),
         (BARRIER, 28, 13, 0),
     ]
 
 
-@pytest.mark.parametrize(
+TRANSFER_CASES = pytest.mark.parametrize(
     "kw, code",
     [
         ({}, None),
@@ -601,6 +603,9 @@ def _transfer_steps(parts, *, categories=1, copy=(0, 0, 8), fill=(0, 8, 4), patt
     ids=["ok", "no-transfer-category", "copy-source", "copy-target", "fill-pattern-length",
          "fill-offset", "fill-length", "fill-negative-pattern", "copy-whole"],
 )
+
+
+@TRANSFER_CASES
 def test_copies_and_fills_fast_path_equals_general(packages, kw, code):
     outs = []
     for general in (False, True):
@@ -623,6 +628,86 @@ def test_copies_and_fills_fast_path_equals_general(packages, kw, code):
         data = outs[0][0][1]
         assert data[:8] == np.arange(4, dtype=np.float32).tobytes()[:8]
         assert data[16:] == bytes([4, 3, 2, 1]) * 2
+
+
+def _transfer_outcomes(parts, run, n, **kw) -> list:
+    """`n` calls of `run` on _transfer_steps(**kw): each call's outcome."""
+    outs = []
+    for _ in range(n):
+        try:
+            buffer, status = run(parts.device, _transfer_steps(parts, **kw), 0, -1, ALLOCA_FENCE,
+                                 0, -1, 0)
+            outs.append(("ok", buffer.read(), status))
+        except VMError as e:
+            outs.append(("error", e.code, e.message))
+    return outs
+
+
+@TRANSFER_CASES
+def test_copies_and_fills_replayed_equal_general(packages, monkeypatch, kw, code):
+    """The same transfers call after call: from the second, one replay plan (its copy a
+    memmove, its fill the pattern's low bytes), each outcome the general path's."""
+    runs = _plan_runs(monkeypatch)
+    parts = _Parts(packages)
+    fast = _transfer_outcomes(parts, parts.helper(), 4, **kw)
+    assert fast == _transfer_outcomes(_Parts(packages), parts.helper().general, 4, **kw)
+    if native.native_runtime() is None:
+        return
+    if code is None and "copy" not in kw:  # (a whole-source copy takes the imports)
+        assert [ran for _, ran in runs] == [True] * 3
+    else:
+        assert runs == []
+
+
+def test_a_module_of_copies_only_replays_them(packages, monkeypatch):
+    """dyn_concat imports no dispatch (its one-shot command buffers hold two copies):
+    the fast path still applies, and from a size's second call its copies replay."""
+    runs = _plan_runs(monkeypatch)
+    f = packages["dyn_concat"][True].load(device="local-sync").dyn_concat
+    a, b = np.arange(5, dtype=np.float32), np.arange(3, dtype=np.float32) + 10
+    for _ in range(3):
+        assert f(a, b).tobytes() == np.concatenate([a, b]).tobytes()
+    if native.native_runtime() is not None:
+        assert [ran for _, ran in runs] == [True, True]
+        assert runs[0][0].names == ["", ""]  # (two transfers, no export name)
+
+
+@pytest.mark.parametrize("which", ["copy", "fill"])
+def test_a_read_only_transfer_target_is_never_replayed(packages, monkeypatch, which):
+    """A copy or fill into a read-only buffer fails as the general path fails, call after
+    call (the direct runs raise), where the same shape into a writable one replays."""
+    from runtime_support.hal.buffer import HalBuffer
+
+    runs = _plan_runs(monkeypatch)
+    parts = _Parts(packages)
+    helper = parts.helper()
+    writable = fresh_buffer(24, 0x30, 0xC03, parts.device.allocator)
+    read_only = HalBuffer.wrap_host(bytes(24), readonly=True)
+    # (the other transfer into the new buffer, which the step list allows: not read-only)
+    kw = {"copy": (0, 0, 8)} if which == "copy" else {"fill": (-16, 8, 4)}
+    for target in (writable, writable, writable):
+        steps = _transfer_steps(parts, target=target, **kw)
+        if which == "fill":  # (the copy into the new buffer, the fill into the target)
+            steps[2] = (COPY, 0, 0, parts.input(np.arange(4)), 0, ALLOCATED, 0, 8, 0)
+        else:
+            steps[3] = (FILL, ALLOCATED, 16, 8, 0, 0x01020304, 4, 0)
+        assert helper(parts.device, steps, 0, -1, ALLOCA_FENCE, 0, -1, 0)[1] == 0
+    assert native.native_runtime() is None or runs[-1][1] is True
+    count = len(runs)
+    outs = []
+    for run in (helper, helper.general):
+        steps = _transfer_steps(parts, target=read_only, **kw)
+        if which == "fill":
+            steps[2] = (COPY, 0, 0, parts.input(np.arange(4)), 0, ALLOCATED, 0, 8, 0)
+        else:
+            steps[3] = (FILL, ALLOCATED, 16, 8, 0, 0x01020304, 4, 0)
+        try:
+            run(parts.device, steps, 0, -1, ALLOCA_FENCE, 0, -1, 0)
+            outs.append("ok")
+        except VMError as e:
+            outs.append((e.code, e.message))
+    assert outs[0] == outs[1] and outs[0][0] == StatusCode.PERMISSION_DENIED, outs
+    assert len(runs) == count  # (the plan was not run)
 
 
 def _two_allocas(parts, *, second_size=24, tail_buffer=None):
@@ -1060,7 +1145,9 @@ def test_packages_match_iree(vmfbs, packages, name, device, driver):
     iree_fn = getattr(ctx.modules.module, EXPORT[name])
     ours = {fuse: getattr(packages[name][fuse].load(device=device), EXPORT[name]) for fuse in (True, False)}
     rng = np.random.default_rng(11)
-    for n in (1, 3, 16, 1000, 5000, 0 if name in ("dyn_add", "fill_and_add", "dyn_mlp") else 2):
+    last = 0 if name in ("dyn_add", "fill_and_add", "dyn_mlp") else 2
+    # (sizes coming again: from a size's second call its commands replay one plan)
+    for n in (1, 3, 16, 3, 1000, 16, 5000, 1000, 5000, 3, last, 1, last):
         args = _inputs(name, rng, n)
         want = iree_fn(*args)
         want = [want] if not isinstance(want, (tuple, list)) else want

@@ -57,11 +57,10 @@ null; a dealloca on a LocalDevice only signals). Anything else: the general path
 anything is done (or, when another thread took the queue meanwhile, from the command
 buffer's create on, the buffers and lookups already made). A call site appends tuples of
 one shape every call: its fast path is compiled once, for that shape (`compile_fast`),
-so each call unpacks and tests its steps in one frame. Where the steps are dispatches
-(and barriers) only, their commands run as one native plan from the second call whose
-counts, constants and binding lengths are the same (`_Replays`): the plan a reusable
-command buffer of those dispatches would make, with a table slot per binding that gets the
-binding's address each call.
+so each call unpacks and tests its steps in one frame. The commands then run as one
+native plan from the second call whose counts, constants, lengths and fill patterns are
+the same (`_Replays`): the plan a reusable command buffer of those commands would make,
+with a table slot per buffer operand that gets its address each call.
 """
 
 from __future__ import annotations
@@ -70,7 +69,8 @@ import struct
 
 from .buffer import HalBuffer, fresh_buffer
 from .command_buffer import (
-    CATEGORY_DISPATCH, CATEGORY_TRANSFER, MODE_ONE_SHOT, BufferRef, _Dispatch, run_direct,
+    CATEGORY_DISPATCH, CATEGORY_TRANSFER, MODE_ONE_SHOT, BufferRef, _Copy, _Dispatch, _Fill,
+    run_direct,
 )
 from .device import LocalDevice
 from .executable import HalExecutable
@@ -181,8 +181,10 @@ def _recorder(fence_create, alloca, join, create, lookup, dispatch, barrier, cop
         return command_buffer, fence, buffers, looked
 
     own = [(fence_create, "fence_create"), (create, "command_buffer_create"),
-           (dispatch, "command_buffer_dispatch"), (finalize, "command_buffer_finalize")]
+           (finalize, "command_buffer_finalize")]
+    # (a module without dispatches, copies only, imports no dispatch: no step needs it)
     own += [(f, name) for f, name in ((alloca, "device_queue_alloca"), (join, "fence_join"),
+                                      (dispatch, "command_buffer_dispatch"),
                                       (lookup, "executable_lookup_function"),
                                       (barrier, "command_buffer_execution_barrier"),
                                       (copy, "command_buffer_copy_buffer"),
@@ -356,9 +358,10 @@ def compile_fast(steps, signal_form: bool = False, tail=None, keep: bool = False
     looks: list[str] = []
     runs: list[str] = []
     looked: list[str] = []  # each lookup's local, in order
-    # per dispatch: (key locals, (address, length) locals of each binding), for the replay
-    # plans (_Replays); None once a command a plan of these cannot hold comes
-    replays: list | None = []
+    # per command: (key locals, (address, length) locals of each buffer it uses, shape),
+    # for the replay plans (_Replays)
+    replays: list = []
+    writable: list[str] = []  # a transfer's target, not a new buffer: not read-only
     create = allocas + (allocas > 1)  # the create's index (after a JOIN of several allocas)
 
     def buffer_tests(b: str, given, o: str, n: str) -> str | None:
@@ -429,10 +432,9 @@ def compile_fast(steps, signal_form: bool = False, tail=None, keep: bool = False
             masked = _tuple([f"{c} & M32" for c in cs])
             counts = f"(x{j} & M32, y{j} & M32, z{j} & M32)"
             runs.append(f"run_direct(e{j}, {ordinal}, {counts}, {masked}, {flat}, workers)")
-            if replays is not None:
-                key = [f"e{j}", ordinal, f"x{j}", f"y{j}", f"z{j}", *cs, *lengths]
-                replays.append((key, [x for pair in zip(addresses, lengths) for x in pair],
-                                (len(cs), len(bindings))))
+            key = [f"e{j}", ordinal, f"x{j}", f"y{j}", f"z{j}", *cs, *lengths]
+            replays.append((key, [x for pair in zip(addresses, lengths) for x in pair],
+                            (DISPATCH, len(cs), len(bindings))))
         elif kind is BARRIER and len(step) == 4:
             parts.append(f"({k}, _, _, _)")
             tests.append(f"{k} is not BARRIER")
@@ -449,7 +451,13 @@ def compile_fast(steps, signal_form: bool = False, tail=None, keep: bool = False
                 source, target = "", buffer_tests(f"t{j}", step[1], f"to{j}", n)
             if source is None or target is None:
                 return None
-            replays = None  # (transfers stay on the direct path)
+            given = step[5] if kind is COPY else step[1]
+            if id(given) not in _NEW_INDEX:  # (a new buffer is writable)
+                writable.append(f"not t{j}.allocation.readonly")
+            if kind is COPY:
+                replays.append(([n], [source, n, target, n], (COPY,)))
+            else:
+                replays.append(([n, f"p{j}", f"pl{j}"], [target, n], (FILL,)))
             tests.append("categories & CATEGORY_TRANSFER != CATEGORY_TRANSFER")
             # (the buffer objects: the new ones, or the operands as they are)
             buffer_of = lambda b, given: (  # noqa: E731
@@ -518,11 +526,12 @@ def compile_fast(steps, signal_form: bool = False, tail=None, keep: bool = False
     # draining role taken and given back as LocalQueue.run_now does
     ns = dict(_NAMESPACE)
     if replays:
-        # The call's dispatches as one native plan, by their counts, constants and
-        # binding lengths (_Replays): one foreign call where a shape comes again; the
-        # direct runs where it is new, or the plan cannot run.
-        key = [x for dispatch_key, _, _ in replays for x in dispatch_key]
-        values = [x for _, pair, _ in replays for x in pair]
+        # The call's commands as one native plan, by their counts, constants, lengths
+        # and fill patterns (_Replays): one foreign call where a shape comes again; the
+        # direct runs where it is new, the plan cannot run, or a transfer's target is
+        # read-only (the direct runs raise).
+        key = [x for command_key, _, _ in replays for x in command_key]
+        values = [x for _, pairs, _ in replays for x in pairs]
         memo = _Replays(tuple(shape for _, _, shape in replays))
         ns.update(plans=memo.plans, remember=memo.remember)
         runs = [
@@ -530,7 +539,7 @@ def compile_fast(steps, signal_form: bool = False, tail=None, keep: bool = False
             "memo = plans.get(key)",
             "if memo is None:",
             "    memo = remember(key, workers)",
-            f"if not (memo and memo.run_values(workers, {_tuple(values)})):",
+            f"if not (memo and {' and '.join(writable + [f'memo.run_values(workers, {_tuple(values)})'])}):",
             *[f"    {r}" for r in runs],
         ]
     lines += [
@@ -581,14 +590,15 @@ def compile_fast(steps, signal_form: bool = False, tail=None, keep: bool = False
 
 
 class _Replays:
-    """A call site's native plans of its dispatches (plan.py), by key: per dispatch its
-    executable, function ordinal, workgroup counts, constants and binding lengths, the
-    values the direct runs would pass (run_direct), less the binding addresses, which go
-    into the plan's table per call (one slot per binding: its address and length). A plan
-    is made the second time a key comes (a shape that changes every call, a growing
-    sequence length, never pays for one); `plans` keeps at most _PLANS, `seen` the
-    last _SEEN keys. A key no plan can hold (a count past the native limits, a
-    constant or binding count the export does not declare) maps to False: its calls
+    """A call site's native plans of its commands (plan.py), by key: per dispatch its
+    executable, function ordinal, workgroup counts, constants and binding lengths; per
+    copy its length; per fill its length, pattern and pattern length: the values the
+    direct runs would pass (run_direct, copy_from, fill), less the buffer addresses,
+    which go into the plan's table per call (a slot per buffer operand: its address and
+    length). A plan is made the second time a key comes (a shape that changes every
+    call, a growing sequence length, never pays for one); `plans` keeps at most _PLANS,
+    `seen` the last _SEEN keys. A key no plan can hold (a count past the native limits,
+    a constant or binding count the export does not declare) maps to False: its calls
     take the direct runs, which raise what they raise."""
 
     _PLANS = 16
@@ -616,7 +626,21 @@ class _Replays:
         from .plan import build_plan  # (as command_buffer.py: only once a plan is made)
 
         commands, at, slot = [], 0, 0
-        for constants, bindings in self.shapes:
+        for kind, *counts in self.shapes:
+            if kind is COPY:
+                (length,) = key[at : at + 1]
+                at += 1
+                commands.append(_Copy(BufferRef(None, slot, 0, length),
+                                      BufferRef(None, slot + 1, 0, length)))
+                slot += 2
+                continue
+            if kind is FILL:
+                length, pattern, pattern_length = key[at : at + 3]
+                at += 3
+                commands.append(_Fill(BufferRef(None, slot, 0, length), pattern, pattern_length))
+                slot += 1
+                continue
+            constants, bindings = counts
             executable, ordinal, x, y, z = key[at : at + 5]
             at += 5
             masked = tuple(c & _M32 for c in key[at : at + constants])
@@ -628,7 +652,10 @@ class _Replays:
             at += bindings
             commands.append(_Dispatch(executable, ordinal, (x & _M32, y & _M32, z & _M32),
                                       masked, tuple(refs), 0))
-        plan = build_plan(commands, workers)
+        try:
+            plan = build_plan(commands, workers)
+        except OverflowError:  # (a fill pattern past 64 bits: the plan's words hold i64)
+            return None
         if plan is None or plan.max_slot != slot - 1:
             return None
         plan.fill = struct.Struct("=" + "qq" * slot).pack_into
