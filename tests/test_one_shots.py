@@ -555,7 +555,7 @@ def test_kept_and_carried_fences_found_in_a_loop(tmp_path):
     the awaited fence: the group is found with the fence kept, and the register that held
     the command buffer (reused for that fence) is no obstacle. The body's submission
     signals a new fence the loop carries, unawaited (its workgroup count divides by a
-    constant of the entry block: `entry_constants`)."""
+    constant of the entry block: `block_constants`)."""
     from tests.test_readback_loops import HALVE
 
     vmfb = compile_mlir(HALVE, tmp_path, LLVM_CPU_FLAGS, "halve")
@@ -566,7 +566,49 @@ def test_kept_and_carried_fences_found_in_a_loop(tmp_path):
     assert len(kept) == 1 and kept[0].ending.awaited is not None
     carried = [g for g in groups if g.ending.carried]
     assert len(carried) == 1 and carried[0].ending.awaited is None
-    assert one_shots.entry_constants(fn)
+    assert one_shots.block_constants(fn)[1]
+
+
+def _rewritten(fn, block, const, value, pc):
+    """A copy of integer const op `const` writing `value`, appended to `block` before its
+    terminator (`value` >= 0: its raw bits)."""
+    from translator.ir import Imm
+
+    values = dict(const.values)
+    values["value"] = Imm(const["value"].type, value)
+    ops = fn.blocks[block].ops
+    ops.insert(len(ops) - 1, Op(pc, const.length, const.spec, values))
+
+
+def test_a_divisor_written_again_elsewhere_is_still_known_where_it_holds(tmp_path):
+    """HALVE's carried group divides by a constant set in the entry block. Written
+    again in the exit block, which no path from there reaches the division through, it
+    still holds the constant at the division (block_constants: per block, on every
+    path); written again in the loop body after the group, it flows back round the
+    loop to the division: unknown there, no group."""
+    from tests.test_readback_loops import HALVE
+
+    vmfb = compile_mlir(HALVE, tmp_path, LLVM_CPU_FLAGS, "halve")
+    pipeline = Pipeline.from_file(vmfb)
+    base = _function(pipeline, "halve")
+    found = _find(pipeline, base)
+    (body, group), = [(i, g) for i, g in found.items() if g.ending.carried]
+    division = next(op for op in _ops(base, body) if op.spec.fails_on_divisor)
+    divisor = division["right"]
+    const = next(op for op in base.blocks[0].ops
+                 if op.spec.integer_const and op.writes()[0].ordinal == divisor.ordinal)
+    value = const["value"].value
+    assert one_shots.block_constants(base)[body][divisor.ordinal] == (divisor.is_wide, value)
+    exits = [b.index for b in base.blocks
+             if b.index not in (0, body) and b.ops[-1].spec.mnemonic.startswith("return")]
+    assert exits
+    fn = _function(pipeline, "halve")
+    _rewritten(fn, exits[0], const, value + 1, 0x7FFF0)
+    assert body in _find(pipeline, fn)
+    fn = _function(pipeline, "halve")
+    _rewritten(fn, body, const, value + 1, 0x7FFF0)
+    assert body not in _find(pipeline, fn)
+    assert divisor.ordinal not in one_shots.block_constants(fn)[body]
 
 
 def _transfer_steps(parts, *, categories=1, copy=(0, 0, 8), fill=(0, 8, 4), pattern=0x01020304,

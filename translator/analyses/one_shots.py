@@ -51,6 +51,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from translator.analyses import cfg
 from translator.analyses.liveness import RefLiveness
 from translator.analyses.chains import FENCE_JOIN, QUEUE_DEALLOCA
 from translator.analyses.submissions import (
@@ -194,7 +195,9 @@ def _holds(written_by: dict, r: Reg, step) -> bool:
 
 def _update_constants(known: dict[int, tuple[bool, int]], op: Op) -> None:
     """Integer registers known to hold a constant after `op`: ordinal -> (wide, value)."""
-    for kind, n in _slots(op.writes()):
+    # (a register of unknown width, in a call's result list: both slots it may cover)
+    written = [r if r.is_ref or r.bank is not None else Reg(r.raw, "i64") for r in op.writes()]
+    for kind, n in _slots(written):
         if kind == "i":
             known.pop(n, None)
             known.pop(n - 1, None)  # (an i64 pair is known by its low ordinal)
@@ -335,7 +338,7 @@ def _check(module, ops: list[Op], ending: Ending, end: int, after, start: int, s
            seed=None) -> OneShot | None:
     """The group of `steps` (from `ops[start]` to `ops[end]`), or None where the rules of
     this module's docstring do not all hold. `seed`: integer registers known to hold a
-    constant on entry to the block (`entry_constants`)."""
+    constant on entry to the block (`block_constants`)."""
     execute = ending.execute
     ex = execute["operands"]
     dev, wait, cmd = ex[0], ex[2], ex[4]
@@ -546,41 +549,74 @@ def _ending(module, ops: list[Op], e: int, live: RefLiveness, block: int):
     return ending, e - (signal_create is not None), after
 
 
-def entry_constants(fn: Function) -> dict[int, tuple[bool, int]]:
-    """Integer registers that hold one constant in every block but the entry block: those
-    an integer const op of the entry block writes and nothing else in the function writes
-    (no op, no branch's argument copy). The entry block runs whole before any other, so
-    they hold it wherever another block reads them (as `_update_constants` records it:
-    ordinal -> (wide, value)). IREE's compiler sets a function's constants there once."""
-    writes: dict[tuple[str, int], int] = {}
+def block_constants(fn: Function) -> list[dict[int, tuple[bool, int]] | None]:
+    """Per block: the integer registers known to hold a constant on entry to it, on
+    every path from the function's entry (a forward dataflow: a register is known on
+    entry where every predecessor's exit holds the same constant of the same width);
+    None for a block no path reaches. IREE's compiler sets a function's constants once,
+    mostly in the entry block, and a later block may write such a register again after
+    reading it (a tile count, then a loop's sum): where the division reads it, it still
+    holds the entry block's constant. A branch's argument copies make their targets
+    unknown (their widths are not typed), as does any other write (`_update_constants`)."""
+    succ = cfg.successors(fn)
+    index_of = {b.pc: b.index for b in fn.blocks}
+    preds: list[list[int]] = [[] for _ in fn.blocks]
+    for b, targets in enumerate(succ):
+        for t in targets:
+            preds[t].append(b)
+    order = cfg.reverse_postorder(succ) if fn.blocks else []
+    entry: list[dict | None] = [None] * len(fn.blocks)
+    exits: dict[tuple[int, int], dict] = {}  # (block, successor) -> known along that edge
 
-    def count(regs) -> None:
-        for r in regs:
-            # (a register of unknown width, in a call's list or a branch's copies: both
-            # slots it may cover, so a constant is never assumed where it is not)
-            wide = [r] if r.is_ref or r.bank is not None else [Reg(r.raw, "i64")]
-            for slot in _slots(wide):
-                writes[slot] = writes.get(slot, 0) + 1
+    def leave(b: int) -> None:
+        known = dict(entry[b])
+        ops = fn.blocks[b].ops
+        for op in ops:
+            _update_constants(known, op)
+        edges: dict[int, dict] = {}
+        for pc, pairs in ops[-1].edges() if ops else ():
+            t = index_of[pc]
+            along = dict(known)
+            for _, dst in pairs:  # (both slots of a copy's target: its width is unknown)
+                for _, n in _slots([dst if dst.is_ref or dst.bank is not None
+                                    else Reg(dst.raw, "i64")]):
+                    along.pop(n, None)
+                    along.pop(n - 1, None)
+            # (two edges to one block, a cond_br's both ways: what both leave)
+            edges[t] = along if t not in edges else _meet(edges[t], along)
+        for t, along in edges.items():
+            exits[b, t] = along
 
-    for block in fn.blocks:
-        for op in block.ops:
-            count(op.writes())
-            for _, pairs in op.edges():
-                count(dst for _, dst in pairs)
-    known: dict[int, tuple[bool, int]] = {}
-    for op in fn.blocks[0].ops if fn.blocks else ():
-        if op.spec.integer_const:
-            (r,) = op.writes()
-            if all(writes.get(slot) == 1 for slot in _slots([r])):
-                known[r.ordinal] = (r.is_wide, op["value"].value if "value" in op.values else 0)
-    return known
+    changed = True
+    while changed:
+        changed = False
+        for b in order:
+            if b == 0:
+                new = {}
+            else:
+                states = [exits[p, b] for p in preds[b] if (p, b) in exits]
+                if not states:
+                    continue
+                new = states[0]
+                for other in states[1:]:
+                    new = _meet(new, other)
+            if new != entry[b]:
+                entry[b] = new
+                leave(b)
+                changed = True
+    return entry
+
+
+def _meet(a: dict, b: dict) -> dict:
+    """What two constant maps agree on."""
+    return {k: v for k, v in a.items() if b.get(k) == v}
 
 
 def find(module, fn: Function, live: RefLiveness) -> dict[int, list[OneShot]]:
     """Block index -> its one-shot groups, one per queue.execute of a command buffer
     recorded in the block with an ending `_ending` takes."""
     out: dict[int, list[OneShot]] = {}
-    seed = None  # entry_constants(fn), made for the first group past the entry block
+    seeds = None  # block_constants(fn), made for the first group past the entry block
     for block in fn.blocks:
         ops = block.ops[:-1]
         found = []
@@ -591,9 +627,10 @@ def find(module, fn: Function, live: RefLiveness) -> dict[int, list[OneShot]]:
             if shape is None:
                 continue
             ending, first, after = shape
-            if block.index and seed is None:
-                seed = entry_constants(fn)
-            group = _match(module, ops, ending, first, after, seed if block.index else None)
+            if block.index and seeds is None:
+                seeds = block_constants(fn)
+            group = _match(module, ops, ending, first, after,
+                           seeds[block.index] if block.index else None)
             if group is not None:
                 found.append(group)
         if found:
