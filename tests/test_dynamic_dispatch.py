@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench.programs import dynamic_chain_source
+from helpers_plans import dispatch_records, replay_runs
 from runtime_support.errors import StatusCode, VMError
 from runtime_support.hal.buffer import HalBuffer
 from runtime_support.hal.command_buffer import (
@@ -26,7 +28,6 @@ from runtime_support.hal.command_buffer import (
     HalCommandBuffer,
 )
 from runtime_support.hal.device import LocalDevice
-from bench.programs import dynamic_chain_source
 from runtime_support.loaders import native
 from test_translate_run import load_package
 from tests.helpers_compile import LLVM_CPU_FLAGS
@@ -90,7 +91,7 @@ def _refs(a, b, out, whole=False, slot=False):
 
 
 @pytest.mark.parametrize("form", ["direct", "whole", "slot"])
-def test_dispatch_span_records_what_dispatch_records(mul_executable, form):
+def test_dispatch_span_records_whatdispatch_records(mul_executable, form):
     device, exe = mul_executable
     results = []
     for method in ("dispatch", "dispatch_span"):
@@ -265,32 +266,6 @@ def dynamic_package(dynamic_vmfb, tmp_path_factory):
     return load_package(write_package(read_module_file(dynamic_vmfb), out, "pkg"))
 
 
-def _dispatch_records(plan):
-    """The word offsets of a plan's dispatch records."""
-    at, out = 0, []
-    while at < len(plan.words) and plan.words[at]:
-        if plan.words[at] == native.OP_DISPATCH:
-            out.append(at)
-        at += plan.words[at + 1]
-    return out
-
-
-def _replays(monkeypatch) -> list:
-    """Each replay plan one_shot.py runs (Plan.run_values), in order, as (plan, ran)."""
-    from runtime_support.hal.plan import Plan
-
-    runs = []
-    run_values = Plan.run_values
-
-    def spy(plan, workers, values):
-        ran = run_values(plan, workers, values)
-        runs.append((plan, ran))
-        return ran
-
-    monkeypatch.setattr(Plan, "run_values", spy)
-    return runs
-
-
 @pytest.mark.parametrize("device", ["local-sync", "local"])
 def test_dynamic_shapes_match_iree(dynamic_vmfb, dynamic_package, device, monkeypatch):
     """Sizes from an empty grid to grids the worker pool takes, call after call (each a
@@ -314,7 +289,7 @@ def test_dynamic_shapes_match_iree(dynamic_vmfb, dynamic_package, device, monkey
         return dispatch(ordinal, counts, constants, bindings, workers)
 
     exe.native.dispatch = spy
-    replays = _replays(monkeypatch)
+    replays = replay_runs(monkeypatch)
     rng = np.random.default_rng(2)
     for n in (0, 1, 7, 1024, 3, 300_000, 1024, 300_000, 5, 300_000, 300_000):
         a = rng.standard_normal(n).astype(np.float32)
@@ -329,7 +304,7 @@ def test_dynamic_shapes_match_iree(dynamic_vmfb, dynamic_package, device, monkey
     assert [ran for _, ran in replays] == [True] * 4
     assert len({id(plan) for plan, _ in replays}) == 2
     big = replays[-1][0]
-    (record,) = _dispatch_records(big)
+    (record,) = dispatch_records(big)
     if device == "local":
         # the big grid went to the pool: on the direct path (its first call, measured
         # inline), or in the plan, whose runner measures it inline first, then on the pool
@@ -397,7 +372,7 @@ def test_dynamic_matmul_chain_replays_match_iree(compile_mlir, tmp_path_factory,
         theirs = rt.load_vm_module(rt.VmModule.copy_buffer(config.vm_instance, f.read()),
                                    config).main
     ctx = pkg.load(device=device, workers=2)
-    replays = _replays(monkeypatch)
+    replays = replay_runs(monkeypatch)
     rng = np.random.default_rng(5)
     w = (rng.standard_normal((16, 16)) / 4).astype(np.float32)
     sizes = (4, 0, 4, 1, 4, 300, 1, 300, 300, 0, 0, 4)
@@ -411,4 +386,4 @@ def test_dynamic_matmul_chain_replays_match_iree(compile_mlir, tmp_path_factory,
         # goes through the imports, its lookup not answered yet): 4 x2, 1 x1, 300 x2, 0 x2
         assert [ran for _, ran in replays] == [True] * 7
         assert len({id(plan) for plan, _ in replays}) == 4
-        assert all(len(_dispatch_records(plan)) == 12 for plan, _ in replays)
+        assert all(len(dispatch_records(plan)) == 12 for plan, _ in replays)

@@ -257,14 +257,11 @@ def test_dynamic_batch_calls_match_iree_runtime(model_artifacts, tmp_path, devic
     """The MLP exported with a dynamic batch dim (each call records its one-shot command
     buffers; a batch size that comes again replays their plans): batch sizes in and out
     of order, each call bit-identical to iree.runtime."""
+    from helpers_plans import replay_runs
     from iree_oracle import IreeSession
-    from runtime_support.hal.plan import Plan
     from runtime_support.loaders import native
 
-    replayed = []
-    run_values = Plan.run_values
-    monkeypatch.setattr(Plan, "run_values",
-                        lambda plan, *a: replayed.append(plan) or run_values(plan, *a))
+    replayed = replay_runs(monkeypatch)
 
     art = model_artifacts("mlp", "inline", dynamic_batch=True)
     x = np.load(art.input)

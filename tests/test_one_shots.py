@@ -26,6 +26,7 @@ from runtime_support.hal.one_shot import (
     ALLOCA, ALLOCA_FENCE, ALLOCATED_1, BARRIER, COPY, CREATE, DISPATCH, FILL, JOIN, LOOKED_UP,
     LOOKUP, NEW_FENCE,
 )
+from helpers_plans import replay_runs
 from runtime_support.loaders import native, statistics
 from runtime_support.run_cli import import_package_as
 from runtime_support.vm.buffer import VMBuffer
@@ -689,7 +690,7 @@ def _transfer_outcomes(parts, run, n, **kw) -> list:
 def test_copies_and_fills_replayed_equal_general(packages, monkeypatch, kw, code):
     """The same transfers call after call: from the second, one replay plan (its copy a
     memmove, its fill the pattern's low bytes), each outcome the general path's."""
-    runs = _plan_runs(monkeypatch)
+    runs = replay_runs(monkeypatch)
     parts = _Parts(packages)
     fast = _transfer_outcomes(parts, parts.helper(), 4, **kw)
     assert fast == _transfer_outcomes(_Parts(packages), parts.helper().general, 4, **kw)
@@ -704,7 +705,7 @@ def test_copies_and_fills_replayed_equal_general(packages, monkeypatch, kw, code
 def test_a_module_of_copies_only_replays_them(packages, monkeypatch):
     """dyn_concat imports no dispatch (its one-shot command buffers hold two copies):
     the fast path still applies, and from a size's second call its copies replay."""
-    runs = _plan_runs(monkeypatch)
+    runs = replay_runs(monkeypatch)
     f = packages["dyn_concat"][True].load(device="local-sync").dyn_concat
     a, b = np.arange(5, dtype=np.float32), np.arange(3, dtype=np.float32) + 10
     for _ in range(3):
@@ -720,7 +721,7 @@ def test_a_read_only_transfer_target_is_never_replayed(packages, monkeypatch, wh
     call (the direct runs raise), where the same shape into a writable one replays."""
     from runtime_support.hal.buffer import HalBuffer
 
-    runs = _plan_runs(monkeypatch)
+    runs = replay_runs(monkeypatch)
     parts = _Parts(packages)
     helper = parts.helper()
     writable = fresh_buffer(24, 0x30, 0xC03, parts.device.allocator)
@@ -990,28 +991,12 @@ def test_kernel_failure_fails_the_await_as_unfused(packages):
 # -- replay plans: a recording that comes again runs as one native plan --------------------
 
 
-def _plan_runs(monkeypatch) -> list:
-    """Each replay plan the fast path runs (Plan.run_values): (plan, ran)."""
-    from runtime_support.hal.plan import Plan
-
-    runs = []
-    run_values = Plan.run_values
-
-    def spy(plan, workers, values):
-        ran = run_values(plan, workers, values)
-        runs.append((plan, ran))
-        return ran
-
-    monkeypatch.setattr(Plan, "run_values", spy)
-    return runs
-
-
 @pytest.mark.parametrize("device", ["local-sync", "local"])
 def test_a_recording_that_comes_again_replays_its_plan(packages, monkeypatch, device):
     """The first call of a shape runs its dispatches directly, the second builds the plan
     (keyed by counts, constants and binding lengths, not by buffers or offsets) and every
     later one runs it: results equal the general path's on fresh inputs each call."""
-    runs = _plan_runs(monkeypatch)
+    runs = replay_runs(monkeypatch)
     parts = _Parts(packages, device)
     helper = parts.helper()
     _call(helper, parts, _steps(parts))  # (warm: the lookup answered)
@@ -1032,7 +1017,7 @@ def test_a_recording_that_comes_again_replays_its_plan(packages, monkeypatch, de
 
 def test_a_shape_new_every_call_builds_no_plan(packages, monkeypatch):
     """A key seen once (a length that grows every call) costs no plan: the direct runs."""
-    runs = _plan_runs(monkeypatch)
+    runs = replay_runs(monkeypatch)
     built = []
     build = one_shot._Replays._build
     monkeypatch.setattr(one_shot._Replays, "_build",
@@ -1068,7 +1053,7 @@ def test_replayed_keys_fail_as_the_direct_runs_fail(packages, kw, code):
 
 
 def test_a_closed_executable_is_never_replayed(packages, monkeypatch):
-    runs = _plan_runs(monkeypatch)
+    runs = replay_runs(monkeypatch)
     outs = []
     for general in (False, True):
         parts = _Parts(packages)
