@@ -605,7 +605,8 @@ class _Replays:
     _SEEN = 64
 
     def __init__(self, shapes: tuple) -> None:
-        self.shapes = shapes  # per dispatch: (constant count, binding count)
+        # per command: (DISPATCH, constant count, binding count), (COPY,) or (FILL,)
+        self.shapes = shapes
         self.plans: dict = {}
         self.seen: set = set()
 
@@ -628,7 +629,7 @@ class _Replays:
         commands, at, slot = [], 0, 0
         for kind, *counts in self.shapes:
             if kind is COPY:
-                (length,) = key[at : at + 1]
+                length = key[at]
                 at += 1
                 commands.append(_Copy(BufferRef(None, slot, 0, length),
                                       BufferRef(None, slot + 1, 0, length)))

@@ -193,14 +193,19 @@ def _holds(written_by: dict, r: Reg, step) -> bool:
     return all(written_by.get(s) is step for s in _slots([r]))
 
 
-def _update_constants(known: dict[int, tuple[bool, int]], op: Op) -> None:
-    """Integer registers known to hold a constant after `op`: ordinal -> (wide, value)."""
-    # (a register of unknown width, in a call's result list: both slots it may cover)
-    written = [r if r.is_ref or r.bank is not None else Reg(r.raw, "i64") for r in op.writes()]
-    for kind, n in _slots(written):
+def _forget(known: dict[int, tuple[bool, int]], regs) -> None:
+    """Drops what `known` holds for the registers `regs` write; one of unknown width (in
+    a call's result list or a branch's copies) writes both slots it may cover."""
+    wide = [r if r.is_ref or r.bank is not None else Reg(r.raw, "i64") for r in regs]
+    for kind, n in _slots(wide):
         if kind == "i":
             known.pop(n, None)
             known.pop(n - 1, None)  # (an i64 pair is known by its low ordinal)
+
+
+def _update_constants(known: dict[int, tuple[bool, int]], op: Op) -> None:
+    """Integer registers known to hold a constant after `op`: ordinal -> (wide, value)."""
+    _forget(known, op.writes())
     if op.spec.integer_const:
         (r,) = op.writes()
         known[r.ordinal] = (r.is_wide, op["value"].value if "value" in op.values else 0)
@@ -577,11 +582,7 @@ def block_constants(fn: Function) -> list[dict[int, tuple[bool, int]] | None]:
         for pc, pairs in ops[-1].edges() if ops else ():
             t = index_of[pc]
             along = dict(known)
-            for _, dst in pairs:  # (both slots of a copy's target: its width is unknown)
-                for _, n in _slots([dst if dst.is_ref or dst.bank is not None
-                                    else Reg(dst.raw, "i64")]):
-                    along.pop(n, None)
-                    along.pop(n - 1, None)
+            _forget(along, [dst for _, dst in pairs])
             # (two edges to one block, a cond_br's both ways: what both leave)
             edges[t] = along if t not in edges else _meet(edges[t], along)
         for t, along in edges.items():
