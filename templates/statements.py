@@ -7,6 +7,7 @@ it adds indentation and nothing else. Keys are the node class names of
 
 STATEMENTS = {
     "Assign": "{targets} = {value}",
+    "One": "({target},)",  # the one target of a tuple unpacked (Assign.unpack)
     "Call": "{value}",
     "Release": "{names} = None",
     "Raise": "raise vm_fail({status}, {message}, {function}, {location})",

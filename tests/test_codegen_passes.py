@@ -249,3 +249,18 @@ def test_provenance_comments_by_default_only_without_source_locations(compile_ml
     assert "# line " in default["collatz_steps"] and "# pc 0x" not in default["collatz_steps"]
     assert "# line " in always["collatz_steps"] and "# pc 0x" in always["collatz_steps"]
     assert "# pc 0x" in functions("vm_branches")["loop"]
+
+
+def test_a_tuple_unpacked_into_one_target_keeps_its_comma():
+    """A helper that returns a tuple (Assign.unpack) assigns even one value by unpacking:
+    `r8 = f()` would bind the tuple itself."""
+    body = [
+        Assign(None, ("r8",), "submit(r0)", unpack=True),
+        Assign(None, ("r1", "i0"), "submit(r0)", unpack=True),
+        Assign(None, ("r2",), "make(r0)"),
+    ]
+    lines = _print(body)
+    assert lines == ["(r8,) = submit(r0)", "r1, i0 = submit(r0)", "r2 = make(r0)"]
+    ns = {"submit": lambda r: (r,), "r0": 7}
+    exec(lines[0], ns)
+    assert ns["r8"] == 7

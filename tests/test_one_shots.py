@@ -33,6 +33,7 @@ from runtime_support.vm.buffer import VMBuffer
 from tests.helpers_compile import LLVM_CPU_FLAGS, compile_mlir
 from translator.analyses import cfg, one_shots
 from translator.analyses.liveness import RefLiveness
+from translator.analyses.submissions import callee
 from translator.codegen import write_package
 from translator.ir import Imm, Op, Reg
 from translator.isa import BY_MNEMONIC
@@ -122,27 +123,79 @@ func.func @dyn_mlp(%x: tensor<?x32xf32>, %w1: tensor<32x32xf32>, %w2: tensor<32x
   return %y : tensor<?x8xf32>
 }
 """
+# A check between two submissions (what torch-mlir's shape asserts make: IREE splits the
+# work there), a transient of the first read by the second beside one of its own: the
+# second's execute is followed by a queue.dealloca of each, their fences joined and
+# awaited (or, in the async-external build, signalled to the caller by a queue.barrier).
+DYN_RESIDUAL = """
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @dyn_residual(%x: tensor<?x32xf32>, %w1: tensor<32x32xf32>, %w2: tensor<?x32xf32>) -> tensor<?x32xf32> {
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %n = tensor.dim %x, %c0 : tensor<?x32xf32>
+  %z = arith.constant 0.0 : f32
+  %e1 = tensor.empty(%n) : tensor<?x32xf32>
+  %f1 = linalg.fill ins(%z : f32) outs(%e1 : tensor<?x32xf32>) -> tensor<?x32xf32>
+  %h0 = linalg.matmul ins(%x, %w1 : tensor<?x32xf32>, tensor<32x32xf32>) outs(%f1 : tensor<?x32xf32>) -> tensor<?x32xf32>
+  %h = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%h0 : tensor<?x32xf32>) outs(%e1 : tensor<?x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = math.tanh %a : f32
+    linalg.yield %m : f32
+  } -> tensor<?x32xf32>
+  %k = tensor.dim %w2, %c0 : tensor<?x32xf32>
+  %ok = arith.cmpi eq, %k, %c32 : index
+  cf.assert %ok, "mismatching contracting dimension"
+  %w2s = tensor.cast %w2 : tensor<?x32xf32> to tensor<32x32xf32>
+  %e2 = tensor.empty(%n) : tensor<?x32xf32>
+  %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<?x32xf32>) -> tensor<?x32xf32>
+  %g = linalg.matmul ins(%h, %w2s : tensor<?x32xf32>, tensor<32x32xf32>) outs(%f2 : tensor<?x32xf32>) -> tensor<?x32xf32>
+  %low = arith.constant -1.0e30 : f32
+  %re = tensor.empty(%n) : tensor<?xf32>
+  %rf = linalg.fill ins(%low : f32) outs(%re : tensor<?xf32>) -> tensor<?xf32>
+  %mx = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%g : tensor<?x32xf32>) outs(%rf : tensor<?xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.maximumf %a, %o : f32
+    linalg.yield %m : f32
+  } -> tensor<?xf32>
+  %e3 = tensor.empty(%n) : tensor<?x32xf32>
+  %s = linalg.generic {indexing_maps = [#id, #row, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%g, %mx, %h : tensor<?x32xf32>, tensor<?xf32>, tensor<?x32xf32>) outs(%e3 : tensor<?x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %e = math.exp %d : f32
+    %r = arith.addf %e, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<?x32xf32>
+  return %s : tensor<?x32xf32>
+}
+"""
 SOURCES = {
     "dyn_add": DYN_ADD, "dyn_2d": DYN_2D, "scale": SCALE, "dyn_concat": DYN_CONCAT,
-    "fill_and_add": FILL_AND_ADD, "dyn_mlp": DYN_MLP,
+    "fill_and_add": FILL_AND_ADD, "dyn_mlp": DYN_MLP, "dyn_residual": DYN_RESIDUAL,
 }
 EXPORT = {
     "dyn_add": "dyn_add", "dyn_2d": "dyn_transpose_rowsum", "scale": "scale",
     "dyn_concat": "dyn_concat", "fill_and_add": "fill_and_add", "dyn_mlp": "dyn_mlp",
+    "dyn_residual": "dyn_residual",
 }
 REF_BIT = 0x8000
 
 
 ASYNC_FLAGS = (*LLVM_CPU_FLAGS, "--iree-execution-model=async-external")
+ASYNC = ("dyn_add", "dyn_residual")  # also built with ASYNC_FLAGS, as NAME_async
 
 
 @pytest.fixture(scope="module")
 def vmfbs(tmp_path_factory):
-    """name -> vmfb; `dyn_add_async`: dyn_add with async-external exports (the signal
-    form: the execute signals the caller's fence)."""
+    """name -> vmfb; `dyn_add_async`, `dyn_residual_async`: with async-external exports
+    (the signal form: the execute, or a queue.barrier after it, signals the caller's fence)."""
     out = tmp_path_factory.mktemp("one_shot_vmfb")
     built = {name: compile_mlir(src, out, LLVM_CPU_FLAGS, name) for name, src in SOURCES.items()}
-    built["dyn_add_async"] = compile_mlir(DYN_ADD, out, ASYNC_FLAGS, "dyn_add_async")
+    for name in ASYNC:
+        built[f"{name}_async"] = compile_mlir(SOURCES[name], out, ASYNC_FLAGS, f"{name}_async")
     return built
 
 
@@ -151,7 +204,7 @@ def packages(vmfbs, tmp_path_factory):
     """name -> {fused: bool -> package module}."""
     out = tmp_path_factory.mktemp("one_shot_pkgs")
     pkgs = {}
-    for name, vmfb in vmfbs.items():  # (dyn_add_async included)
+    for name, vmfb in vmfbs.items():  # (the async builds included)
         for fuse in (True, False):
             where = out / ("fused" if fuse else "unfused")
             pkg = write_package(read_module_file(vmfb), where, name, fuse_submissions=fuse)
@@ -275,6 +328,36 @@ def test_signal_form_not_found_when_the_command_buffer_is_read_after(vmfbs):
     cmd = group.execute["operands"][4].ordinal
     ops.insert(_pos(fn, index, group.execute) + 1, _store(cmd, group.execute.pc + 1))
     assert _find(pipeline, fn) == {}
+
+
+@pytest.mark.parametrize("build", ["dyn_residual", "dyn_residual_async"])
+def test_several_deallocas_stay_ops_after_a_group_of_the_execute(vmfbs, build, tmp_path):
+    """An execute followed by two queue.deallocas, a fence.join of their fences and its
+    await (or a queue.barrier signalling the caller's fence) is no ending the helper
+    takes: the group ends at the execute, the call returns the new fence it signals, and
+    the deallocas, the join and the await or barrier after it read that fence."""
+    pipeline = Pipeline.from_file(vmfbs[build])
+    fn = _function(pipeline, "dyn_residual")
+    groups = _find(pipeline, fn)
+    assert len(groups) == 2  # (both submissions: the check splits them)
+    index = max(groups)
+    group = groups[index]
+    ending = group.ending
+    assert ending.dealloca is None and ending.awaited is None and ending.carried
+    assert ending.signal_create is not None
+    fence = ending.signal_create["results"][0].ordinal
+    rest = [op for op in _ops(fn, index) if op.pc not in group.pcs]
+    callees = [(callee(pipeline.module, op) or ("",))[0] for op in rest]
+    deallocas = [op for op, name in zip(rest, callees) if name == "hal.device.queue.dealloca"]
+    assert len(deallocas) == 2
+    assert all(op["operands"][2].ordinal == fence for op in deallocas)  # (they wait on it)
+    assert "hal.fence.join" in callees
+    assert ("hal.device.queue.barrier" in callees) == build.endswith("_async")
+    text = (write_package(read_module_file(vmfbs[build]), tmp_path, build) / "__init__.py").read_text()
+    body = text.split("def dyn_residual(", 1)[1]
+    assert body.count("submit_one_shot_signal") == 2
+    assert "hal_command_buffer_dispatch(" not in body and "hal_device_queue_execute(" not in body
+    assert body.count("hal_device_queue_dealloca(") == 2
 
 
 def test_not_found_when_an_op_that_can_fail_sits_between_the_steps(dyn_add):
@@ -853,6 +936,30 @@ def test_command_buffer_without_dispatches(packages):
     assert one_shot.compile_fast(steps) is not None
 
 
+@pytest.mark.parametrize("form", ["await", "signal"])
+def test_one_value_comes_back_as_a_tuple(packages, form):
+    """Without allocas and lookups the helper returns one value (the await's status, or
+    the new fence it signals): a tuple of one on every path, as the generated code
+    unpacks it (`(i0,) = submit_one_shot(...)`)."""
+    steps = [(CREATE, 1, 3, -1, 0), (BARRIER, 28, 13, 0)]
+    outs = []
+    for general in (False, True):
+        parts = _Parts(packages)
+        helper = parts.helper(one_shot.one_shot if form == "await" else one_shot.one_shot_signal)
+        run = helper.general if general else helper
+        for _ in range(2):  # (the first call compiles the fast path)
+            if form == "await":
+                got = run(parts.device, steps, 0, -1, None, 0, -1, 0)
+                assert got == (0,)
+            else:
+                got = run(parts.device, steps, -1, None, NEW_FENCE, 0, None, 0)
+                assert type(got) is tuple and len(got) == 1 and type(got[0]) is Fence
+                assert got[0].query() == 0
+        outs.append(got if form == "await" else (got[0].query(),))
+    assert outs[0] == outs[1]
+    assert one_shot.compile_fast(steps, signal_form=form == "signal", new_fence=form == "signal")
+
+
 def _signal_helper(parts):
     return parts.helper(one_shot.one_shot_signal)
 
@@ -1141,23 +1248,29 @@ def _inputs(name, rng, n):
         return (rng.standard_normal((n, 32)).astype(np.float32),
                 (rng.standard_normal((32, 32)) / 4).astype(np.float32),
                 (rng.standard_normal((32, 8)) / 4).astype(np.float32))
+    if name == "dyn_residual":
+        return (rng.standard_normal((n, 32)).astype(np.float32),
+                (rng.standard_normal((32, 32)) / 4).astype(np.float32),
+                (rng.standard_normal((32, 32)) / 4).astype(np.float32))
     if name == "dyn_2d":
         return (rng.standard_normal((n, max(n // 2, 1) + 1)).astype(np.float32),)
     return (rng.standard_normal(5).astype(np.float32), float(np.float32(rng.standard_normal())))
 
 
+@pytest.mark.parametrize("name", ASYNC)
 @pytest.mark.parametrize("device, driver", [("local-sync", "local-sync"), ("local", "local-task")])
-def test_async_export_matches_iree(vmfbs, packages, device, driver):
-    """dyn_add's async-external build (the signal form) equals its unfused package and
+def test_async_export_matches_iree(vmfbs, packages, name, device, driver):
+    """An async-external build (the signal form) equals its unfused package and
     iree.runtime on the synchronous build."""
     rt = pytest.importorskip("iree.runtime")
     ctx = rt.SystemContext(config=rt.Config(driver))
-    ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, vmfbs["dyn_add"].read_bytes()))
-    iree_fn = ctx.modules.module.dyn_add
-    ours = {fuse: packages["dyn_add_async"][fuse].load(device=device).dyn_add for fuse in (True, False)}
+    ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, vmfbs[name].read_bytes()))
+    iree_fn = getattr(ctx.modules.module, EXPORT[name])
+    ours = {fuse: getattr(packages[f"{name}_async"][fuse].load(device=device), EXPORT[name])
+            for fuse in (True, False)}
     rng = np.random.default_rng(5)
-    for n in (1, 3, 1000, 5000, 0):
-        args = _inputs("dyn_add", rng, n)
+    for n in (1, 3, 1000, 5000, 3, 0):
+        args = _inputs(name, rng, n)
         want = np.asarray(iree_fn(*args).to_host()).tobytes()
         for fuse in (True, False):
             assert np.asarray(ours[fuse](*args)).tobytes() == want, (n, fuse)
@@ -1172,7 +1285,7 @@ def test_packages_match_iree(vmfbs, packages, name, device, driver):
     iree_fn = getattr(ctx.modules.module, EXPORT[name])
     ours = {fuse: getattr(packages[name][fuse].load(device=device), EXPORT[name]) for fuse in (True, False)}
     rng = np.random.default_rng(11)
-    last = 0 if name in ("dyn_add", "fill_and_add", "dyn_mlp") else 2
+    last = 0 if name in ("dyn_add", "fill_and_add", "dyn_mlp", "dyn_residual") else 2
     # (sizes coming again: from a size's second call its commands replay one plan)
     for n in (1, 3, 16, 3, 1000, 16, 5000, 1000, 5000, 3, last, 1, last):
         args = _inputs(name, rng, n)

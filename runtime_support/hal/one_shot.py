@@ -581,7 +581,7 @@ def compile_fast(steps, signal_form: bool = False, tail=None, keep: bool = False
         lines += [
             "    else:",
             "        queue._stop_draining()",
-            f"        return ({returned}{'reached_fence(), ' if keep else ''}0)  # (the await of a reached fence)",
+            f"        return ({returned}{'reached_fence(), ' if keep else ''}0,)  # (the await of a reached fence)",
             "    queue._stop_draining()",
             f"    return finish(error, {made}, {functions}, {passed})",
         ]

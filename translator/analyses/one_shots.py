@@ -18,7 +18,10 @@ submits and awaits it:
     vm.call.variadic.yieldable @hal.fence.await(..., %f2 or %f1)
 
 with integer ops computing workgroup counts and constants between the calls (with
-several allocas, a fence.join of their fences is the execute's wait). In an async
+several allocas, a fence.join of their fences is the execute's wait; with several
+transients to release, a queue.dealloca of each waits on the execute's fence: those, their
+fence.join and what follows stay ops after the group, which then ends at the execute,
+its new fence returned by the call). In an async
 export (iree-turbine's `main$async`), the execute (or the dealloca) signals a fence from
 outside the group instead, and nothing in the block awaits it (the signal form). The code
 generator keeps every op in its place: the calls before the execute (the steps) become
@@ -481,12 +484,14 @@ def _one_fence(module, op: Op, fence: Reg) -> bool:
     return len(o) == 3 and o[2].is_ref and o[2].ordinal == fence.ordinal
 
 
-def _ending(module, ops: list[Op], e: int, live: RefLiveness, block: int):
+def _ending(module, ops: list[Op], e: int, live: RefLiveness, block: int, deallocas: bool = True):
     """The ending around the execute at `ops[e]` (`ops`: the block's, its terminator
     last), with the ref registers live after it: (Ending, its first op's index, live
     after) or None. A new fence is read only where the ending reads it (the execute and
     dealloca signalling it, the next waiting on it) and is dead after, but for the last
-    one: awaited in the block (then it may be read after: `kept`), or not (`carried`)."""
+    one: awaited in the block (then it may be read after: `kept`), or not (`carried`).
+    Without `deallocas`, a queue.dealloca after the execute is left out of the ending
+    (it stays an op after the group, reading the fence the call returns)."""
     execute = ops[e]
     ex = execute["operands"]
     if len(ex) != EXECUTE_FIXED or not ex[3].is_ref:
@@ -504,11 +509,11 @@ def _ending(module, ops: list[Op], e: int, live: RefLiveness, block: int):
     j = e + 1
     dealloca_create = dealloca = None
     if (
-        j + 1 < len(ops) and callee(module, ops[j + 1]) == QUEUE_DEALLOCA
+        deallocas and j + 1 < len(ops) and callee(module, ops[j + 1]) == QUEUE_DEALLOCA
         and len(ops[j + 1]["operands"]) == 6 and creates(ops[j], ops[j + 1]["operands"][3])
     ):  # fmt: skip
         dealloca_create, j = ops[j], j + 1
-    if j < len(ops) - 1 and callee(module, ops[j]) == QUEUE_DEALLOCA:
+    if deallocas and j < len(ops) - 1 and callee(module, ops[j]) == QUEUE_DEALLOCA:
         d = ops[j]["operands"]
         if not (new and len(d) == 6 and d[2].is_ref and d[2].ordinal == last.ordinal
                 and d[0].ordinal == ex[0].ordinal and d[3].is_ref):
@@ -615,7 +620,11 @@ def _meet(a: dict, b: dict) -> dict:
 
 def find(module, fn: Function, live: RefLiveness) -> dict[int, list[OneShot]]:
     """Block index -> its one-shot groups, one per queue.execute of a command buffer
-    recorded in the block with an ending `_ending` takes."""
+    recorded in the block with an ending `_ending` takes. Where the ending with the
+    execute's queue.dealloca is not one (IREE releases several transients with a
+    dealloca each, joins their fences and may signal the caller's fence with a
+    queue.barrier), the execute alone is: the call returns its new fence, and the
+    deallocas after it stay ops of their own."""
     out: dict[int, list[OneShot]] = {}
     seeds = None  # block_constants(fn), made for the first group past the entry block
     for block in fn.blocks:
@@ -624,16 +633,19 @@ def find(module, fn: Function, live: RefLiveness) -> dict[int, list[OneShot]]:
         for e, op in enumerate(ops):
             if callee(module, op) != QUEUE_EXECUTE:
                 continue
-            shape = _ending(module, block.ops, e, live, block.index)
-            if shape is None:
-                continue
-            ending, first, after = shape
-            if block.index and seeds is None:
-                seeds = block_constants(fn)
-            group = _match(module, ops, ending, first, after,
-                           seeds[block.index] if block.index else None)
-            if group is not None:
-                found.append(group)
+            for deallocas in (True, False):
+                shape = _ending(module, block.ops, e, live, block.index, deallocas)
+                if shape is None:
+                    continue
+                ending, first, after = shape
+                if block.index and seeds is None:
+                    seeds = block_constants(fn)
+                group = _match(module, ops, ending, first, after,
+                               seeds[block.index] if block.index else None)
+                if group is not None:
+                    found.append(group)
+                if group is not None or ending.dealloca is None:  # (else: without it)
+                    break
         if found:
             out[block.index] = found
     return out

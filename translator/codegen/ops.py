@@ -729,7 +729,7 @@ class OpRenderer:
         if all(t == "_" for t in targets):
             stmts.append(Call(where, call, reads))
         else:
-            stmts.append(Assign(where, targets, call, reads))
+            stmts.append(Assign(where, targets, call, reads, unpack=True))  # (a tuple, always)
         # The ops' last reads, the new fences, and the steps' list.
         released: list[str] = []
         for op, prov in zip(ops, provs[1:]):

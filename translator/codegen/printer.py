@@ -132,7 +132,10 @@ class Printer:
         out = self.lines
         t = type(s)
         if t is Assign or t is Submit or t is ChainCall:
-            line = S["Assign"].format(targets=SEPARATOR.join(s.targets), value=s.value)
+            targets = SEPARATOR.join(s.targets)
+            if s.unpack and len(s.targets) == 1:
+                targets = S["One"].format(target=targets)
+            line = S["Assign"].format(targets=targets, value=s.value)
             if s.note:
                 line = S["Note"].format(statement=line, text=comment_text(s.note))
             out.append(indent + line)

@@ -37,12 +37,14 @@ class Stmt:
 
 @dataclass(slots=True)
 class Assign(Stmt):
-    """`targets = value`; `reads` names the locals the value reads."""
+    """`targets = value`; `reads` names the locals the value reads; `unpack`: the value
+    is a tuple, unpacked into the targets even where there is one (`(r8,) = value`)."""
 
     targets: tuple[str, ...]
     value: str
     reads: frozenset[str] = frozenset()
     note: str | None = None  # a trailing comment (e.g. the HAL enum a constant is)
+    unpack: bool = False
 
 
 @dataclass(slots=True)
