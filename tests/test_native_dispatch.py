@@ -8,8 +8,10 @@ flushed on every thread; translated programs must match iree.runtime on `local`.
 
 from __future__ import annotations
 
+import ctypes
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -519,7 +521,8 @@ def test_recorded_grid_placement_follows_its_estimates(mul_vmfb):
     """White box (the estimates a plan record keeps, see native.py): a grid measured over
     $PYREE_INLINE_US inline runs on the pool, even where its pool average is the slower
     one; one whose pool time fell under half that runs inline; every 16th run of the
-    latter tries the pool again, every 128th run of a pooled grid runs inline."""
+    latter tries the pool again, every 128th run of a pooled grid runs inline. With the
+    workers asleep, the estimate of pool runs that found them so decides."""
     import llvmlite.binding as llvm
 
     llvm.initialize_native_target()
@@ -543,10 +546,22 @@ def test_recorded_grid_placement_follows_its_estimates(mul_vmfb):
     record = 0  # the plan's only command
     inline_ns = native.inline_ns()
 
-    def run(est, estp, runs) -> int:
+    pool = native.worker_pool(2)
+    sleepers = ctypes.c_int32.from_address(pool.address + native.POOL_SLEEPERS)
+
+    def run(est, estp, runs, estc=-1, asleep=False) -> int:
+        """The participants of one run (estc -1: the same choice, workers asleep or not)."""
         plan.words[record + native.D_EST] = est
         plan.words[record + native.D_EST_POOL] = estp
+        plan.words[record + native.D_EST_COLD] = estc
         plan.words[record + native.D_RUNS] = runs
+        if asleep:  # (they sleep after a few microseconds' spin: wait until they all do,
+            # twice 20 ms apart: a wake the last pool run sent may still be on its way)
+            deadline, calm = time.monotonic() + 5, 0
+            while calm < 2 and time.monotonic() < deadline:
+                time.sleep(0.02)
+                calm = calm + 1 if sleepers.value == pool.threads else 0
+            assert calm == 2
         cb.execute(table, 2)
         used = set(np.frombuffer(out.read(), np.int32).tolist())
         assert len(used) == 1, used
@@ -561,6 +576,15 @@ def test_recorded_grid_placement_follows_its_estimates(mul_vmfb):
     assert run(big, inline_ns // 4, 16) == 2  # every 16th run: the pool again
     assert run(inline_ns // 2, -1, 5) == 1  # small: inline
     assert run(big, -1, 1) == 1  # the first measurement is replaced before it counts
+    # Workers asleep: the pool only where its runs that found them asleep were faster
+    # than inline (or have not been measured), and every 16th run to measure it again.
+    assert run(big, slower, 5, estc=big + 1, asleep=True) == 1
+    assert run(big, slower, 5, estc=big - 1, asleep=True) == 2
+    assert run(big, slower, 5, estc=-1, asleep=True) == 2
+    assert run(big, slower, 16, estc=big + 1, asleep=True) == 2
+    # what a pool run that found them asleep measured went to their estimate alone
+    assert plan.words[record + native.D_EST_POOL] == slower
+    assert plan.words[record + native.D_EST_COLD] not in (-1, big + 1)
 
 
 def test_plan_checks_are_the_built_plans(mul_executable):

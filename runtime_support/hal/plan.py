@@ -334,6 +334,7 @@ def _add_dispatch(plan: Plan, command, blocks) -> int:
         export.binding_count,
         -1,  # estimated time (ns) inline, kept by the runner (-1: not measured yet)
         -1,  # estimated time (ns) on the worker pool
+        -1,  # estimated time (ns) on the pool when its workers were asleep
         0,  # runs
         *refs,
     ]
