@@ -4,6 +4,7 @@ $XDG_CACHE_HOME/pyree, else ~/.cache/pyree.
     root()                      that folder (made by write_checked, not here)
     read_checked(path, limit)   what write_checked wrote there, or None
     key(*parts)                 a file name part for an entry made from `parts` (sha256)
+    digest(data)                the hex sha256 of bytes (a part of such a key)
     write_checked(path, data)   best effort: nothing is raised where the folder is not writable
 
 What the cache holds is derived data, so every failure is a miss: an absent, unreadable or
@@ -44,6 +45,11 @@ def key(*parts: str) -> str:
     return sha256("\0".join(parts).encode()).hexdigest()
 
 
+def digest(data: bytes) -> str:
+    """The hex sha256 of `data` (a key part for an entry made from these bytes)."""
+    return sha256(data).hexdigest()
+
+
 def read_checked(path: Path, limit: int) -> bytes | None:
     """The data of the entry at `path`, or None (a miss) where there is none, it is over
     `limit` bytes, or its checksum does not match."""
@@ -79,4 +85,4 @@ def write_checked(path: Path, data: bytes) -> None:
                 pass
 
 
-__all__ = ["key", "read_checked", "root", "write_checked"]
+__all__ = ["digest", "key", "read_checked", "root", "write_checked"]

@@ -1096,3 +1096,67 @@ def test_system_library_with_undecodable_dlopen_error(root):
     blob = _patched(blob, dynstr["sh_offset"] + 1, "<B", 0x88)
     with pytest.raises(LoaderError, match="dlopen"):
         load_executable(SYSTEM, blob)
+
+
+# -- decoded records kept between processes (elf_records.py) ----------------------------
+
+_RECORDS_PROBE = """
+import json, sys
+from pathlib import Path
+from runtime_support.loaders import elf
+data = Path(sys.argv[1] if len(sys.argv) > 1 else {path!r}).read_bytes()
+image = elf.load_elf_image(data)
+print(json.dumps({{"elftools": "elftools" in sys.modules,
+                   "relocated": sorted((k, v - image.bias) for k, v in image.relocated_words.items()),
+                   "counts": image.relocation_counts,
+                   "symbols": [[s.name.decode(), s.value, s.bind] for s in image.symbols]}}))
+"""
+
+
+def test_a_library_loaded_before_decodes_nothing_again(root, tmp_path):
+    """A fresh process that loads a library an earlier one loaded reads its decoded
+    records from the cache folder (pyelftools never imported) and loads it as the first
+    did; a damaged entry is a miss: decoded again, written anew."""
+    from helpers_process import run_json
+
+    kernel = tmp_path / "kernel.so"
+    kernel.write_bytes(build(root, MATMUL).kernel)
+    cache = tmp_path / "cache"
+    script = _RECORDS_PROBE.format(path=str(kernel))
+    first = run_json(script, cache)
+    (entry,) = (cache / "elf").iterdir()
+    second = run_json(script, cache)
+    assert first["elftools"] and not second["elftools"]
+    assert first["relocated"] and {k: v for k, v in first.items() if k != "elftools"} == {
+        k: v for k, v in second.items() if k != "elftools"
+    }
+    raw = bytearray(entry.read_bytes())
+    raw[-1] ^= 0xFF  # (its checksum no longer matches)
+    entry.write_bytes(bytes(raw))
+    third = run_json(script, cache)
+    assert third["elftools"] and third["counts"] == first["counts"]
+    assert entry.read_bytes() != bytes(raw)  # (written again)
+    assert not run_json(script, cache)["elftools"]
+
+
+def test_kept_records_are_what_pyelftools_decodes(root, monkeypatch, tmp_path):
+    """Every record a load decodes is pyelftools' own, as plain dicts, under its bytes."""
+    import io
+
+    from runtime_support.loaders import elf_records
+
+    monkeypatch.setenv("PYREE_CACHE_DIR", str(tmp_path))
+    data = build(root, MATMUL).kernel
+    parsed = elf_loader.parse_elf(data)
+    elf_loader.ElfImage(parsed).close()
+    known = parsed.records._known
+    kinds = {kind for kind, _ in known}
+    assert kinds == set(elf_records.SIZES)
+    structs = ELFFile(io.BytesIO(data)).structs
+    for (kind, raw), record in known.items():
+        assert record == elf_records._plain(getattr(structs, kind).parse(raw)), kind
+        assert type(record) is dict and len(raw) == elf_records.SIZES[kind]
+    # a malformed record raises as before, and nothing is kept for it
+    with pytest.raises(LoaderError, match="malformed ELF"):
+        parsed.records.decode("Elf_Sym", b"\x00" * 3, "symbol 0")
+    assert ("Elf_Sym", b"\x00" * 3) not in known

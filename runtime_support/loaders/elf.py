@@ -13,8 +13,9 @@ dependencies (hal-abi.md D.1). We load them without the system dynamic linker:
     load_embedded_elf(bytes)    the above + executable.Executable (query, exports, dispatch)
 
 pyelftools decodes the fixed-size records (ELF header, program headers, dynamic
-entries, symbols, relocations); every offset, size and address is checked here before
-it is read or written, so a malformed file raises LoaderError instead of crashing.
+entries, symbols, relocations), kept between processes per library (elf_records.py);
+every offset, size and address is checked here before it is read or written, so a
+malformed file raises LoaderError instead of crashing.
 """
 
 from __future__ import annotations
@@ -25,10 +26,9 @@ import struct
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from elftools.elf.structs import ELFStructs
-
 from ..errors import LoaderError
 from . import kernel_abi as abi
+from .elf_records import SIZES, Records
 from .executable import Executable, LibraryMemory
 
 FORMAT = "embedded-elf-x86_64"
@@ -113,20 +113,12 @@ def _align_up(value: int, alignment: int) -> int:
 
 # --- parsing -----------------------------------------------------------------------------
 
-_structs = ELFStructs(little_endian=True, elfclass=64)
-_structs.create_basic_structs()
-_structs.create_advanced_structs("ET_DYN", "EM_X86_64", "ELFOSABI_SYSV")
-
-
-def _decode(record, data: bytes, offset: int, what: str):
-    """Decodes one fixed-size pyelftools record at `offset` after checking bounds."""
-    size = record.sizeof()
+def _decode(records: Records, kind: str, data: bytes, offset: int, what: str) -> dict:
+    """Decodes one fixed-size record (elf_records.SIZES) at `offset` after checking bounds."""
+    size = SIZES[kind]
     if offset < 0 or offset + size > len(data):
         raise LoaderError(f"ELF {what} at offset 0x{offset:x} is outside the file")
-    try:
-        return record.parse(data[offset : offset + size])
-    except Exception as error:  # construct/ELFError: malformed record
-        raise LoaderError(f"malformed ELF {what}: {error}") from None
+    return records.decode(kind, bytes(data[offset : offset + size]), what)
 
 
 @dataclass(frozen=True)
@@ -161,6 +153,7 @@ class ParsedElf:
     segments: list[Segment]
     dynamic: tuple[int, int]  # (vaddr, size) of PT_DYNAMIC
     relro: list[tuple[int, int]] = field(default_factory=list)  # (vaddr, memsz)
+    records: Records | None = None  # its decoded records (the load decodes the rest)
 
 
 def unwrap_fatelf(data: bytes) -> bytes:
@@ -196,7 +189,8 @@ def parse_elf(data: bytes | bytearray | memoryview) -> ParsedElf:
         raise LoaderError(f"ELF class {data[4]} is not ELFCLASS64")
     if data[5] != ELFDATA2LSB:
         raise LoaderError(f"ELF data encoding {data[5]} is not little-endian")
-    header = _decode(_structs.Elf_Ehdr, data, 0, "header")
+    records = Records(data)
+    header = _decode(records, "Elf_Ehdr", data, 0, "header")
     if header["e_machine"] != "EM_X86_64":
         raise LoaderError(f"ELF machine {header['e_machine']} is not EM_X86_64")
     if header["e_type"] != "ET_DYN":
@@ -218,7 +212,7 @@ def parse_elf(data: bytes | bytearray | memoryview) -> ParsedElf:
     dynamic = None
     relro = []
     for i in range(phnum):
-        ph = _decode(_structs.Elf_Phdr, data, phoff + i * 56, f"program header {i}")
+        ph = _decode(records, "Elf_Phdr", data, phoff + i * 56, f"program header {i}")
         kind = ph["p_type"]
         if kind == "PT_LOAD":
             if ph["p_memsz"] == 0:
@@ -257,7 +251,7 @@ def parse_elf(data: bytes | bytearray | memoryview) -> ParsedElf:
     for a, b in zip(ordered, ordered[1:]):
         if b.vaddr < a.end:
             raise LoaderError(f"PT_LOAD segments overlap at 0x{b.vaddr:x}")
-    return ParsedElf(data, segments, dynamic, relro)
+    return ParsedElf(data, segments, dynamic, relro, records)
 
 
 # --- loading -----------------------------------------------------------------------------
@@ -365,6 +359,7 @@ class ElfImage:
     # -- the algorithm --
 
     def _load(self, elf: ParsedElf) -> None:
+        self._records = elf.records if elf.records is not None else Records(elf.data)
         for s in self.segments:
             start = _align_down(self.bias + s.vaddr, PAGE_SIZE)
             _protect(start, _align_up(self.bias + s.end, PAGE_SIZE), PROT_READ | PROT_WRITE)
@@ -384,12 +379,13 @@ class ElfImage:
         self._protect_final(elf.relro)
         self._writable = False
         self._run_initializers(dyn)
+        self._records.save()  # (a library that loads: its records are kept)
 
     def _read_dynamic(self, vaddr: int, size: int) -> dict[str, int]:
         raw = self._read(vaddr, size - size % 16, "dynamic table")
         tags: dict[str, int] = {}
         for offset in range(0, len(raw), 16):
-            entry = _decode(_structs.Elf_Dyn, raw, offset, "dynamic entry")
+            entry = _decode(self._records, "Elf_Dyn", raw, offset, "dynamic entry")
             tag = entry["d_tag"]
             if tag == "DT_NULL":
                 break
@@ -418,7 +414,7 @@ class ElfImage:
         strings = self._read(dyn["DT_STRTAB"], dyn["DT_STRSZ"], "dynamic string table")
         symbols = []
         for i in range(count):
-            sym = _decode(_structs.Elf_Sym, raw, 24 * i, f"symbol {i}")
+            sym = _decode(self._records, "Elf_Sym", raw, 24 * i, f"symbol {i}")
             start = sym["st_name"]
             end = strings.find(b"\0", start)
             if start >= len(strings) or end < 0:
@@ -441,7 +437,7 @@ class ElfImage:
                 raise LoaderError(f"ELF {what} table size {size} is not a multiple of 24")
             raw = self._read(vaddr, size, f"{what} table")
             for offset in range(0, size, 24):
-                rela = _decode(_structs.Elf_Rela, raw, offset, f"{what} entry")
+                rela = _decode(self._records, "Elf_Rela", raw, offset, f"{what} entry")
                 self._apply(
                     rela["r_offset"], rela["r_info_type"], rela["r_info_sym"], rela["r_addend"]
                 )
