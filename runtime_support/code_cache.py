@@ -19,7 +19,6 @@ problem with the file (absent, damaged, unwritable folder) means compiling as be
 from __future__ import annotations
 
 import atexit
-import marshal
 import sys
 import threading
 import types
@@ -38,15 +37,7 @@ def _path():
 
 
 def _load() -> dict:
-    data = disk_cache.read_checked(_path(), _LIMIT)
-    if data is None:
-        return {}
-    try:
-        table = marshal.loads(data)
-    except (EOFError, ValueError, TypeError):
-        return {}
-    if type(table) is not dict:
-        return {}
+    table = disk_cache.read_table(_path(), _LIMIT) or {}
     return {k: v for k, v in table.items() if type(k) is str and type(v) is types.CodeType}
 
 
@@ -86,11 +77,7 @@ def compile_source(source: str, filename: str) -> types.CodeType:
 def _save() -> None:
     with _lock:
         table = dict(_stored if len(_stored or ()) <= _KEEP else _used)
-    try:
-        data = marshal.dumps(table)
-    except ValueError:  # (a code object marshal cannot write: nothing is kept)
-        return
-    disk_cache.write_checked(_path(), data)
+    disk_cache.write_table(_path(), table)  # (a code object marshal cannot write: nothing kept)
 
 
 __all__ = ["compile_source", "compiled"]

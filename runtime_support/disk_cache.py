@@ -6,6 +6,8 @@ $XDG_CACHE_HOME/pyree, else ~/.cache/pyree.
     key(*parts)                 a file name part for an entry made from `parts` (sha256)
     digest(data)                the hex sha256 of bytes (a part of such a key)
     write_checked(path, data)   best effort: nothing is raised where the folder is not writable
+    read_table(path, limit)     a dict write_table kept there (marshal), or None
+    write_table(path, table)    write_checked of the marshalled dict, where marshal can write it
 
 What the cache holds is derived data, so every failure is a miss: an absent, unreadable or
 oversized file, or one whose checksum does not match what it holds (a truncated write, a
@@ -16,6 +18,7 @@ another process sees the old file or the whole new one.
 
 from __future__ import annotations
 
+import marshal
 import os
 import tempfile
 from pathlib import Path
@@ -85,4 +88,28 @@ def write_checked(path: Path, data: bytes) -> None:
                 pass
 
 
-__all__ = ["digest", "key", "read_checked", "root", "write_checked"]
+def read_table(path: Path, limit: int) -> dict | None:
+    """The dict write_table wrote at `path`, or None: a miss (read_checked's), or data
+    that does not unmarshal to a dict. The caller checks its keys and values."""
+    data = read_checked(path, limit)
+    if data is None:
+        return None
+    try:
+        table = marshal.loads(data)
+    except (EOFError, ValueError, TypeError):
+        return None
+    return table if type(table) is dict else None
+
+
+def write_table(path: Path, table: dict, limit: int | None = None) -> None:
+    """Keeps `table` for read_table; nothing where marshal cannot write one of its values
+    or (with `limit`) its data would be over `limit` bytes, which read_table refuses."""
+    try:
+        data = marshal.dumps(table)
+    except ValueError:
+        return
+    if limit is None or len(data) <= limit:
+        write_checked(path, data)
+
+
+__all__ = ["digest", "key", "read_checked", "read_table", "root", "write_checked", "write_table"]

@@ -18,7 +18,6 @@ The loader checks every decoded value the same way whichever path it came from.
 
 from __future__ import annotations
 
-import marshal
 from collections.abc import Mapping
 
 from .. import disk_cache
@@ -64,14 +63,8 @@ class Records:
         self._new = False
 
     def _read(self) -> dict:
-        data = disk_cache.read_checked(self._path, _LIMIT)
-        if data is None:
-            return {}
-        try:
-            table = marshal.loads(data)
-        except (EOFError, ValueError, TypeError):
-            return {}
-        if type(table) is not dict or not all(
+        table = disk_cache.read_table(self._path, _LIMIT)
+        if table is None or not all(
             type(k) is tuple and len(k) == 2 and k[0] in SIZES and type(k[1]) is bytes
             and len(k[1]) == SIZES[k[0]] and type(v) is dict
             for k, v in table.items()
@@ -97,12 +90,7 @@ class Records:
     def save(self) -> None:
         """Keeps what this load decoded (best effort: the cache may be unwritable)."""
         if self._new:
-            try:
-                data = marshal.dumps(self._known)
-            except ValueError:  # (a value marshal cannot write: nothing is kept)
-                return
-            if len(data) <= _LIMIT:
-                disk_cache.write_checked(self._path, data)
+            disk_cache.write_table(self._path, self._known, _LIMIT)
             self._new = False
 
 
