@@ -30,6 +30,7 @@ function, the function failed: `VMError`, with `CODE; message` on stderr); 2 usa
 from __future__ import annotations
 
 import argparse
+import importlib.machinery
 import importlib.util
 import os
 import re
@@ -85,8 +86,10 @@ def parse_cconv(cconv: str) -> tuple[list[str], list[str]]:
     return frag(args), frag(results)
 
 
-def load_package(package_dir: str):
-    """Imports PACKAGE_DIR/__init__.py as a package (under a private module name)."""
+def load_package(package_dir: str, source: bytes | None = None):
+    """Imports PACKAGE_DIR/__init__.py as a package (under a private module name); with
+    `source`, that source (checked by package_cache) instead of the file's, and no
+    bytecode is read or written for it."""
     package_dir = os.path.abspath(package_dir)
     init = os.path.join(package_dir, "__init__.py")
     if not os.path.isfile(init):
@@ -97,15 +100,35 @@ def load_package(package_dir: str):
     name = f"_pyree_run_{base}_{abs(hash(package_dir)) & 0xFFFFFFFF:08x}"
     if name in sys.modules:
         return sys.modules[name]
-    return import_package_as(name, package_dir)
+    return import_package_as(name, package_dir, source)
 
 
-def import_package_as(name: str, package_dir) -> object:
-    """Imports PACKAGE_DIR/__init__.py as package `name`; nothing is left in sys.modules
-    when the import fails (SyntaxError, IndentationError and the like surface here)."""
+class _CheckedSourceLoader(importlib.machinery.SourceFileLoader):
+    """Loads a module from source bytes already read and checked: the file is not read
+    again, and no .pyc is read or written."""
+
+    def __init__(self, name: str, path: str, source: bytes):
+        super().__init__(name, path)
+        self._source = source
+
+    def get_data(self, path):
+        if path == self.path:
+            return self._source
+        raise OSError(f"{path}: bytecode is not used for checked sources")
+
+    def set_data(self, path, data, *, _mode=0o666):
+        pass
+
+
+def import_package_as(name: str, package_dir, source: bytes | None = None) -> object:
+    """Imports PACKAGE_DIR/__init__.py (or `source`, read and checked by the caller) as
+    package `name`; nothing is left in sys.modules when the import fails (SyntaxError,
+    IndentationError and the like surface here)."""
     package_dir = os.fspath(package_dir)
+    init = os.path.join(package_dir, "__init__.py")
+    loader = _CheckedSourceLoader(name, init, source) if source is not None else None
     spec = importlib.util.spec_from_file_location(
-        name, os.path.join(package_dir, "__init__.py"), submodule_search_locations=[package_dir]
+        name, init, loader=loader, submodule_search_locations=[package_dir]
     )
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -457,9 +480,9 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
     for path in paths:  # like --module= in iree-run-module: the last one is the main one
         try:
             if path == "-":  # the module's bytes on stdin, as iree-run-module takes them
-                packages.append(load_package(package_for_data(sys.stdin.buffer.read(), "-")))
+                packages.append(load_package(*package_for_data(sys.stdin.buffer.read(), "-")))
                 continue
-            packages.append(load_package(package_for(path)))
+            packages.append(load_package(*package_for(path)))
         except InvalidModuleError as e:
             return _fail(stderr, f"INVALID_ARGUMENT; {e.with_path(path)}; loading module")
         except FileNotFoundError as e:

@@ -18,17 +18,27 @@ import traceback
 from pathlib import Path
 
 from runtime_support.names import identifier
-from translator.errors import InvalidModuleError
+from translator.errors import InvalidModuleError, OutputFolderError
+
+
+# Top-level modules a generated package imports, itself or through the runtime: a package
+# of one of these names in a folder on sys.path would be imported in its place.
+SHADOWED_MODULES = frozenset(sys.stdlib_module_names) | {
+    "numpy", "runtime_support", "translator", "templates", "llvmlite", "elftools",
+    "ml_dtypes", "pycuda", "mpi4py", "jinja2", "black", "flatbuffers",
+}
 
 
 def package_name_for(path: str | Path) -> str:
-    """The input file's stem turned into a valid Python identifier."""
+    """The input file's stem turned into a valid Python identifier; `_vmfb` appended
+    where that would be the name of a module packages import (`numpy.vmfb`)."""
     stem = Path(path).name
     for suffix in (".vmfb", ".fb"):
         if stem.endswith(suffix):
             stem = stem[: -len(suffix)]
             break
-    return identifier(stem, prefix="m_") if stem else "module"
+    name = identifier(stem, prefix="m_") if stem else "module"
+    return f"{name}_vmfb" if name in SHADOWED_MODULES else name
 
 
 def _version() -> str:
@@ -74,6 +84,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "-v", "--verbose", action="store_true", help="also list every function in the summary"
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace OUT_DIR/NAME even when it is not a package pyree-translate wrote "
+        "(by default such a folder, file or link is left as it is: exit 1)",
     )
     p.add_argument(
         "-q", "--quiet", action="store_true", help="print only the package path (no summary)"
@@ -212,6 +228,21 @@ def _translate(args, path) -> int:
         if not name.isidentifier() or keyword.iskeyword(name):
             print(f"pyree-translate: --name {name!r} is not a valid Python identifier", file=sys.stderr)
             return 2
+        if name in SHADOWED_MODULES:
+            print(
+                f"pyree-translate: --name {name!r} is the name of a module generated packages "
+                "import; a package so named would replace it for every program that imports "
+                "from the output folder: choose another name",
+                file=sys.stderr,
+            )
+            return 2
+        if not args.name and name.endswith("_vmfb") and name[:-5] in SHADOWED_MODULES:
+            print(
+                f"pyree-translate: warning: {path}: the package is named {name!r}, not "
+                f"{name[:-5]!r}, the name of a module generated packages import (--name "
+                "chooses another)",
+                file=sys.stderr,
+            )
         started = time.perf_counter()
         out = write_package(
             module,
@@ -222,6 +253,7 @@ def _translate(args, path) -> int:
             provenance=args.provenance,
             pipeline=Pipeline(module),
             fuse_submissions=not args.no_fuse,
+            force=args.force,
         )
         print(out)
         if not args.quiet:
@@ -229,6 +261,9 @@ def _translate(args, path) -> int:
         return 0
     except InvalidModuleError as e:
         print(f"pyree-translate: error: {e.with_path(path)}", file=sys.stderr)
+        return 1
+    except OutputFolderError as e:
+        print(f"pyree-translate: error: {e}", file=sys.stderr)
         return 1
     except OSError as e:
         where = e.filename or path  # the output path when writing failed, not the input's

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runtime_support.errors import one_line, quote_name
 
-__all__ = ["TranslatorError", "InvalidModuleError", "quote_name"]
+__all__ = ["TranslatorError", "InvalidModuleError", "OutputFolderError", "quote_name"]
 
 
 class TranslatorError(Exception):
@@ -56,3 +56,11 @@ class InvalidModuleError(TranslatorError):
         return InvalidModuleError(
             self.reason, offset=self.offset, function=self.function, pc=self.pc, path=path
         )
+
+
+class OutputFolderError(TranslatorError):
+    """The package cannot go where it was asked to: OUT_DIR/NAME exists and is not a
+    package pyree wrote (replacing it could destroy a user's files)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(one_line(message))

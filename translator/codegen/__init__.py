@@ -8,10 +8,7 @@ Output is deterministic: the same module gives byte-identical files.
 from __future__ import annotations
 
 import importlib.resources
-import os
 import shlex
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +23,7 @@ from translator.codegen.ops import HELPER_MODULES, OpRenderer
 from translator.codegen.passes import MessageTable, tidy_ifs, tidy_releases, trim_ref_init
 from translator.codegen.runs import RunTable
 from translator.codegen.loops import LoopTable
+from translator.codegen import package_folder
 from translator.codegen.printer import Printer
 from translator.analyses import arguments, chains, one_shots, submissions
 from translator.codegen.view import (
@@ -408,55 +406,18 @@ def write_package(
     fuse_submissions: bool = True,
     merge_runs: bool = True,
     loop_chains: bool = True,
+    force: bool = False,
+    private: bool = False,
 ) -> Path:
-    """Writes OUT_DIR/NAME/{__init__.py, rodata.bin}; returns the package directory.
-
-    The package directory is built beside its final place and swapped in with renames,
-    so importers never see a half-written package and no stale file survives. Files and
-    the directory get the modes the umask allows, like any file the user writes.
+    """Writes OUT_DIR/NAME/{__init__.py, rodata.bin, .pyree-package}; returns the package
+    directory. An existing OUT_DIR/NAME is replaced only where pyree wrote it (else
+    OutputFolderError), or with `force`; the swap is atomic (codegen/package_folder.py).
+    With `private` the package is this user's alone whatever the umask (0700, 0600).
     """
     pkg = generate(
         module, name, source_name, provenance=provenance, pipeline=pipeline,
         fuse_submissions=fuse_submissions, merge_runs=merge_runs, loop_chains=loop_chains,
     )
     source = format_source(pkg.source) if format_code else pkg.source
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / name
-    staging = Path(tempfile.mkdtemp(dir=out_dir, prefix=f".{name}.new-"))
-    try:
-        os.chmod(staging, 0o777 & ~_umask())
-        _write_new(staging / "rodata.bin", pkg.rodata)
-        _write_new(staging / "__init__.py", source.encode("utf-8"))
-        _swap_in(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return target
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _write_new(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-
-
-def _swap_in(staging: Path, target: Path) -> None:
-    if not target.exists():
-        os.rename(staging, target)
-        return
-    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old-"))
-    os.rmdir(old)
-    os.rename(target, old)
-    try:
-        os.rename(staging, target)
-    except BaseException:
-        os.rename(old, target)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
+    files = {"__init__.py": source.encode("utf-8"), "rodata.bin": pkg.rodata}
+    return package_folder.write_files(Path(out_dir), name, files, force=force, private=private)
