@@ -220,6 +220,14 @@ def is_coarse_fences(name: str, arg_codes, declaration: str | None) -> bool:
     return decl.is_async if decl is not None else name.endswith("$async")
 
 
+def closed_error(name: str) -> VMError:
+    """The error of a call on a context after its close()."""
+    return VMError(
+        StatusCode.FAILED_PRECONDITION,
+        f"calling {quote_name(name)} on a closed context (close() was called); load() a new one",
+    )
+
+
 def vm_fail(status: int, message: str, function: str, location: str | None) -> VMError:
     """The error `vm.fail` raises (status is already known to be non-zero)."""
     return VMError(status, message, function=function, location=location)
@@ -393,12 +401,12 @@ class ModuleContext:
 
     # -- calls -----------------------------------------------------------------------
     def _call_vm(self, name: str, fn: Callable, args: tuple):
-        if self._closed:
-            raise VMError(
-                StatusCode.FAILED_PRECONDITION,
-                f"calling {name!r} on a closed context; load() a new one",
-            )
         self._lock.acquire()
+        # Checked under the lock: a call that queued behind close() must not run on the
+        # globals close() cleared.
+        if self._closed:
+            self._lock.release()
+            raise closed_error(name)
         try:
             return fn(*args)
         except VMError as e:
@@ -627,6 +635,9 @@ class ModuleContext:
         several = result_count > 1
         lines += [
             "    acquire()",
+            "    if ctx._closed:",  # (close() ran while this call waited for the lock)
+            "        release()",
+            "        raise closed_error(name)",
             "    try:",
             f"        {'box = [' if several else 'result = '}fn({', '.join(values)}){']' if several else ''}",
             "    except VMError as e:",
@@ -668,6 +679,7 @@ class ModuleContext:
             "acquire": self._lock.acquire,
             "release": self._lock.release,
             "VMError": VMError,
+            "closed_error": closed_error,
             "HalBufferView": HalBufferView,
             "view_to_numpy": result_fallback or (result_converters[0] if result_converters else None),
             "from_vm": abi.from_vm,
@@ -783,8 +795,12 @@ class ModuleContext:
         return tuple(self._exports)
 
     def close(self) -> None:
-        deinit, self._deinit = self._deinit, None
-        if deinit is not None:
-            self._call_vm("__deinit", deinit, ())
-        self._closed = True
-        self.refs.clear()
+        """Runs `__deinit` and releases the context's globals. Calls in flight on other
+        threads finish first (close takes the call lock); calls after it raise
+        FAILED_PRECONDITION."""
+        with self._lock:
+            deinit, self._deinit = self._deinit, None
+            if deinit is not None:
+                self._call_vm("__deinit", deinit, ())
+            self._closed = True
+            self.refs.clear()

@@ -167,3 +167,70 @@ def test_load_drop_cycles(built, expected):
     after = process_footprint()
     assert np.array_equal(r.view(np.uint32), expected[1].view(np.uint32))
     _leak_check(before, after, f"{CYCLES} load/drop cycles")
+
+
+HOLD_PROGRAM = """
+func.func private @custom.hold(i32) -> i32
+
+func.func @main(%a: tensor<4xf32>, %n: i32) -> tensor<4xf32> {
+  %x = call @custom.hold(%n) : (i32) -> i32
+  %f = arith.sitofp %x : i32 to f32
+  %e = tensor.empty() : tensor<4xf32>
+  %s = linalg.fill ins(%f : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %r = arith.addf %a, %s : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def hold_pkg(compile_mlir, tmp_path_factory):
+    d = tmp_path_factory.mktemp("hold")
+    (d / "hold.mlir").write_text(HOLD_PROGRAM)
+    vmfb = compile_mlir(d / "hold.mlir", LLVM_CPU_FLAGS)
+    return load_package(write_package(read_module_file(vmfb), d / "out", "hold"))
+
+
+def test_close_waits_for_calls_in_flight(hold_pkg):
+    """close() from another thread while a call is inside an import and a second call
+    waits for it: the call completes with the right result, the queued one either
+    completes too or is refused (never runs on the globals close() released: "device is
+    null"), and every later call is FAILED_PRECONDITION naming close()."""
+    from runtime_support.errors import StatusCode, VMError
+
+    outcomes, closer = [], None
+
+    class Hold:
+        IMPORTS = {"custom.hold": "0i_i"}
+
+        def hold(self, n):
+            nonlocal closer
+            if n == 1 and closer is None:  # the first call
+                queued.start()  # a call from another thread, queued behind this one
+                queued.join(0.5)
+                closer = threading.Thread(target=ctx.close)  # close() from a third
+                closer.start()
+                closer.join(0.5)  # (returns at once where close() does not wait)
+            return n
+
+    def queued_call():
+        try:
+            outcomes.append(ctx.main(np.ones(4, np.float32), 2))
+        except VMError as e:
+            outcomes.append(e)
+
+    queued = threading.Thread(target=queued_call)
+    ctx = hold_pkg.load(device="local", modules={"custom": Hold()})
+    np.testing.assert_array_equal(ctx.main(np.ones(4, np.float32), 1), np.full(4, 2.0, np.float32))
+    closer.join(60)
+    queued.join(60)
+    assert not closer.is_alive() and not queued.is_alive()
+    (out,) = outcomes
+    if isinstance(out, VMError):
+        assert out.code == StatusCode.FAILED_PRECONDITION and "close()" in str(out), out
+    else:
+        np.testing.assert_array_equal(out, np.full(4, 3.0, np.float32))
+    with pytest.raises(VMError) as e:
+        ctx.main(np.ones(4, np.float32), 1)
+    assert e.value.code == StatusCode.FAILED_PRECONDITION and "close()" in str(e.value)
+    assert len(str(e.value).splitlines()) == 1
