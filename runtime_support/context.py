@@ -20,6 +20,7 @@ from typing import Callable, NamedTuple
 from runtime_support import abi
 from runtime_support.errors import StatusCode, VMError, quote_name
 from runtime_support.names import identifier
+from runtime_support.vm import args as vm_args
 from runtime_support.vm.buffer import VMBuffer
 from runtime_support.vm.globals import RefGlobals, new_rwdata
 
@@ -193,6 +194,13 @@ class ContextModule:
 
         imported.__name__ = python_name(export)
         return imported
+
+
+def _trusted(module) -> bool:
+    """Whether an import module's results are VM values by construction: pyree's own
+    modules and translated contexts (ContextModule). Any other object's integer and float
+    results are checked (vm.args.checked_results)."""
+    return type(module).__module__.partition(".")[0] == "runtime_support"
 
 
 def _explain_device_mismatch(e: VMError, device=None) -> VMError:
@@ -390,6 +398,8 @@ class ModuleContext:
             if declared is not None:
                 fn = getattr(module, rest.replace(".", "_"), None)
                 fn = fn if callable(fn) else None
+            if fn is not None and not _trusted(module):
+                fn = vm_args.checked_results(full_name, cconv, fn)
         if fn is None and not optional:
             raise VMError(
                 StatusCode.NOT_FOUND,

@@ -231,6 +231,86 @@ def test_user_module_resolves_what_it_declares():
     assert e.value.code == StatusCode.NOT_FOUND
 
 
+class Returns:
+    """A Python import module whose imports return whatever the test sets."""
+
+    IMPORTS = {"custom.i": "0v_i", "custom.l": "0v_I", "custom.f": "0v_f", "custom.d": "0v_F",
+               "custom.many": "0v_iIr", "custom.ref": "0v_r"}
+
+    def __init__(self):
+        self.value = None
+
+    def i(self):
+        return self.value
+
+    l = f = d = many = ref = i
+
+
+# (result, cconv code, what the VM receives), as iree.runtime's PyModuleInterface takes them
+GOOD_RESULTS = [
+    (-(2**31), "i", -(2**31)), (2**31 - 1, "i", 2**31 - 1), (True, "i", 1), (np.int64(7), "i", 7),
+    (np.uint8(200), "i", 200), (-(2**63), "l", -(2**63)), (2**63 - 1, "l", 2**63 - 1),
+    (np.uint32(2**32 - 1), "l", 2**32 - 1), (3, "f", 3.0), (0.1, "f", float(np.float32(0.1))),
+    (np.float32(2.5), "f", 2.5), (1e300, "f", float("inf")), (0.1, "d", 0.1), (False, "d", 0.0),
+    (np.float64(1.5), "d", 1.5), (np.int64(-2), "d", -2.0),
+]
+# (result, cconv code, what the error says)
+BAD_RESULTS = [
+    (2**32 + 8, "i", "is 4294967304, outside the i32 range"),
+    (2**31, "i", "is 2147483648, outside the i32 range"),
+    (-(2**31) - 1, "i", "outside the i32 range"), (2**63, "l", "outside the i64 range"),
+    (np.uint64(2**64 - 1), "l", "outside the i64 range"), (8.0, "i", "is float, not an i32"),
+    (None, "i", "is NoneType, not an i32"), ("3", "l", "is str, not an i64"),
+    (np.float64(1.0), "l", "is float64, not an i64"), (None, "f", "is NoneType, not an f32"),
+    ("1.5", "d", "is str, not an f64"), (1j, "d", "is complex, not an f64"),
+    (10**400, "d", "is an int too large for a float"),
+]
+
+
+@pytest.mark.parametrize("value,code,expected", GOOD_RESULTS, ids=lambda v: repr(v)[:24])
+def test_python_module_results_are_converted(value, code, expected):
+    module = Returns()
+    fn = _context(custom=module)._resolve(f"custom.{code}", module.IMPORTS[f"custom.{code}"], False)
+    module.value = value
+    result = fn()
+    assert type(result) is type(expected) and result == expected
+
+
+@pytest.mark.parametrize("value,code,problem", BAD_RESULTS, ids=lambda v: repr(v)[:24])
+def test_python_module_results_are_checked(value, code, problem):
+    module = Returns()
+    fn = _context(custom=module)._resolve(f"custom.{code}", module.IMPORTS[f"custom.{code}"], False)
+    module.value = value
+    with pytest.raises(VMError) as e:
+        fn()
+    assert e.value.code == StatusCode.INVALID_ARGUMENT
+    assert e.value.message.startswith(f"import 'custom.{code}': result 0 is ")
+    assert problem in e.value.message and "; return a Python " in e.value.message
+    assert _one_line(str(e.value))
+
+
+def test_python_module_several_results_are_checked_by_index():
+    module = Returns()
+    fn = _context(custom=module)._resolve("custom.many", "0v_iIr", False)
+    ref = object()
+    module.value = (np.int32(1), True, ref)
+    assert fn() == (1, 1, ref)
+    module.value = (1, 2**64, None)
+    with pytest.raises(VMError, match=r"'custom.many': result 1 is 18446744073709551616, outside the i64"):
+        fn()
+    for value, what in ((5, "int"), ((1, 2), "2 values")):
+        module.value = value
+        with pytest.raises(VMError, match=f"'custom.many' returned {what}; return a tuple of its 3"):
+            fn()
+
+
+def test_only_python_modules_pay_for_result_checks():
+    module = Returns()
+    assert _context(custom=module)._resolve("custom.ref", "0v_r", False) == module.ref
+    hal = HalModule([LocalDevice("local-sync")])  # pyree's own: its methods as they are
+    assert _context(hal=hal)._resolve("hal.buffer_view.rank", "0r_i", False) == hal.buffer_view_rank
+
+
 @pytest.mark.parametrize("hostile", HOSTILE_NAMES)
 def test_required_import_errors_are_one_line(hostile):
     ctx = _context(check=CheckModule())
@@ -366,3 +446,44 @@ def test_translate_rejects_a_vmfb_whose_import_does_not_match(tmp_path, compile_
     with pytest.raises(VMError) as e:
         load_package(pkg).load(device="local-sync", modules={"custom": custom})
     assert e.value.code == StatusCode.NOT_FOUND and "'custom.log'" in str(e.value)
+
+
+SIZED = """
+func.func private @custom.size() -> i32
+func.func @main() -> tensor<?xi8> {
+  %n = call @custom.size() : () -> i32
+  %i = arith.index_cast %n : i32 to index
+  %c = arith.constant 1 : i8
+  %e = tensor.empty(%i) : tensor<?xi8>
+  %f = linalg.fill ins(%c : i8) outs(%e : tensor<?xi8>) -> tensor<?xi8>
+  return %f : tensor<?xi8>
+}
+"""
+
+
+def test_python_module_result_out_of_range_stops_the_call(tmp_path, compile_mlir):
+    """An i32 result of 2**32 + 8 used as a size is refused before it is used (it was a
+    16 GiB allocation), naming the import, the result and the export."""
+    from test_translate_run import load_package
+    from translator.codegen import write_package
+    from translator.reader import read_module
+
+    src = tmp_path / "sized.mlir"
+    src.write_text(SIZED)
+    pkg = write_package(read_module(Path(compile_mlir(src, FLAGS)).read_bytes()), tmp_path, "sized")
+
+    class Size:
+        IMPORTS = {"custom.size": "0v_i"}
+        value = np.int64(3)
+
+        def size(self):
+            return self.value
+
+    module = Size()
+    ctx = load_package(pkg).load(device="local-sync", modules={"custom": module})
+    np.testing.assert_array_equal(ctx.main(), np.ones(3, np.int8))
+    module.value = 2**32 + 8
+    with pytest.raises(VMError) as e:
+        ctx.main()
+    assert e.value.code == StatusCode.INVALID_ARGUMENT and e.value.function == "main"
+    assert "import 'custom.size': result 0 is 4294967304, outside the i32 range" in str(e.value)

@@ -31,10 +31,12 @@ import functools
 import inspect
 import linecache
 import marshal
+import numbers
+import operator
 import types
 
 from .. import code_cache
-from ..errors import StatusCode, VMError
+from ..errors import StatusCode, VMError, quote_name
 from . import numerics
 from .buffer import VMBuffer
 
@@ -227,6 +229,97 @@ HOST_BYTES = HostBytes()
 DEVICE = Device()
 
 
+# --------------------------------------------------------------------------- results
+
+# The results of an import module written in Python are checked as IREE's
+# PyModuleInterface converts them (nanobind casts to int32_t/int64_t/float/double): an
+# integer (int, bool, numpy integer) in the signed range for i32/i64, a real number for
+# f32/f64; anything else is INVALID_ARGUMENT naming the import and the result (IREE:
+# UNKNOWN, std::bad_cast). Values come out in pyree's register form (ARCHITECTURE.md).
+
+
+def bad_result(where: str, index: int, problem: str, fix: str) -> VMError:
+    return VMError(
+        StatusCode.INVALID_ARGUMENT,
+        f"import {quote_name(where)}: result {index} {problem}; {fix}",
+    )
+
+
+def _int_result(bits: int):
+    low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    fix = f"return a Python int in [{low}, {high}]"
+
+    def check(where: str, index: int, value):
+        if type(value) is int and low <= value <= high:
+            return value
+        try:
+            number = operator.index(value)  # (bool and numpy integers too, as ints)
+        except TypeError:
+            problem = f"is {type(value).__name__}, not an i{bits}"
+            raise bad_result(where, index, problem, fix) from None
+        if not low <= number <= high:
+            raise bad_result(where, index, f"is {number}, outside the i{bits} range", fix)
+        return number
+
+    return check
+
+
+def _float_result(bits: int):
+    to_register = numerics.f32 if bits == 32 else float  # f32: rounded, as a C cast does
+    fix = "return a Python float"
+
+    def check(where: str, index: int, value):
+        if type(value) is float:
+            return to_register(value)
+        if not isinstance(value, numbers.Real):  # (not str, None, complex)
+            raise bad_result(where, index, f"is {type(value).__name__}, not an f{bits}", fix)
+        try:
+            return to_register(float(value))
+        except OverflowError:  # an int beyond any float
+            raise bad_result(where, index, "is an int too large for a float", fix) from None
+
+    return check
+
+
+_RESULT_CHECKS = {
+    "i": _int_result(32), "I": _int_result(64), "f": _float_result(32), "F": _float_result(64)
+}
+
+
+def checked_results(full_name: str, cconv: str, fn):
+    """`fn`, a method of an import module written in Python, with its integer and float
+    results checked (a tuple of them where the cconv has several); `fn` itself where no
+    result is a number (ref results are checked where they are used)."""
+    codes = cconv_results(cconv)
+    checks = [_RESULT_CHECKS.get(code) for code in codes]
+    if not any(checks):
+        return fn
+    if len(codes) == 1:
+        check = checks[0]
+
+        def checked(*args):
+            return check(full_name, 0, fn(*args))
+
+    else:
+
+        def checked(*args):
+            results = fn(*args)
+            several = isinstance(results, (tuple, list))
+            if not several or len(results) != len(codes):
+                what = f"{len(results)} values" if several else type(results).__name__
+                raise VMError(
+                    StatusCode.INVALID_ARGUMENT,
+                    f"import {quote_name(full_name)} returned {what}; return a tuple of its "
+                    f"{len(codes)} results (cconv {cconv!r})",
+                )
+            return tuple(
+                value if check is None else check(full_name, i, value)
+                for i, (check, value) in enumerate(zip(checks, results))
+            )
+
+    return functools.update_wrapper(checked, fn)
+
+
 # --------------------------------------------------------------------------- declarations
 
 
@@ -237,7 +330,15 @@ def method_name(full_name: str) -> str:
 
 def cconv_arguments(cconv: str) -> list[str | tuple[str, ...]]:
     """The argument codes of a cconv (`0rICiD_v` -> ['r', 'I', ('i',)])."""
-    fragment = cconv[1:].partition("_")[0]
+    return _cconv_codes(cconv[1:].partition("_")[0])
+
+
+def cconv_results(cconv: str) -> list[str | tuple[str, ...]]:
+    """The result codes of a cconv (`0r_iI` -> ['i', 'I'])."""
+    return _cconv_codes(cconv[1:].partition("_")[2])
+
+
+def _cconv_codes(fragment: str) -> list[str | tuple[str, ...]]:
     out: list = []
     span: list | None = None
     for c in "" if fragment == "v" else fragment:
