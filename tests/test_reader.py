@@ -747,3 +747,27 @@ def test_flatbuf_table_checks():
     t = FlatBuffer(memoryview(_table_buffer(7))).root()
     assert t.u32(0) == 7 and t.u32(1, 99) == 99 and t.string(5) is None
     assert t.vector_of_tables(3, "x") is None and t.union_vector(1, "u") is None
+
+
+TRUNCATED_AFTER_READ = """
+import os, sys
+from translator.reader import read_module_file
+m = read_module_file(sys.argv[1])
+os.truncate(sys.argv[1], 0)  # another process rewrites the file in place
+payload = b"".join(bytes(s.data) for s in m.rodata)
+print(len(payload), sum(payload))
+"""
+
+
+def test_file_truncated_after_reading_cannot_kill_the_process(vmfbs, tmp_path):
+    """The module's views are of a private copy: a .vmfb truncated while pyree-translate
+    works on it is no SIGBUS (the file used to be memory-mapped)."""
+    from hostile_util import run_python
+
+    path = tmp_path / "bigconst.vmfb"
+    path.write_bytes(vmfbs["bigconst"].read_bytes())
+    payload = b"".join(bytes(s.data) for s in read_module_file(path).rodata)
+    assert len(payload) >= BIG_VALUES.nbytes  # (pages beyond the first: a map would fault)
+    res = run_python(["-c", TRUNCATED_AFTER_READ, str(path)], timeout=120)
+    assert res.returncode == 0, (res.returncode, res.stderr[-2000:])
+    assert res.stdout.split() == [str(len(payload)), str(sum(payload))]

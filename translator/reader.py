@@ -1,7 +1,7 @@
 """Reads a .vmfb into a `translator.module.Module`.
 
     read_module(data)       bytes | bytearray | memoryview -> Module
-    read_module_file(path)  the file, memory-mapped read-only -> Module
+    read_module_file(path)  the file, read into a private bytes object -> Module
 
 Every field of `BytecodeModuleDef` is read through the checked accessors of
 `translator.flatbuf`, then the tables are checked against each other (one signature per
@@ -12,7 +12,6 @@ bytecode version). Whatever the input bytes, the only exception that leaves
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 
@@ -115,14 +114,11 @@ def read_module(data: bytes | bytearray | memoryview) -> Module:
 
 
 def read_module_file(path: str | os.PathLike) -> Module:
-    """Memory-maps the file read-only (zero-copy views) and reads it."""
+    """Reads the file into one private bytes object (the Module's views are of it) and
+    decodes it. Not a memory map: a file truncated while mapped makes a later access to
+    the lost pages kill the process with SIGBUS."""
     with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        data: bytes | mmap.mmap
-        if size == 0:
-            data = b""
-        else:
-            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        data = f.read()  # (one buffer of the file's size: st_size sizes it)
     try:
         return read_module(data)
     except InvalidModuleError as e:
