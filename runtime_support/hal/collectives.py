@@ -27,13 +27,13 @@ a rank that never joins ends in an error, not a silent hang.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
+from ..env_knobs import float_knob
 from ..errors import StatusCode, VMError
 
 KINDS = (
@@ -53,11 +53,11 @@ ELEMENT_TYPES = (
 )
 
 
+_MAX_TIMEOUT_S = 7 * 24 * 3600  # a week: longer is a hang, not a slow rank
+
+
 def _timeout() -> float:
-    try:
-        return float(os.environ.get("PYREE_COLLECTIVE_TIMEOUT", "300"))
-    except ValueError:
-        return 300.0
+    return float_knob("PYREE_COLLECTIVE_TIMEOUT", 300.0, 0.0, _MAX_TIMEOUT_S)
 
 
 @dataclass(frozen=True)

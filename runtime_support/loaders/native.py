@@ -58,6 +58,7 @@ import string
 import threading
 
 from .. import disk_cache
+from ..env_knobs import flag_knob, float_knob, int_knob
 
 # --- architecture-specific pieces ---------------------------------------------------------
 
@@ -1329,19 +1330,22 @@ INLINE_ENV = "PYREE_INLINE_US"
 _DEFAULT_INLINE_US = 40
 
 
-def _microseconds_env(name: str, default: float) -> int:
-    """$name (microseconds, a plain decimal) as nanoseconds, else `default` microseconds."""
-    value = os.environ.get(name, "").strip()
-    return int(float(value if value.replace(".", "", 1).isdigit() else default) * 1000)
+# A grid estimated to take a second is never worth keeping off the pool; the bound also
+# keeps the nanoseconds an i64 constant of the compiled code.
+_MAX_INLINE_US = 1_000_000
 
 
 def inline_ns() -> int:
     """$PYREE_INLINE_US as nanoseconds: plan grids estimated to take less on one thread
     run inline. Read once, when the native code is compiled."""
-    return _microseconds_env(INLINE_ENV, _DEFAULT_INLINE_US)
+    return int(float_knob(INLINE_ENV, _DEFAULT_INLINE_US, 0, _MAX_INLINE_US) * 1000)
 
 
 _DEFAULT_SPIN = 2000  # pause iterations (a few microseconds) before a worker sleeps
+# A pause is ~10-150 cycles: a million of them is 3-50 ms, far past the few microseconds
+# a futex wake costs, so more only burns an idle core (the count is an i64 the workers
+# compare unsigned: unbounded, it could make them spin for ever).
+_MAX_SPIN = 1_000_000
 PIN_ENV = "PYREE_PIN"
 THREAD_NAME = b"pyree-worker"
 
@@ -1349,7 +1353,7 @@ THREAD_NAME = b"pyree-worker"
 def _placement_cpus() -> list[int]:
     """The CPUs pool workers are pinned to (this process's, sorted), or [] when pinning
     is off: $PYREE_PIN=0, no affinity API, or CPUs beyond what the pool block lists."""
-    if os.environ.get(PIN_ENV, "").strip() == "0" or not hasattr(os, "sched_getaffinity"):
+    if not flag_knob(PIN_ENV, True) or not hasattr(os, "sched_getaffinity"):
         return []
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) > MAX_PARTICIPANTS or cpus[-1] >= 8 * AFFINITY_MASK_BYTES:
@@ -1358,13 +1362,12 @@ def _placement_cpus() -> list[int]:
 
 
 def default_worker_count() -> int:
-    """$PYREE_WORKERS if set (>= 1), else the cores this process may run on."""
-    value = os.environ.get(WORKERS_ENV, "").strip()
-    if value:
-        try:
-            return max(1, int(value))
-        except ValueError:
-            raise ValueError(f"{WORKERS_ENV}={value!r} is not an integer") from None
+    """$PYREE_WORKERS if set (1 to the most participants a pool has), else the cores
+    this process may run on."""
+    return int_knob(WORKERS_ENV, _usable_cores(), 1, WorkerPool._MAX_THREADS + 1)
+
+
+def _usable_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return os.cpu_count() or 1
@@ -1387,10 +1390,8 @@ class WorkerPool:
         raw = ctypes.create_string_buffer(POOL_SIZE + 64)
         self._raw = raw
         self.address = (ctypes.addressof(raw) + 63) & ~63
-        spin = os.environ.get(SPIN_ENV, "").strip()
-        ctypes.c_int64.from_address(self.address + POOL_SPIN).value = (
-            max(0, int(spin)) if spin.isdigit() else _DEFAULT_SPIN
-        )
+        spin = int_knob(SPIN_ENV, _DEFAULT_SPIN, 0, _MAX_SPIN)
+        ctypes.c_int64.from_address(self.address + POOL_SPIN).value = spin
 
         self._threads = ctypes.c_int64.from_address(self.address + POOL_THREADS)
         self._grow = threading.Lock()
