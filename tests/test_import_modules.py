@@ -264,6 +264,7 @@ BAD_RESULTS = [
     (np.float64(1.0), "l", "is float64, not an i64"), (None, "f", "is NoneType, not an f32"),
     ("1.5", "d", "is str, not an f64"), (1j, "d", "is complex, not an f64"),
     (10**400, "d", "is an int too large for a float"),
+    (10**5000, "i", "is an int of 16610 bits, outside the i32 range"),
 ]
 
 
