@@ -258,7 +258,7 @@ def _int_result(bits: int):
             problem = f"is {type(value).__name__}, not an i{bits}"
             raise bad_result(where, index, problem, fix) from None
         if not low <= number <= high:
-            shown = number if number.bit_length() <= 64 else f"an int of {number.bit_length()} bits"
+            shown = number if number.bit_length() <= 128 else f"an int of {number.bit_length()} bits"
             raise bad_result(where, index, f"is {shown}, outside the i{bits} range", fix)
         return number
 
