@@ -356,10 +356,13 @@ def _cconv_codes(fragment: str) -> list[str | tuple[str, ...]]:
 
 
 class ImportDecl:
-    """One import's declaration: full name, cconv and the declared argument kinds."""
+    """One import's declaration: full name, cconv, the declared argument kinds and, once
+    `vm_import` has checked it against its method, the method's parameter names in cconv
+    order (`params`: what runtime_support/exec/steps.py names a step's fields after)."""
 
     def __init__(self, full_name: str, cconv: str, args: dict[str, Arg]) -> None:
         self.full_name, self.cconv, self.args = full_name, cconv, args
+        self.params: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"ImportDecl({self.full_name!r}, {self.cconv!r})"
@@ -411,6 +414,7 @@ def vm_import(full_name: str, cconv: str, /, **args: Arg):
     def declare(fn):
         decl = ImportDecl(full_name, cconv, args)
         params = _fits(decl, fn)
+        decl.params = tuple(params)
         if not args:
             fn.__vm_import__ = decl
             return fn
