@@ -1,0 +1,526 @@
+"""Queue regions: the stretches of a function a queue program replaces (docs/design/host-path.md §4).
+
+A region is a single-entry run of ops, found on the decoded IR, made of
+
+- *steps*: calls of a `hal` import in the step table (runtime_support/exec/steps.py), with
+  the (name, cconv) the `hal` module declares;
+- *movable ops*: integer ops that cannot fail (or divide by a register the dataflow proves
+  holds a constant other than 0 and -1; `one_shots.movable`), rodata moves, null refs and
+  releases (`discard.refs`), which a queue program's call site keeps before the call;
+- *fail exits*: a branch whose other arm only fails (`if status: raise`, `cf.assert`),
+  kept as the check of the step before it.
+
+Growth: every step not yet in a region seeds one, which takes the following ops of its
+block while they are steps or movable, and goes on through a terminator into the one
+successor that continues where that successor is reached from here alone and every other
+successor only fails. It stops before anything else: a call of another function or a
+non-step import, a ref op (select.ref, global.store.ref), a return, a branch both ways of
+which go on, a loop header, and a non-step op that reads a step's result (a readback the
+host computes with, or branches on, ends the region after the `Read`). Ops after the last
+step that are only movable are left out (they are ordinary statements after the call).
+
+Values, not registers: IREE reuses a register for the next fence within a few ops, so the
+walk numbers each value a region op makes (`%0`, `%1`...) and reads each operand as the
+value its register holds there; a register read before the region writes it is an input.
+
+Privacy, the one proof: a value a step makes (a fence, a command buffer, a function
+ordinal, a buffer) is *interior* when no register still holding it is live after the
+region (ref liveness: liveness.py; integers: `_IntLiveness`) and every op of the region
+that reads it is a step (releases and the fail checks' branches aside). A value that is
+live after is an *output* (a buffer the caller keeps, a fence a loop waits on next, a
+scalar read back): a fence stored to a global, returned or passed to a call is read by an
+op the region stops before, so it is an output, never interior. An allocated buffer that
+a `Dealloca` of the region releases and that is not an output is *transient*.
+
+Loops: where the region ends right before its block's back edge to a loop header, every
+block of the loop but the region's own writes none of the edge's destinations, and an
+edge copy moves an output into a register the region reads as an input, the pair
+(output, input) is *carried*: the next iteration's call reads what this one made.
+
+    find(module, fn, live, info=None, locate=None) -> [Region, ...]   (in pc order)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from runtime_support.exec import steps
+from translator.analyses import cfg
+from translator.analyses.liveness import RefLiveness
+from translator.analyses.one_shots import _typed, _update_constants, block_constants, movable
+from translator.analyses.submissions import callee
+from translator.ir import Function, Op, Reg
+
+# value id -> how describe() names it; inputs are named by their register
+Value = int
+
+
+def _reg_name(r: Reg) -> str:
+    if r.is_ref:
+        return f"r{r.ordinal}"
+    return f"i{r.ordinal}:{r.ordinal + 1}" if r.is_wide else f"i{r.ordinal}"
+
+
+def _slots(r: Reg) -> tuple[tuple[str, int], ...]:
+    """A register's slots: a ref one, an i32 one, an i64 (or a list/remap register of
+    unknown width: reads of both are kept) two."""
+    if r.is_ref:
+        return (("r", r.ordinal),)
+    if r.is_wide:
+        return (("i", r.ordinal), ("i", r.ordinal + 1))
+    return (("i", r.ordinal),)
+
+
+@dataclass(frozen=True)
+class RegionStep:
+    """One step: its kind (a steps.py kind class), the op, the step table row and each
+    field's operand (a value id or an input register; spans: tuples)."""
+
+    kind: type
+    op: Op
+    entry: steps.StepEntry
+    fields: dict
+    results: tuple[Value, ...]
+
+
+@dataclass(frozen=True)
+class FailExit:
+    """A branch inside the region whose other arm only fails."""
+
+    branch_pc: int
+    fail_pc: int
+    message: str
+    status: Reg
+    location: str | None
+
+
+@dataclass
+class Region:
+    function: str
+    blocks: tuple[int, ...]
+    ops: tuple[Op, ...]  # in order, terminators crossed included
+    steps: tuple[RegionStep, ...]
+    movable: tuple[Op, ...]
+    inputs: tuple[Reg, ...]  # live on entry, read by the region (first read order)
+    outputs: tuple[tuple[Reg, Value], ...]  # register live after -> the region value it holds
+    interior: tuple[Value, ...]
+    transients: tuple[Value, ...]
+    fail_exits: tuple[FailExit, ...]
+    carried: tuple[tuple[Reg, Reg], ...] = ()  # (output register, input register)
+    made_by: dict = field(default_factory=dict, repr=False)  # value -> (op, kind name)
+
+    @property
+    def pcs(self) -> frozenset[int]:
+        return frozenset(op.pc for op in self.ops)
+
+    def describe(self) -> str:
+        """One line per step (and fail exit), with inputs, outputs and interior values:
+        for debugging and goldens."""
+
+        def name(v) -> str:
+            if isinstance(v, Reg):
+                return _reg_name(v)
+            if isinstance(v, tuple):
+                return "(" + " ".join(name(x) for x in v) + ")"
+            return f"%{v}"
+
+        lines = [
+            f"region {self.function} 0x{self.ops[0].pc:x}-0x{self.ops[-1].pc:x} "
+            f"blocks {list(self.blocks)}",
+            "  in: " + " ".join(name(r) for r in self.inputs),
+        ]
+        fails = {f.branch_pc: f for f in self.fail_exits}
+        for op in self.ops:
+            step = next((s for s in self.steps if s.op is op), None)
+            if step is not None:
+                args = " ".join(f"{k}={name(v)}" for k, v in step.fields.items())
+                res = (" -> " + " ".join(name(v) for v in step.results)) if step.results else ""
+                lines.append(f"  0x{op.pc:x} {step.kind.__name__} {args}{res}")
+            elif op.pc in fails:
+                f = fails[op.pc]
+                lines.append(f"  0x{op.pc:x} fail-exit {_reg_name(f.status)} {f.message!r}")
+        lines.append("  out: " + " ".join(f"{_reg_name(r)}=%{v}" for r, v in self.outputs))
+        lines.append("  interior: " + " ".join(f"%{v}" for v in self.interior))
+        if self.transients:
+            lines.append("  transient: " + " ".join(f"%{v}" for v in self.transients))
+        if self.carried:
+            lines.append(
+                "  carried: " + " ".join(f"{_reg_name(a)}->{_reg_name(b)}" for a, b in self.carried)
+            )
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- integer liveness
+
+
+class _IntLiveness:
+    """Integer register slots some later op may read (backward dataflow, as liveness.py
+    does for refs). Call operands are typed by the import's cconv; a list or remap
+    register of unknown width is read as both slots it may cover and writes neither,
+    so an unknown is live rather than dead: outputs may be too many, interiors never."""
+
+    def __init__(self, module, fn: Function, info) -> None:
+        self.module = module
+        index_of = {b.pc: b.index for b in fn.blocks}
+        self._in: dict[int, set] = {b: set() for b in info.rpo}
+        self._after: dict[int, frozenset] = {}
+        self._out: dict[int, frozenset] = {}
+        changed = True
+        while changed:
+            changed = False
+            for b in reversed(info.rpo):
+                new = self._block(fn.blocks[b], index_of, None)
+                if new != self._in[b]:
+                    self._in[b], changed = new, True
+        for b in info.rpo:
+            self._block(fn.blocks[b], index_of, self._after)
+
+    def _rw(self, op: Op) -> tuple[set, set]:
+        if callee(self.module, op) is not None:
+            try:
+                reads, writes = _typed(self.module, op)
+                return self._ints(reads), self._ints(writes)
+            except ValueError:
+                pass
+        reads = self._ints(op.reads())
+        writes = {s for r in op.writes() if r.bank is not None for s in _slots(r) if s[0] == "i"}
+        return reads, writes
+
+    @staticmethod
+    def _ints(regs) -> set:
+        out = set()
+        for r in regs:
+            if r.is_ref:
+                continue
+            out |= set(_slots(r if r.bank is not None else Reg(r.raw, "i64")))
+        return out
+
+    def _block(self, block, index_of, record) -> set:
+        term = block.ops[-1]
+        live: set = set()
+        for pc, pairs in term.edges():
+            t = index_of.get(pc)
+            if t in self._in:
+                edge = set(self._in[t])
+                for src, _dst in reversed(pairs):
+                    edge |= self._ints([src])
+                live |= edge
+        if record is not None:
+            self._out[block.index] = frozenset(live)
+        for op in reversed(block.ops):
+            reads, writes = self._rw(op)
+            if record is not None:
+                record[op.pc] = frozenset(live)
+            live = (live - writes) | reads
+        return live
+
+    def after(self, op: Op) -> frozenset:
+        """Slots live after `op` (a terminator: after its edges' copies)."""
+        return self._after.get(op.pc, frozenset())
+
+
+# --------------------------------------------------------------------------- growth
+
+
+def _step(module, op: Op) -> steps.StepEntry | None:
+    c = callee(module, op)
+    return None if c is None else steps.lookup(*c)
+
+
+def _fail_of(fn: Function, b: int, succ, seen=None) -> Op | None:
+    """The `vm.fail` block `b` only leads to (through releases and plain branches), or None."""
+    seen = seen or set()
+    if b in seen:
+        return None
+    seen.add(b)
+    block = fn.blocks[b]
+    if any(op.spec.emit != "discard" for op in block.ops[:-1]):
+        return None
+    term = block.ops[-1]
+    if term.spec.emit == "fail":
+        return term
+    if term.spec.emit == "branch":
+        return _fail_of(fn, succ[b][0], succ, seen)
+    return None
+
+
+class _Finder:
+    def __init__(self, module, fn, live, info, locate) -> None:
+        self.module, self.fn, self.live, self.info = module, fn, live, info
+        self.locate = locate
+        self.index_of = {b.pc: b.index for b in fn.blocks}
+        self.ints = _IntLiveness(module, fn, info)
+        self.constants = None  # block_constants(fn), made when a block past the entry needs it
+
+    def known_at(self, b: int) -> dict:
+        if b == 0:
+            return {}
+        if self.constants is None:
+            self.constants = block_constants(self.fn)
+        return dict(self.constants[b] or {})
+
+    def crossing(self, b: int, term: Op):
+        """(successor, [(branch, fail op)]) where the region may go on through `term`."""
+        go_on, fails = [], []
+        for s in self.info.succ[b]:
+            f = _fail_of(self.fn, s, self.info.succ)
+            if f is None:
+                go_on.append(s)
+            else:
+                fails.append(f)
+        if len(go_on) != 1:
+            return None
+        s = go_on[0]
+        if s in self.info.loops or self.info.preds.get(s) != [b]:
+            return None
+        return s, fails
+
+    def grow(self, b: int, i: int) -> list[tuple[int, Op, str]]:
+        """The region's ops from `fn.blocks[b].ops[i]` (a step): (block, op, role), role
+        one of step / movable / release / branch; trailing non-steps trimmed."""
+        out: list[tuple[int, Op, str]] = []
+        made: set = set()  # slots holding a step's result
+        known = self.known_at(b)
+        for op in self.fn.blocks[b].ops[:i]:
+            _update_constants(known, op)
+        while True:
+            ops = self.fn.blocks[b].ops
+            op = ops[i]
+            reads = {s for r in op.reads() for s in _slots(r)}
+            if _step(self.module, op) is not None:
+                role = "step"
+            elif op.spec.is_terminator:
+                role = "branch"
+            elif op.spec.emit == "discard":
+                role = "release"
+            elif movable(op, known) and not reads & made:
+                role = "movable"
+            else:
+                break
+            if role == "branch":
+                # (its copies may move a step's result: only a condition is a use)
+                cond = {s for r in op.reads() if r.bank is not None for s in _slots(r)}
+                crossed = self.crossing(b, op)
+                if crossed is None or (cond & made and not crossed[1]):
+                    break  # (a branch on a step's result both ways of which go on)
+                out.append((b, op, role))
+                b, i = crossed[0], 0
+                known = self.known_at(b)
+                self._remap(made, op)
+                continue
+            out.append((b, op, role))
+            written = {s for r in op.writes() for s in _slots(r)}
+            made -= written
+            if role == "step":
+                made |= written
+            _update_constants(known, op)
+            if op.spec.is_terminator:  # a step that ends its block (fence.await)
+                crossed = self.crossing(b, op)
+                if crossed is None:
+                    break
+                b, i = crossed[0], 0
+                known = self.known_at(b)
+                continue
+            i += 1
+        while out and out[-1][2] in ("movable", "release"):
+            out.pop()
+        return out
+
+    @staticmethod
+    def _remap(made: set, op: Op) -> None:
+        for _pc, pairs in op.edges():
+            for src, dst in pairs:
+                if any(s in made for s in _slots(src)):
+                    made.update(_slots(dst))
+                else:
+                    made.difference_update(_slots(dst))
+
+
+def _region(finder: _Finder, grown) -> Region:
+    module, fn = finder.module, finder.fn
+    held: dict[tuple[str, int], Value] = {}  # slot -> value
+    wide: dict[Value, bool] = {}
+    inputs: dict[tuple[bool, int], Reg] = {}
+    readers: dict[Value, list[tuple[Op, str]]] = {}
+    made_by: dict[Value, tuple[Op, str]] = {}
+    region_steps, movables, fail_exits = [], [], []
+    n = 0
+
+    def read(r: Reg):
+        """The value id `r` holds, or the input register it still holds (a branch copy
+        of an input is that input)."""
+        vals = {held.get(s) for s in _slots(r)}
+        if len(vals) == 1 and None not in vals:
+            return vals.pop()
+        return inputs.setdefault((r.is_ref, r.ordinal), r)
+
+    def write(r: Reg, v) -> None:
+        for s in _slots(r):
+            held.pop(s, None)
+        for s in _slots(r):
+            held[s] = v
+
+    def new(op: Op, what: str) -> Value:
+        nonlocal n
+        n += 1
+        made_by[n - 1] = (op, what)
+        return n - 1
+
+    for b, op, role in grown:
+        if role == "step":
+            entry = _step(module, op)
+            operands, results = _typed(module, op)
+            values = [read(r) for r in operands]
+            for r, v in zip(operands, values):
+                if isinstance(v, int):
+                    readers.setdefault(v, []).append((op, "step"))
+            fields = entry.bind(values, op.get("segment_sizes"))
+            outs = []
+            for r in results:
+                v = new(op, entry.kind.__name__)
+                wide[v] = r.is_wide
+                write(r, v)
+                outs.append(v)
+            region_steps.append(RegionStep(entry.kind, op, entry, fields, tuple(outs)))
+        elif role == "branch":
+            for r in op.reads():
+                v = read(r)
+                if isinstance(v, int):
+                    readers.setdefault(v, []).append((op, "branch"))
+            next_b = next(s for s in finder.info.succ[b] if _fail_of(fn, s, finder.info.succ) is None)
+            next_pc = fn.blocks[next_b].pc
+            for pc, pairs in op.edges():
+                if pc == next_pc:  # the copies into the continuing block
+                    vals = [(dst, read(src)) for src, dst in pairs]
+                    for dst, v in vals:
+                        write(dst, v)
+                    continue
+                f = _fail_of(fn, finder.index_of[pc], finder.info.succ)
+                loc = finder.locate(f.pc) if finder.locate else None
+                fail_exits.append(FailExit(op.pc, f.pc, f["message"].decode("utf-8", "replace"),
+                                           f["status"], loc))
+        elif role == "release":
+            for r in op.reads():
+                read(r)
+        else:
+            movables.append(op)
+            for r in op.reads():
+                v = read(r)
+                if isinstance(v, int):
+                    readers.setdefault(v, []).append((op, "movable"))
+            for r in op.writes():
+                write(r, new(op, "movable"))
+
+    # What is live after the region's last op: the continuing block's entry when the
+    # last op is a crossed branch (or a step ending its block), else after the op.
+    last_b, last, _ = grown[-1]
+    if last.spec.is_terminator:
+        nxt = finder.crossing(last_b, last)
+        if nxt is not None:
+            first = fn.blocks[nxt[0]].ops[0]
+            ref_live = (set(finder.live.after(first)) - {r.ordinal for r in first.writes() if r.is_ref}) | {
+                r.ordinal for r in first.reads() if r.is_ref
+            }
+            w, rd = finder.ints._rw(first)
+            int_live = (set(finder.ints.after(first)) - w) | rd
+        else:
+            ref_live = set(finder.live.live_out(last_b))
+            int_live = set(finder.ints._out.get(last_b, ()))
+    else:
+        ref_live = set(finder.live.after(last))
+        int_live = set(finder.ints.after(last))
+
+    step_made = {v for s in region_steps for v in s.results}
+    outputs: list[tuple[Reg, Value]] = []
+    seen_slot = set()
+    for slot, v in sorted(held.items(), key=lambda kv: kv[0]):
+        if not isinstance(v, int) or v not in step_made or slot in seen_slot:
+            continue
+        kind, o = slot
+        live = o in ref_live if kind == "r" else slot in int_live
+        if not live:
+            continue
+        reg = Reg(o | (0x8000 if kind == "r" else 0), None if kind == "r" else ("i64" if wide[v] else "i32"))
+        seen_slot.update(_slots(reg))
+        outputs.append((reg, v))
+    out_values = {v for _, v in outputs}
+    # privacy: an interior value is read in the region by steps only (and the fail
+    # checks' branches: an await's status); one read by a movable op cannot be interior
+    # (growth stops before such an op, so this holds by construction: checked here).
+    interior = []
+    for v in sorted(step_made - out_values):
+        assert all(role in ("step", "branch") for _, role in readers.get(v, ())), (
+            f"{fn.name}: value %{v} read by a non-step op in a region"
+        )
+        interior.append(v)
+    freed = set()
+    for s in region_steps:
+        if s.kind is steps.Dealloca and isinstance(s.fields.get("buffer"), int):
+            freed.add(s.fields["buffer"])
+    transients = tuple(v for v in interior if v in freed and made_by[v][1] == "Alloca")
+    region = Region(
+        function=fn.name,
+        blocks=tuple(dict.fromkeys(b for b, _, _ in grown)),
+        ops=tuple(op for _, op, _ in grown),
+        steps=tuple(region_steps),
+        movable=tuple(movables),
+        inputs=tuple(inputs.values()),
+        outputs=tuple(outputs),
+        interior=tuple(interior),
+        transients=transients,
+        fail_exits=tuple(fail_exits),
+        made_by=made_by,
+    )
+    region.carried = _carried(finder, region, grown)
+    return region
+
+
+def _carried(finder: _Finder, region: Region, grown) -> tuple[tuple[Reg, Reg], ...]:
+    """(output, input) pairs the loop's back edge carries, where the region ends right
+    before that edge (see the module docstring)."""
+    fn, info = finder.fn, finder.info
+    b, last, _ = grown[-1]
+    ops = fn.blocks[b].ops
+    if last.spec.is_terminator or ops.index(last) != len(ops) - 2:
+        return ()
+    term = ops[-1]
+    if term.spec.emit != "branch":
+        return ()
+    h = info.succ[b][0]
+    loop = info.loops.get(h)
+    if loop is None or b not in loop.body:
+        return ()
+    pairs = term.edges()[0][1]
+    outs = {(r.is_ref, r.ordinal): r for r, _ in region.outputs}
+    ins = {(r.is_ref, r.ordinal) for r in region.inputs}
+    mine = set(region.blocks)
+    others = [op for x in loop.body if x not in mine for op in fn.blocks[x].ops]
+    others += [op for op in fn.blocks[region.blocks[0]].ops if op.pc < region.ops[0].pc]
+    written = {(r.is_ref, r.ordinal) for op in others for r in op.writes()}
+    out = []
+    for src, dst in pairs:
+        key_s, key_d = (src.is_ref, src.ordinal), (dst.is_ref, dst.ordinal)
+        if key_s in outs and key_d in ins and key_d not in written:
+            out.append((outs[key_s], dst))
+    return tuple(out)
+
+
+def find(module, fn: Function, live: RefLiveness, info=None, locate=None) -> list[Region]:
+    """The function's queue regions in pc order. `info`: cfg.analyze(fn) (made when not
+    given); `locate`: pc -> source location text, for the fail exits."""
+    info = info if info is not None else cfg.analyze(fn)
+    finder = _Finder(module, fn, live, info, locate)
+    claimed: set[int] = set()
+    out = []
+    for b in sorted(info.rpo, key=lambda x: fn.blocks[x].pc):
+        for i, op in enumerate(fn.blocks[b].ops):
+            if op.pc in claimed or _step(module, op) is None:
+                continue
+            grown = finder.grow(b, i)
+            claimed |= {o.pc for _, o, _ in grown}
+            out.append(_region(finder, grown))
+    out.sort(key=lambda r: r.ops[0].pc)
+    return out
+
+
+__all__ = ["FailExit", "Region", "RegionStep", "find"]
