@@ -283,11 +283,22 @@ def _archives_mixed(d: Path):
     return pairs, {}
 
 
+def _archives_safetensors_duplicate_key(d: Path):
+    """A safetensors header naming `w` twice (W, then -W): IREE reads the first."""
+    tensors = {"w": W, "w_dup": -W, "s": np.full(4, S_VALUE), "k": K, "b": B, "h": H}
+    blob = safetensors_bytes(tensors)
+    assert blob.count(b'"w_dup"') == 1
+    (d / "model.safetensors").write_bytes(blob.replace(b'"w_dup"', b'"w"    '))
+    (d / "v.safetensors").write_bytes(safetensors_bytes({"v": V}))
+    return [("model", d / "model.safetensors"), ("", d / "v.safetensors")], {}
+
+
 ARCHIVES = {
     "pyree-irpa": _archives_ours_irpa,
     "iree-irpa": _archives_iree_irpa,
     "iree-cli": _archives_iree_cli,
     "safetensors": _archives_safetensors,
+    "safetensors-duplicate-key": _archives_safetensors_duplicate_key,
     "gguf": _archives_gguf,
     "mixed-first-wins": _archives_mixed,
 }

@@ -35,7 +35,7 @@ import struct
 
 import numpy as np
 
-from ..errors import StatusCode, VMError
+from ..errors import StatusCode, VMError, one_line
 from ..hal.buffer import (
     ALIGNMENT,
     USAGE_DISPATCH_IMAGE_WRITE,
@@ -48,6 +48,7 @@ from ..hal.buffer import (
 from ..hal.device import HalDevice
 from ..hal.fence import Fence
 from ..hal.module import BUFFER, QUEUE_FENCES
+from ..params.files import key_label
 from ..params.index import ParameterEntry, ParameterProviders, build_providers, splat_bytes
 from ..vm import args as vm_args
 from ..vm.args import DEVICE, HOST_BYTES, U32, import_module, vm_import
@@ -163,13 +164,16 @@ class IoParametersModule:
             try:
                 decoded = self._spans(key_table, key_data, spans, name)
                 if decoded:
-                    first = f" (looking up parameter '{decoded[0].key}' in scope '{scope}')"
+                    first = (
+                        f" (looking up parameter {key_label(decoded[0].key)} in scope "
+                        f"{key_label(scope)})"
+                    )
             except VMError:
                 pass
             raise _error(
                 StatusCode.NOT_FOUND,
                 name,
-                f"no provider registered that handles scopes like '{scope}'{first}",
+                f"no provider registered that handles scopes like {key_label(scope)}{first}",
             )
         return self._spans(key_table, key_data, spans, name)
 
@@ -186,16 +190,17 @@ class IoParametersModule:
             raise _error(
                 StatusCode.PERMISSION_DENIED,
                 name,
-                f"parameter `{span.key}` (scope '{scope}') storage does not support the "
-                f"requested access type; parameter allows READ, operation requires "
+                f"parameter `{one_line(span.key)}` (scope {key_label(scope)}) storage does not "
+                f"support the requested access type; parameter allows READ, operation requires "
                 f"WRITE: the parameter is {what}",
             )
         if span.parameter_offset + span.length > entry.length:
             raise _error(
                 StatusCode.OUT_OF_RANGE,
                 name,
-                f"parameter `{span.key}` (scope '{scope}') range out of bounds "
-                f"(offset={span.parameter_offset}, length={span.length}, size={entry.length})",
+                f"parameter `{one_line(span.key)}` (scope {key_label(scope)}) range out of "
+                f"bounds (offset={span.parameter_offset}, length={span.length}, "
+                f"size={entry.length})",
             )
         span.entry = entry
         return entry
@@ -206,7 +211,7 @@ class IoParametersModule:
             raise _error(
                 StatusCode.OUT_OF_RANGE,
                 name,
-                f"span {span.index} (parameter `{span.key}`): {what} range "
+                f"span {span.index} (parameter `{one_line(span.key)}`): {what} range "
                 f"[{span.buffer_offset}, {span.buffer_offset + span.length}) is out of bounds "
                 f"of a {buffer_length}-byte buffer",
             )
@@ -280,7 +285,7 @@ class IoParametersModule:
             raise _error(
                 StatusCode.RESOURCE_EXHAUSTED,
                 name,
-                f"cannot allocate {span.length} bytes for parameter `{span.key}`",
+                f"cannot allocate {span.length} bytes for parameter `{one_line(span.key)}`",
             ) from None
 
     @staticmethod

@@ -13,7 +13,7 @@ import mmap
 import os
 import struct
 
-from ..errors import StatusCode, VMError
+from ..errors import StatusCode, VMError, quote_name
 
 
 def file_error(code: StatusCode, path: str, message: str) -> VMError:
@@ -120,9 +120,10 @@ class Cursor:
     def u64(self, what: str) -> int:
         return _U64.unpack_from(self.view, self.need(8, what))[0]
 
-    def bytes(self, length: int, what: str) -> bytes:
+    def slice(self, length: int, what: str) -> memoryview:
+        """Zero-copy view of the next `length` bytes."""
         pos = self.need(length, what)
-        return bytes(self.view[pos : pos + length])
+        return self.view[pos : pos + length]
 
     def skip(self, length: int, what: str) -> None:
         self.need(length, what)
@@ -132,7 +133,81 @@ _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 
 
-def decode_key(raw: bytes) -> str:
+def decode_key(raw) -> str:
     """Parameter keys are byte strings; non-UTF-8 bytes survive as surrogate escapes so
-    a key from a module matches the same bytes in an archive."""
-    return raw.decode("utf-8", errors="surrogateescape")
+    a key from a module matches the same bytes in an archive. `raw` may be a memoryview
+    (decoded in place, no bytes copy)."""
+    return str(raw, "utf-8", "surrogateescape")
+
+
+def key_label(key: str) -> str:
+    """A key as an error message shows it: quoted and escaped by the project's one
+    name quoter (a key may hold terminal control codes), cut short when very long."""
+    if len(key) <= _LABEL_CHARS:
+        return quote_name(key)
+    return quote_name(key[:_LABEL_CHARS]) + f"... ({len(key)} characters)"
+
+
+_LABEL_CHARS = 200
+
+# Bounds on what one archive may make us allocate. A file is mapped, so its bytes cost
+# nothing until read; but every entry becomes Python objects (hundreds of bytes each)
+# and every key and metadata blob a Python copy. Without bounds a small sparse file, or
+# many entries naming one long range, would cost memory the file never stored. IREE
+# keeps views into the mapping and needs no such bounds; real archives sit far below.
+MAX_ENTRIES = 1 << 20  # entries (tensors, kv pairs) one file may declare
+MAX_COPIED_BYTES = 64 << 20  # keys + metadata blobs copied out of one file, together
+
+
+def check_count(
+    path: str,
+    what: str,
+    count: int,
+    min_size: int,
+    available: int,
+    *,
+    capped: bool = True,
+) -> None:
+    """A count read from a file: OUT_OF_RANGE when `count` records of at least
+    `min_size` bytes cannot fit in `available` bytes (a claim past the file), then, if
+    the records become objects (`capped`), RESOURCE_EXHAUSTED above MAX_ENTRIES.
+    Checked before any loop over the records."""
+    if count * min_size > available:
+        raise file_error(
+            StatusCode.OUT_OF_RANGE,
+            path,
+            f"truncated: {what} of {count} needs at least {min_size} bytes each but only "
+            f"{available} bytes remain",
+        )
+    if capped and count > MAX_ENTRIES:
+        raise file_error(
+            StatusCode.RESOURCE_EXHAUSTED,
+            path,
+            f"{what} of {count} is more than the {MAX_ENTRIES} entries one archive may hold",
+        )
+
+
+class CopyBudget:
+    """What one file's parse may copy out of the mapping (keys, metadata blobs)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.left = MAX_COPIED_BYTES
+
+    def take(self, length: int, what: str) -> None:
+        self.left -= length
+        if self.left < 0:
+            raise file_error(
+                StatusCode.RESOURCE_EXHAUSTED,
+                self.path,
+                f"{what}: the archive's keys and metadata take more than "
+                f"{MAX_COPIED_BYTES} bytes",
+            )
+
+    def key(self, raw: memoryview, what: str) -> str:
+        self.take(raw.nbytes, what)
+        return decode_key(raw)
+
+    def blob(self, raw: memoryview, what: str) -> bytes:
+        self.take(raw.nbytes, what)
+        return bytes(raw)

@@ -17,8 +17,18 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
+
 from ..errors import StatusCode
-from .files import Cursor, MappedFile, decode_key, file_error
+from .files import (
+    CopyBudget,
+    Cursor,
+    MappedFile,
+    check_count,
+    decode_key,
+    file_error,
+    key_label,
+)
 from .index import ParameterEntry
 
 MAGIC = 0x46554747  # b"GGUF"
@@ -50,10 +60,39 @@ GGML_TYPES = {
 _VALUE_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
 _STRING, _ARRAY, _UINT32 = 8, 9, 4
 _U32 = struct.Struct("<I")
+_ALIGNMENT_KEY = b"general.alignment"
+_LABEL_BYTES = 256  # of a skipped key, decoded for messages
 
 
-def _string(cur: Cursor, what: str) -> bytes:
-    return cur.bytes(cur.u64(f"{what} length"), what)
+def _string(cur: Cursor, what: str) -> memoryview:
+    """A string's bytes, in place (the caller copies only what it keeps)."""
+    return cur.slice(cur.u64(f"{what} length"), what)
+
+
+def _skip_strings(cur: Cursor, count: int, what: str) -> None:
+    """Skips `count` strings. A run of empty strings (what a sparse file's zeros read
+    as) is skipped in one step, so a huge count over zeros costs no Python loop."""
+    i = 0
+    while i < count:
+        length = cur.u64(f"{what}[{i}] length")
+        if length:
+            cur.skip(length, f"{what}[{i}]")
+            i += 1
+            continue
+        # Count the zero u64s that follow, in growing chunks (cost linear in the run).
+        room = min(count - i - 1, cur.remaining // 8)
+        run, chunk = 0, 16
+        while run < room:
+            n = min(room - run, chunk)
+            lengths = np.frombuffer(cur.view, "<u8", n, cur.pos + 8 * run)
+            nonzero = np.flatnonzero(lengths)
+            if nonzero.size:
+                run += int(nonzero[0])
+                break
+            run += n
+            chunk *= 2
+        cur.skip(8 * run, f"{what}[{i + 1}:{i + 1 + run}]")
+        i += run + 1
 
 
 def _skip_value(cur: Cursor, value_type: int, what: str, *, in_array: bool = False) -> None:
@@ -61,7 +100,7 @@ def _skip_value(cur: Cursor, value_type: int, what: str, *, in_array: bool = Fal
     if size is not None:
         cur.skip(size, what)
     elif value_type == _STRING:
-        _string(cur, what)
+        cur.skip(cur.u64(f"{what} length"), what)
     elif value_type == _ARRAY and not in_array:
         element_type = cur.u32(f"{what} array type")
         count = cur.u64(f"{what} array length")
@@ -69,8 +108,8 @@ def _skip_value(cur: Cursor, value_type: int, what: str, *, in_array: bool = Fal
         if size is not None:
             cur.skip(count * size, f"{what} array of {count}")
         elif element_type == _STRING:
-            for i in range(count):  # each string takes >= 8 bytes: bounded by the file
-                _string(cur, f"{what}[{i}]")
+            check_count(cur.path, f"{what} array", count, 8, cur.remaining, capped=False)
+            _skip_strings(cur, count, what)
         elif element_type == _ARRAY:
             raise file_error(
                 StatusCode.INVALID_ARGUMENT, cur.path, f"{what}: nested arrays not supported"
@@ -89,15 +128,30 @@ def _skip_value(cur: Cursor, value_type: int, what: str, *, in_array: bool = Fal
         )
 
 
-def _tensor_infos(cur: Cursor, count: int):
+def _tensor_infos(cur: Cursor, count: int, keys: CopyBudget):
+    """(index, name, (dims offset, dims count), ggml type, offset) per tensor."""
     for i in range(count):
-        name = _string(cur, f"tensor {i} name")
+        name = keys.key(_string(cur, f"tensor {i} name"), f"tensor {i} name")
         n_dims = cur.u32(f"tensor {i} dimension count")
-        pos = cur.need(8 * n_dims, f"tensor {i} dimensions")
-        dims = struct.unpack_from(f"<{n_dims}Q", cur.view, pos)
+        dims_at = cur.need(8 * n_dims, f"tensor {i} dimensions")
         ggml_type = cur.u32(f"tensor {i} type")
         offset = cur.u64(f"tensor {i} offset")
-        yield i, decode_key(name), dims, ggml_type, offset
+        yield i, name, (dims_at, n_dims), ggml_type, offset
+
+
+def element_count(dims, limit: int) -> int:
+    """The product of `dims`, or `limit + 1` as soon as it passes `limit`: the product
+    never grows past `limit * 2**64`, so many huge dims cost linear time (IREE 3.13 wraps
+    the product at 64 bits instead; we refuse what does not fit). A 0 anywhere makes 0.
+    """
+    if 0 in dims:
+        return 0
+    count = 1
+    for d in dims:
+        count *= int(d)
+        if count > limit:
+            return limit + 1
+    return count
 
 
 def parse_gguf(file: MappedFile) -> list[ParameterEntry]:
@@ -121,11 +175,14 @@ def parse_gguf(file: MappedFile) -> list[ParameterEntry]:
     kv_count = cur.u64("metadata kv count")
     if tensor_count == 0:
         return []
+    # A kv pair takes >= 13 bytes (key length, type, a u8); a tensor info >= 24.
+    check_count(path, "metadata kv count", kv_count, 13, cur.remaining)
+    keys = CopyBudget(path)
     alignment = DEFAULT_ALIGNMENT
-    for i in range(kv_count):  # each pair takes >= 12 bytes: bounded by the file
+    for i in range(kv_count):
         key = _string(cur, f"metadata kv {i} key")
         value_type = cur.u32(f"metadata kv {i} type")
-        if key == b"general.alignment":
+        if key == _ALIGNMENT_KEY:
             if value_type != _UINT32:
                 raise file_error(
                     StatusCode.INVALID_ARGUMENT,
@@ -138,9 +195,12 @@ def parse_gguf(file: MappedFile) -> list[ParameterEntry]:
                     StatusCode.INVALID_ARGUMENT, path, "general.alignment must not be 0"
                 )
         else:
-            _skip_value(cur, value_type, f"metadata kv {i} ('{decode_key(key)}')")
+            # The key is copied only for the message, and only its first bytes.
+            label = key_label(decode_key(key[:_LABEL_BYTES]))
+            _skip_value(cur, value_type, f"metadata kv {i} ({label})")
+    check_count(path, "tensor count", tensor_count, 24, cur.remaining)
     # Two passes: the data starts after the (variable-length) tensor infos.
-    infos = list(_tensor_infos(cur, tensor_count))
+    infos = list(_tensor_infos(cur, tensor_count, keys))
     data_offset = -(-cur.pos // alignment) * alignment
     data_size = size - data_offset
     if data_size < 0:
@@ -151,25 +211,26 @@ def parse_gguf(file: MappedFile) -> list[ParameterEntry]:
             f"{size}-byte file",
         )
     entries = []
-    for i, name, dims, ggml_type, offset in infos:
+    for i, name, (dims_at, n_dims), ggml_type, offset in infos:
+        label = f"tensor {i} ({key_label(name)})"
         traits = GGML_TYPES.get(ggml_type)
         if traits is None:
             raise file_error(
                 StatusCode.UNIMPLEMENTED,
                 path,
-                f"tensor {i} ('{name}'): GGML tensor type {ggml_type} not supported",
+                f"{label}: GGML tensor type {ggml_type} not supported",
             )
         block, block_bytes = traits
-        count = 1
-        for d in dims:
-            count *= d
+        dims = np.frombuffer(file.view, "<u8", n_dims, dims_at)  # a view, not a copy
+        count = element_count(dims, data_size * block)
         length = count * block_bytes // block
         if offset + length > data_size:
+            end = offset + length if count <= data_size * block else "past the data"
             raise file_error(
                 StatusCode.INVALID_ARGUMENT,
                 path,
-                f"tensor {i} ('{name}'): entry has data offsets outside of the available "
-                f"data (begin={offset}, end={offset + length}, available={data_size})",
+                f"{label}: entry has data offsets outside of the available "
+                f"data (begin={offset}, end={end}, available={data_size})",
             )
         entries.append(
             ParameterEntry(name, length, file=file, offset=data_offset + offset, source=path)
@@ -182,8 +243,6 @@ def gguf_bytes(tensors: dict, *, alignment: int | None = None, version: int = 3,
 
     `kv` adds extra metadata pairs: {key: (value_type, raw value bytes)}.
     """
-    import numpy as np
-
     types = {"float32": 0, "float16": 1, "int8": 16, "int16": 17, "int32": 18}
 
     def string(s: str) -> bytes:

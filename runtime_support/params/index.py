@@ -25,8 +25,8 @@ from typing import Iterable, Iterator, Mapping
 
 import numpy as np
 
-from ..errors import StatusCode, VMError
-from .files import MappedFile
+from ..errors import StatusCode, VMError, one_line
+from .files import MappedFile, key_label
 
 
 class ParameterEntry:
@@ -54,8 +54,8 @@ class ParameterEntry:
             if offset + length > file.size:
                 raise VMError(
                     StatusCode.OUT_OF_RANGE,
-                    f"{file.path}: parameter '{key}' data [{offset}, {offset + length}) is "
-                    f"out of bounds of the {file.size}-byte file",
+                    f"{file.path}: parameter {key_label(key)} data [{offset}, "
+                    f"{offset + length}) is out of bounds of the {file.size}-byte file",
                 )
         elif not pattern:
             raise ValueError(f"parameter {key!r}: empty splat pattern")
@@ -93,7 +93,7 @@ class ParameterEntry:
         if offset < 0 or length < 0 or offset + length > self.length:
             raise VMError(
                 StatusCode.OUT_OF_RANGE,
-                f"parameter `{self.key}` range out of bounds (offset={offset}, "
+                f"parameter `{one_line(self.key)}` range out of bounds (offset={offset}, "
                 f"length={length}, size={self.length})",
             )
         if self.file is not None:
@@ -203,14 +203,15 @@ class ParameterProviders:
         if index is None:
             raise VMError(
                 StatusCode.NOT_FOUND,
-                f"no provider registered that handles scopes like '{scope}' "
-                f"(looking up parameter '{key}' in scope '{scope}')",
+                f"no provider registered that handles scopes like {key_label(scope)} "
+                f"(looking up parameter {key_label(key)} in scope {key_label(scope)})",
             )
         entry = index.get(key)
         if entry is None:
             raise VMError(
                 StatusCode.NOT_FOUND,
-                f"no parameter found in index with key '{key}' (scope '{scope}')",
+                f"no parameter found in index with key {key_label(key)} "
+                f"(scope {key_label(scope)})",
             )
         return entry
 

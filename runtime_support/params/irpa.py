@@ -26,7 +26,7 @@ from typing import Mapping, NamedTuple
 import numpy as np
 
 from ..errors import StatusCode
-from .files import MappedFile, decode_key, file_error
+from .files import CopyBudget, MappedFile, check_count, file_error, key_label
 from .index import ParameterEntry
 
 MAGIC = 0x41505249  # b"IRPA"
@@ -134,9 +134,12 @@ def _parse_v0(file: MappedFile, base: int, where: str) -> list[ParameterEntry]:
                 f"{size}-byte file ({where})",
             )
 
-    def metadata_bytes(i: int, what: str, off: int, length: int) -> bytes:
+    copies = CopyBudget(path)
+
+    def metadata_range(i: int, what: str, off: int, length: int) -> memoryview:
+        """A zero-copy view of `[off, off + length)` of the metadata segment."""
         if not length:
-            return b""
+            return view[0:0]
         if off + length > metadata_length:
             raise file_error(
                 StatusCode.OUT_OF_RANGE,
@@ -145,8 +148,10 @@ def _parse_v0(file: MappedFile, base: int, where: str) -> list[ParameterEntry]:
                 f"{metadata_length}-byte metadata segment ({where})",
             )
         start = base + metadata_offset + off
-        return bytes(view[start : start + length])
+        return view[start : start + length]
 
+    # Each entry takes at least the 60-byte common header.
+    check_count(path, f"entry count ({where})", entry_count, ENTRY_HEADER.size, entry_length)
     out = []
     pos = base + entry_offset
     remaining = entry_length
@@ -175,9 +180,9 @@ def _parse_v0(file: MappedFile, base: int, where: str) -> list[ParameterEntry]:
                 f"entry table truncated at entry {i}: entry size {entry_size} with "
                 f"{remaining} bytes left in the entry segment ({where})",
             )
-        key = decode_key(metadata_bytes(i, "name", name_offset, name_length))
-        label = f"entry {i} ('{key}')"
-        metadata = metadata_bytes(i, "metadata", meta_offset, meta_length)
+        key = copies.key(metadata_range(i, "name", name_offset, name_length), f"entry {i}")
+        label = f"entry {i} ({key_label(key)})"
+        metadata = copies.blob(metadata_range(i, "metadata", meta_offset, meta_length), label)
         tail = pos + ENTRY_HEADER.size
         if entry_type == TYPE_SKIP:
             pass

@@ -5,7 +5,8 @@
 
 Offsets are relative to the end of the header. Like IREE's parser
 (iree/io/formats/safetensors) only `data_offsets` is used (the bytes are the parameter;
-dtype and shape are the program's business) and `__metadata__` is ignored. A header that
+dtype and shape are the program's business) and `__metadata__` is ignored. A key
+repeated in the header keeps its first entry, as in IREE. A header that
 is not a JSON object of objects, or offsets that are not two integers with
 `BEGIN <= END <= data size`, are INVALID_ARGUMENT; a header running past the file is
 OUT_OF_RANGE.
@@ -17,10 +18,35 @@ import json
 import struct
 
 from ..errors import StatusCode
-from .files import MappedFile, file_error
+from .files import MappedFile, check_count, file_error, key_label
 from .index import ParameterEntry
 
 _U64 = struct.Struct("<Q")
+
+# The header is decoded into Python objects, so its size is capped before anything is
+# allocated: the safetensors library's own limit (MAX_HEADER_SIZE, 100 MB).
+MAX_HEADER_BYTES = 100_000_000
+
+
+def _first_wins(pairs: list) -> dict:
+    """object_pairs_hook: a key repeated in one JSON object keeps its FIRST value, as
+    IREE 3.13's in-place parser reads it (json.loads alone keeps the last)."""
+    out: dict = {}
+    for key, value in pairs:
+        out.setdefault(key, value)
+    return out
+
+
+def _offsets(value):
+    """(begin, end) from a `data_offsets` value, or None unless it is two integers."""
+    if isinstance(value, list) and len(value) == 2 and all(type(v) is int for v in value):
+        return value
+    return None
+
+
+def _show(value) -> str:
+    """An int from the header for a message: digits only while they are few."""
+    return str(value) if -(1 << 64) < value < (1 << 64) else f"<{value.bit_length()}-bit value>"
 
 
 def parse_safetensors(file: MappedFile) -> list[ParameterEntry]:
@@ -39,14 +65,28 @@ def parse_safetensors(file: MappedFile) -> list[ParameterEntry]:
             f"safetensors header of {header_length} bytes runs past the end of the "
             f"{size}-byte file",
         )
+    if header_length > MAX_HEADER_BYTES:
+        raise file_error(
+            StatusCode.RESOURCE_EXHAUSTED,
+            path,
+            f"safetensors header of {header_length} bytes is larger than the "
+            f"{MAX_HEADER_BYTES}-byte limit (the safetensors library's)",
+        )
     data_base = _U64.size + header_length
     data_size = size - data_base
-    raw = bytes(view[_U64.size : data_base])
     try:
-        header = json.loads(raw.decode("utf-8"))
+        # str() decodes straight from the mapping: no bytes copy of the header.
+        text = str(view[_U64.size : data_base], "utf-8")
+        header = json.loads(text, object_pairs_hook=_first_wins)
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise file_error(
             StatusCode.INVALID_ARGUMENT, path, f"safetensors header is not valid JSON: {e}"
+        ) from None
+    except MemoryError:
+        raise file_error(
+            StatusCode.RESOURCE_EXHAUSTED,
+            path,
+            f"out of memory decoding the {header_length}-byte safetensors header",
         ) from None
     if not isinstance(header, dict):
         raise file_error(
@@ -54,34 +94,33 @@ def parse_safetensors(file: MappedFile) -> list[ParameterEntry]:
             path,
             f"safetensors header must be a JSON object, got {type(header).__name__}",
         )
+    check_count(path, "tensor count", len(header), 1, header_length)
     entries = []
     for key, info in header.items():
         if key == "__metadata__":
             continue
+        label = f"tensor {key_label(key)}"
         if not isinstance(info, dict):
             raise file_error(
                 StatusCode.INVALID_ARGUMENT,
                 path,
-                f"tensor '{key}': header entry must be an object, got {type(info).__name__}",
+                f"{label}: header entry must be an object, got {type(info).__name__}",
             )
-        offsets = info.get("data_offsets")
-        if (
-            not isinstance(offsets, list)
-            or len(offsets) != 2
-            or not all(type(v) is int for v in offsets)
-        ):
+        offsets = _offsets(info.get("data_offsets"))
+        if offsets is None:
             raise file_error(
                 StatusCode.INVALID_ARGUMENT,
                 path,
-                f"tensor '{key}': failed to parse entry data offsets `{offsets!r}`",
+                f"{label}: failed to parse entry data offsets (expected two integers, "
+                f"got {type(info.get('data_offsets')).__name__})",
             )
         begin, end = offsets
         if begin < 0 or begin > end or end > data_size:
             raise file_error(
                 StatusCode.INVALID_ARGUMENT,
                 path,
-                f"tensor '{key}': entry has data offsets outside of the available data "
-                f"(begin={begin}, end={end}, available={data_size})",
+                f"{label}: entry has data offsets outside of the available data "
+                f"(begin={_show(begin)}, end={_show(end)}, available={data_size})",
             )
         entries.append(
             ParameterEntry(key, end - begin, file=file, offset=data_base + begin, source=path)
