@@ -163,7 +163,7 @@ FIELDS = {"irpa": irpa_fields, "safetensors": safetensors_fields, "gguf": gguf_f
 
 def _edge(rng: random.Random, width: int, old: int, size: int) -> int:
     top = (1 << (8 * width)) - 1
-    value = rng.choice((0, 1, 2, 4, 5, 17, 255, 1 << 16, 1 << 20, (1 << 20) + 1, 2**31,
+    value = rng.choice((0, 1, 2, 4, 5, 17, 255, 1 << 16, 1 << 18, (1 << 18) + 1, 2**31,
                         2**32 - 1, 2**63, top, size, size - 1, size + 1, old + 1, old - 1,
                         old * 2, old + 8, rng.randrange(top + 1)))
     return value & top
@@ -249,9 +249,12 @@ def mutate(fmt: str, seed: bytes, rng: random.Random) -> tuple[bytes, int, list[
         elif kind == "json":
             try:
                 data, note = _json_mutation(bytes(buf), rng)
-            except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+            except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError,
+                    struct.error):
                 data, note = bytes(buf), "json skipped"  # an earlier mutation broke the header
             buf = bytearray(data)
+        elif not buf:  # an earlier truncate left nothing to change
+            note = f"{kind} skipped"
         elif kind == "byte":
             pos = rng.randrange(len(buf))
             buf[pos] = rng.randrange(256)
@@ -387,6 +390,9 @@ def run_batch(indices: list[int], base_seed: int) -> tuple[list[dict], int]:
                 try:
                     _child(todo, base_seed, seed_bytes, Path(tmp), w)
                 except BaseException:  # noqa: BLE001 - a harness failure, seen as a death
+                    import traceback
+
+                    traceback.print_exc()
                     code = 3
                 os._exit(code)
             os.close(w)

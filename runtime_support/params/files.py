@@ -155,7 +155,7 @@ _LABEL_CHARS = 200
 # and every key and metadata blob a Python copy. Without bounds a small sparse file, or
 # many entries naming one long range, would cost memory the file never stored. IREE
 # keeps views into the mapping and needs no such bounds; real archives sit far below.
-MAX_ENTRIES = 1 << 20  # entries (tensors, kv pairs) one file may declare
+MAX_ENTRIES = 1 << 18  # entries (tensors, kv pairs) one file may declare
 MAX_COPIED_BYTES = 64 << 20  # keys + metadata blobs copied out of one file, together
 
 

@@ -221,7 +221,10 @@ def parse_gguf(file: MappedFile) -> list[ParameterEntry]:
                 f"{label}: GGML tensor type {ggml_type} not supported",
             )
         block, block_bytes = traits
-        dims = np.frombuffer(file.view, "<u8", n_dims, dims_at)  # a view, not a copy
+        if n_dims <= 16:  # the usual case: a few dims, cheaper unpacked than as an array
+            dims = struct.unpack_from(f"<{n_dims}Q", file.view, dims_at)
+        else:
+            dims = np.frombuffer(file.view, "<u8", n_dims, dims_at)  # a view, not a copy
         count = element_count(dims, data_size * block)
         length = count * block_bytes // block
         if offset + length > data_size:
