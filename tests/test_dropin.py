@@ -486,7 +486,6 @@ def test_import_with_wrong_calling_convention_is_refused(build):
 # -- executables pyree cannot run ---------------------------------------------------------
 
 UNRUNNABLE = {
-    "vmvx": ("--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=vmvx"),
     "arm64": (
         "--iree-hal-target-device=local",
         "--iree-hal-local-target-device-backends=llvm-cpu",
@@ -496,11 +495,29 @@ UNRUNNABLE = {
     "cuda": ("--iree-hal-target-backends=cuda",),
 }
 UNRUNNABLE_FORMAT = {
-    "vmvx": "vmvx-bytecode-fb",
     "arm64": "embedded-elf-arm_64",
     "vulkan": "vulkan-spirv-fb",
     "cuda": "cuda-nvptx-fb",
 }
+
+
+def test_vmvx_build_runs_like_iree_run_module(compile_mlir, tmp_path):
+    """A VMVX build (issue #26) translates without a warning and pyree-run prints what
+    iree-run-module prints for it."""
+    src = tmp_path / "m.mlir"
+    src.write_text(MODULE_A)
+    flags = ("--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=vmvx")
+    vmfb = Path(compile_mlir(src, flags))
+    rc, _, err = cli(translate_main, [vmfb, "-o", tmp_path / "out", "--name", "m", "--strict", "-q"])
+    assert rc == 0 and "warning" not in err, err
+    args = ["--function=double", "--input=4xf32=1.5 2 -3 4e-3"]  # (a dispatch)
+    rc, out, err = pyree_run(tmp_path / "out" / "m", args)
+    expected = subprocess.run(
+        ["iree-run-module", f"--module={vmfb}", "--device=local-sync", *args],
+        capture_output=True, text=True,
+    )
+    assert rc == 0 and expected.returncode == 0, err
+    assert out == expected.stdout
 
 
 @pytest.mark.parametrize("target", list(UNRUNNABLE))

@@ -217,9 +217,9 @@ def image_maps(base: int, size: int) -> list[tuple[int, int, str]]:
 
 
 def test_registry():
-    assert supported_formats() == [EMBEDDED, SYSTEM]
-    with pytest.raises(LoaderError, match="vmvx-bytecode-fb"):
-        load_executable("vmvx-bytecode-fb", b"")
+    assert supported_formats() == [EMBEDDED, SYSTEM, "vmvx-bytecode-fb"]
+    with pytest.raises(LoaderError, match="was not translated"):
+        load_executable("vmvx-bytecode-fb", b"")  # (only translated VMVX runs)
     with pytest.raises(LoaderError, match="cuda-nvptx-fb"):
         load_executable(b"cuda-nvptx-fb", b"")
 

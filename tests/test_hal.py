@@ -792,7 +792,12 @@ def test_executable_create_validates_constants(hal, device):
 def test_executable_create_unknown_format_is_a_loader_error(hal, device):
     from runtime_support.errors import LoaderError
 
-    with pytest.raises(LoaderError, match="vmvx-bytecode-fb"):
+    with pytest.raises(LoaderError, match="vulkan-spirv-fb"):
+        hal.executable_create(
+            device, -1, vmbuf(b"vulkan-spirv-fb", True), vmbuf(b"\0" * 16, True), None
+        )
+    # VMVX runs only as translated Python: bytes no package translated are refused.
+    with pytest.raises(LoaderError, match="was not translated"):
         hal.executable_create(
             device, -1, vmbuf(b"vmvx-bytecode-fb", True), vmbuf(b"\0" * 16, True), None
         )

@@ -117,10 +117,10 @@ def test_query_support_and_unknown_format():
     loader = HalLoaderModule()
     for fmt in supported_formats():
         assert loader.executable_query_support(VMBuffer(fmt.encode())) == 1
-    assert loader.executable_query_support(VMBuffer(b"vmvx-bytecode-fb")) == 0
+    assert loader.executable_query_support(VMBuffer(b"vulkan-spirv-fb")) == 0
     with pytest.raises(VMError) as e:
-        loader.executable_load(VMBuffer(b"vmvx-bytecode-fb"), VMBuffer(b"\0" * 16), None)
-    assert _status(e) == StatusCode.NOT_FOUND and "vmvx-bytecode-fb" in str(e.value)
+        loader.executable_load(VMBuffer(b"vulkan-spirv-fb"), VMBuffer(b"\0" * 16), None)
+    assert _status(e) == StatusCode.NOT_FOUND and "vulkan-spirv-fb" in str(e.value)
 
 
 def test_load_rejects_constants_not_a_multiple_of_four():

@@ -4,7 +4,8 @@
     supported_formats() -> list of format strings
 
 `embedded-elf-x86_64` is loaded by our own ELF loader (`elf.py`), `system-elf-x86_64`
-through the system dynamic linker (`system_dylib.py`). Both share the query, export
+through the system dynamic linker (`system_dylib.py`), `vmvx-bytecode-fb` runs the
+Python its executables were translated into (`vmvx.py`). Both share the query, export
 table and dispatch code in `executable.py`; the ABI structs are in `kernel_abi.py`.
 """
 
@@ -16,10 +17,12 @@ from ..errors import LoaderError
 from .elf import load_embedded_elf
 from .executable import Executable, ExportInfo
 from .system_dylib import load_system_library
+from .vmvx import load_vmvx
 
 _LOADERS: dict[str, Callable[..., Executable]] = {
     "embedded-elf-x86_64": load_embedded_elf,
     "system-elf-x86_64": load_system_library,
+    "vmvx-bytecode-fb": load_vmvx,  # (translated ahead of time: translator/vmvx.py)
 }
 
 

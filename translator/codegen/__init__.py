@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib.resources
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import jinja2
@@ -53,6 +53,7 @@ class GeneratedPackage:
     rodata_table: list[tuple[int, int]]
     structured_functions: int
     fallback_functions: int
+    kernels: list = field(default_factory=list)  # translator.vmvx.KernelFile, one per executable
 
 
 # A location is a tree the vmfb describes (fused and call-site locations nest); a hostile
@@ -186,8 +187,13 @@ def generate(
     fuse_submissions: bool = True,
     merge_runs: bool = True,
     loop_chains: bool = True,
+    template: str = "module.py.j2",
+    helper_modules: dict[str, str] | None = None,
+    view_fields: dict | None = None,
 ) -> GeneratedPackage:
-    """`pipeline`: the module's front end (decoded, verified functions and their analyses);
+    """`template`, `helper_modules` (helper kind -> module, over ops.HELPER_MODULES) and
+    `view_fields` (extra ModuleView fields): a VMVX kernel module (translator/vmvx.py).
+    `pipeline`: the module's front end (decoded, verified functions and their analyses);
     made here when not given. `provenance`: VM comments (`# pc 0x42 hal.fence.await`) on
     every function; without it, only on functions that show no source location.
     `fuse_submissions`: each per-dispatch submission group with private fences becomes
@@ -200,6 +206,12 @@ def generate(
     # Translate-time checks of the module's imports and exports run before any code is generated.
     pipeline.check_imports()
     pipeline.check_exports()
+    kernels = []
+    if view_fields is None:  # (a host module: its VMVX executables become kernel modules)
+        from translator.vmvx import translate_kernels
+
+        kernels = translate_kernels(module)
+        view_fields = {"vmvx_kernels": tuple((k.sha256, k.file_name) for k in kernels)}
     functions = pipeline.functions
     cconvs = pipeline.cconvs
     names = NameTable(module)
@@ -257,7 +269,7 @@ def generate(
     if module.imports:
         context_names.add("Import")
     helper_imports.append(("runtime_support.context", sorted(context_names)))
-    for key, modname in HELPER_MODULES.items():
+    for key, modname in {**HELPER_MODULES, **(helper_modules or {})}.items():
         used = sorted(renderer.helpers[key])
         if used:
             helper_imports.append((modname, used))
@@ -287,9 +299,8 @@ def generate(
         comment_text(f"Translator: pyree {__version__}"),
         comment_text(f"Regenerate: pyree-translate {shlex.quote(source)} -o OUT_DIR --name {name}"),
     ]
+    fields = {"docstring": docstring, "header": header, **(view_fields or {})}
     view = ModuleView(
-        docstring=docstring,
-        header=header,
         module_name=module.name,
         package_name=name,
         helper_imports=helper_imports,
@@ -309,9 +320,10 @@ def generate(
             # (a key `kind#site`: a call site's own helper of that kind)
             for kind, local in ((key.split("#")[0], local) for key, local in sorted(renderer.fused.items()))
         ],
+        **fields,
     )
-    text = _environment().get_template("module.py.j2").render(m=view)
-    return GeneratedPackage(text, bytes(blob), table, structured, fallback)
+    text = _environment().get_template(template).render(m=view)
+    return GeneratedPackage(text, bytes(blob), table, structured, fallback, kernels)
 
 
 # The imports each fused helper is built from (runtime_support/hal/fused.py,
@@ -420,4 +432,8 @@ def write_package(
     )
     source = format_source(pkg.source) if format_code else pkg.source
     files = {"__init__.py": source.encode("utf-8"), "rodata.bin": pkg.rodata}
+    for k in pkg.kernels:  # (VMVX executables: translator/vmvx.py)
+        files[k.file_name] = (format_source(k.source) if format_code else k.source).encode("utf-8")
+        if k.rodata_name:
+            files[k.rodata_name] = k.rodata
     return package_folder.write_files(Path(out_dir), name, files, force=force, private=private)

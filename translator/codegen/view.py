@@ -70,3 +70,7 @@ class ModuleView:
     functions: list[FunctionView]
     fused: list[FusedRow]
     runs: list[tuple[str, list[str]]]  # (constant name, source lines: ints and fixed text)
+    # A VMVX kernel module's own rows (translator/vmvx.py), None for a host package.
+    kernel: object = None
+    # Host package: its VMVX kernels as (executable sha256, kernel file name).
+    vmvx_kernels: tuple = ()

@@ -1,0 +1,210 @@
+"""The VMVX loader: `vmvx-bytecode-fb` executables, run as the Python modules pyree
+translated them into (translator/vmvx.py), with IREE's dispatch ABI
+(runtime/src/iree/hal/local/loaders/vmvx_module_loader.c).
+
+    register_kernels(package_file, {sha256: file name})   a host package, at import
+    load_vmvx(data, constants=None) -> VmvxExecutable       the loader for the format
+
+Nothing is translated here: the executable's bytes are looked up by their sha256 among
+the kernels the imported packages registered, and the kernel module's own recorded
+digest must match. The module is compiled once per process and bound once per loaded
+executable (its imports to the `vmvx` module, its rodata, its globals).
+
+A dispatch runs the grid's workgroups in IREE's order (z, then y, then x outermost to
+innermost) on the calling thread, each one a call of the entry function with: local
+memory (a zero-filled buffer of the entry's `local_memory` bytes), the push constants
+(a read-only buffer of u32s), the list of binding buffers (mutable views of the
+bindings' memory), the workgroup id, the workgroup size (1, 1, 1: VMVX exports declare
+none, and IREE's command buffers use 1 then) and the workgroup count. Kernel faults
+(out-of-range access, a failing import) are VMErrors and end the dispatch there.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import mmap
+import struct
+import threading
+from pathlib import Path
+from typing import Sequence
+
+from ..errors import LoaderError, StatusCode, VMError, quote_name
+from ..vm.buffer import VMBuffer
+from ..vm.globals import RefGlobals, new_rwdata
+from ..vm.list import VMList
+from .executable import ExportInfo
+
+FORMAT = "vmvx-bytecode-fb"
+PAGE = 4096
+_M32 = 0xFFFFFFFF
+
+_registry: dict[str, Path] = {}  # executable sha256 -> kernel file
+_modules: dict[str, dict] = {}  # executable sha256 -> the kernel module's namespace
+_lock = threading.Lock()
+
+
+def register_kernels(package_file: str, table: dict[str, str]) -> None:
+    """Makes a package's kernels loadable: sha256 -> file name beside `package_file`."""
+    folder = Path(package_file).parent
+    with _lock:
+        for digest, name in table.items():
+            _registry.setdefault(digest, folder / name)
+
+
+def _kernel_module(digest: str, size: int) -> dict:
+    with _lock:
+        ns = _modules.get(digest)
+        path = _registry.get(digest)
+    if ns is not None:
+        return ns
+    if path is None:
+        raise LoaderError(
+            f"VMVX executable (sha256 {digest[:16]}, {size} bytes) was not translated: no "
+            f"imported package carries it; translate the .vmfb that holds it with "
+            f"pyree-translate (pyree runs VMVX only as translated Python)"
+        )
+    try:
+        source = path.read_bytes()
+    except OSError as e:
+        raise LoaderError(
+            f"VMVX kernel file {path.name} of package {path.parent.name} cannot be read "
+            f"({e.strerror or e}); translate the .vmfb again"
+        ) from None
+    ns = {"__name__": f"pyree_vmvx_{digest[:16]}", "__file__": str(path)}
+    exec(compile(source, str(path), "exec"), ns)
+    if ns.get("EXECUTABLE_SHA256") != digest:
+        raise LoaderError(
+            f"VMVX kernel file {path.name} of package {path.parent.name} was not translated "
+            f"from this executable (sha256 {digest[:16]}); translate the .vmfb again"
+        )
+    with _lock:
+        return _modules.setdefault(digest, ns)
+
+
+class _KernelContext:
+    """What a kernel module's `bind` reads: globals, imports, rodata."""
+
+    def __init__(self, ns: dict, vmvx) -> None:
+        self.rwdata = new_rwdata(ns["GLOBAL_BYTES"])
+        self.refs = RefGlobals(ns["GLOBAL_REFS"])
+        self.imports = tuple(_resolve(vmvx, *row) for row in ns["IMPORTS"])
+        self.rodata = _map_rodata(ns)
+
+
+def _resolve(vmvx, full_name: str, cconv: str, optional: bool):
+    declared = vmvx.IMPORTS.get(full_name)
+    if declared == cconv:
+        return getattr(vmvx, full_name.partition(".")[2].replace(".", "_"))
+    if optional:
+        return None
+    raise LoaderError(f"VMVX kernel import {quote_name(full_name)} ({cconv}) is not provided by the vmvx module")
+
+
+def _map_rodata(ns: dict) -> list:
+    table = ns["RODATA"]
+    if not table:
+        return []
+    path = Path(ns["__file__"]).with_name(ns["RODATA_FILE"])
+    try:
+        with open(path, "rb") as f:
+            size = __import__("os").fstat(f.fileno()).st_size
+            data = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY) if size else bytearray()
+    except OSError as e:
+        raise LoaderError(f"VMVX kernel rodata {path.name} cannot be read ({e.strerror or e})") from None
+    view = memoryview(data)
+    out = []
+    for offset, length in table:
+        if offset < 0 or length < 0 or offset + length > size:
+            raise LoaderError(f"{path}: rodata segment out of range; translate the .vmfb again")
+        out.append(VMBuffer(view[offset : offset + length], readonly=True))
+    return out
+
+
+def _host_view(address: int, length: int) -> memoryview:
+    if length <= 0:
+        return memoryview(bytearray())
+    return memoryview((ctypes.c_ubyte * length).from_address(address)).cast("B")
+
+
+def _i32(v: int) -> int:
+    v &= _M32
+    return v - (1 << 32) if v >> 31 else v
+
+
+class VmvxExecutable:
+    """A loaded VMVX executable (loaders' Executable interface)."""
+
+    format = FORMAT
+
+    def __init__(self, ns: dict, constants: Sequence[int] | None) -> None:
+        from ..modules.vmvx import VmvxModule
+
+        if constants:
+            raise LoaderError(
+                f"executable has no executable-level constants but {len(constants)} constants "
+                f"were provided"
+            )
+        self.module = ns
+        self.closed = False
+        functions = ns["bind"](_KernelContext(ns, VmvxModule()))
+        self._entries = []
+        self.exports = []
+        for ordinal, (name, function, local, n_constants, n_bindings) in enumerate(ns["ENTRIES"]):
+            self._entries.append(functions[function])
+            self.exports.append(
+                ExportInfo(
+                    ordinal, name, (1, 1, 1), n_constants, n_bindings,
+                    local_memory_pages=local // PAGE,
+                )
+            )
+        self._local = [e.local_memory_pages * PAGE for e in self.exports]
+        self._names = {e.name: e.ordinal for e in self.exports}
+
+    def lookup(self, name: bytes | str) -> int:
+        if isinstance(name, (bytes, bytearray, memoryview)):
+            name = bytes(name).decode("utf-8", errors="replace")
+        ordinal = self._names.get(name)
+        if ordinal is None:
+            raise VMError(
+                StatusCode.NOT_FOUND,
+                f"no exported function with the name {quote_name(name)} found in module",
+            )
+        return ordinal
+
+    def dispatch(self, ordinal: int, workgroup_count, constants, bindings) -> None:
+        if self.closed:
+            raise VMError(StatusCode.FAILED_PRECONDITION, "VMVX executable is closed")
+        if not 0 <= ordinal < len(self._entries):
+            raise VMError(StatusCode.INVALID_ARGUMENT, f"entry point ordinal {ordinal} out of bounds")
+        cx, cy, cz = (int(c) & _M32 for c in workgroup_count)
+        if not cx * cy * cz:
+            return
+        entry = self._entries[ordinal]
+        local = VMBuffer(bytearray(self._local[ordinal]))
+        packed = struct.pack(f"<{len(constants)}I", *(int(c) & _M32 for c in constants))
+        const_buf = VMBuffer(packed, readonly=True)
+        binding_list = VMList.from_values(
+            "!vm.buffer", [VMBuffer(_host_view(a, n)) for a, n in bindings]
+        )
+        sx, sy, sz = _i32(cx), _i32(cy), _i32(cz)
+        for z in range(cz):
+            for y in range(cy):
+                for x in range(cx):
+                    entry(local, const_buf, binding_list, x, y, z, 1, 1, 1, sx, sy, sz)
+
+    def dispatch_flat(self, ordinal: int, counts, constants, flat) -> None:
+        n = len(flat) // 2
+        self.dispatch(ordinal, counts, constants, list(zip(flat[:n], flat[n:])))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def load_vmvx(data, constants: Sequence[int] | None = None) -> VmvxExecutable:
+    raw = bytes(data)
+    digest = hashlib.sha256(raw).hexdigest()
+    return VmvxExecutable(_kernel_module(digest, len(raw)), constants)
+
+
+__all__ = ["FORMAT", "VmvxExecutable", "load_vmvx", "register_kernels"]

@@ -1,0 +1,317 @@
+"""The `vmvx` import module: the microkernels VMVX executables call (IREE
+runtime/src/iree/modules/vmvx: module.c, elementwise.c), on numpy.
+
+Every import is one row of `_TABLE` (name -> shape, element op); the shape fixes the
+calling convention and how the arguments read (IREE's fixed argument structs). Each
+operand is a `!vm.buffer` with an ELEMENT offset and element strides; it is mapped as
+IREE maps it (`MAP_BUFFER_2D_*`: sizes and strides+1 must fit 32 bits, else
+INVALID_ARGUMENT "buffer overflow for NAME"; the span (size0-1)*stride0 +
+(size1-1)*stride1 + 1 elements from the offset, computed modulo 2**64, must lie in the
+buffer, else OUT_OF_RANGE; an output needs a mutable buffer, else PERMISSION_DENIED).
+Beyond IREE, every element a loop would touch must lie in the buffer (negative strides
+can pass IREE's span check and then read outside it: here OUT_OF_RANGE).
+
+Element loops run row-major, each element read then written, as IREE's C loops do: where
+the output overlaps an input (or writes one element twice) the numpy form would differ,
+so those calls run the same loop element by element. Numerics are IREE's under the
+VMVX worker's MXCSR (denormal operands and results flushed to zero where the operation
+is float arithmetic; abs and neg are bit operations and flush nothing); exp and log
+call the host libm's expf/logf, as IREE does. Integer division by zero and INT_MIN / -1
+(a hardware trap in IREE) are VMError(INVALID_ARGUMENT); shift amounts are taken modulo
+32, as x86-64's scalar shifts take them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+
+import numpy as np
+
+from ..errors import StatusCode, VMError
+from ..vm.buffer import VMBuffer
+
+MODULE_NAME = "vmvx"
+M64 = (1 << 64) - 1
+_HIGH32 = 0xFFFFFFFF00000000
+_TINY32 = np.float32(2.0**-126)
+
+# Argument shapes (IREE's fixed argument structs) -> calling convention.
+SHAPES = {
+    "binary2d": "0rIIIrIIIrIIIII_v",  # lhs, off, s0, s1, rhs, ..., out, ..., size0, size1
+    "unary2d": "0rIIIrIIIII_v",  # in, off, s0, s1, out, off, s0, s1, size0, size1
+    "fill2d": "0irIIII_v",  # value, out, off, row stride, size0, size1
+}
+
+
+# --------------------------------------------------------------------------- element ops
+# Each takes and returns numpy arrays of the element type (uint32 for the 32-bit ops).
+
+
+def _f(bits):
+    return bits.view(np.float32)
+
+
+def _daz(x):
+    """DAZ: a denormal operand reads as a zero of its sign."""
+    return np.where(np.abs(x) < _TINY32, x * np.float32(0), x)
+
+
+def _f32_binary(op):
+    def run(a, b):
+        with np.errstate(all="ignore"):
+            r = op(_daz(_f(a)), _daz(_f(b)))
+            return _daz(r).view(np.uint32)  # (FTZ: the same flush on the result)
+
+    return run
+
+
+def _f32_unary(op, flush=True):
+    def run(a):
+        with np.errstate(all="ignore"):
+            x = _f(a)
+            if not flush:
+                return op(x).astype(np.float32).view(np.uint32)
+            return _daz(op(_daz(x)).astype(np.float32)).view(np.uint32)
+
+    return run
+
+
+def _libm_f32(name):
+    """An element function calling the host libm's `name` (float -> float), as IREE's
+    elementwise.c does; numpy's own exp/log round differently in places."""
+    path = ctypes.util.find_library("m") or "libm.so.6"
+    fn = getattr(ctypes.CDLL(path), name)
+    fn.argtypes, fn.restype = [ctypes.c_float], ctypes.c_float
+    return lambda x: np.array([fn(float(v)) for v in x.ravel()], np.float32).reshape(x.shape)
+
+
+def _rsqrt(x):
+    return np.float32(1.0) / np.sqrt(x)
+
+
+def _signed(a):
+    return a.view(np.int32)
+
+
+def _divs(a, b):
+    sa, sb = _signed(a), _signed(b)
+    if np.any(sb == 0):
+        raise VMError(StatusCode.INVALID_ARGUMENT, "vmvx.divs.2d.i32: integer division by zero")
+    if np.any((sa == np.int32(-(2**31))) & (sb == -1)):
+        raise VMError(StatusCode.INVALID_ARGUMENT, "vmvx.divs.2d.i32: integer overflow (INT_MIN / -1)")
+    q = np.abs(sa.astype(np.int64)) // np.abs(sb.astype(np.int64))  # (C truncates toward zero)
+    return np.where((sa < 0) != (sb < 0), -q, q).astype(np.int32).view(np.uint32)
+
+
+def _divu(a, b):
+    if np.any(b == 0):
+        raise VMError(StatusCode.INVALID_ARGUMENT, "vmvx.divu.2d.i32: integer division by zero")
+    return a // b
+
+
+def _ctlz(a):
+    out = np.full(a.shape, 32, np.uint32)
+    v = a.copy()
+    n = np.zeros(a.shape, np.uint32)
+    for shift in (16, 8, 4, 2, 1):
+        high = v >> np.uint32(32 - shift) == 0
+        n += np.where(high, np.uint32(shift), np.uint32(0))
+        v = np.where(high, v << np.uint32(shift), v)
+    return np.where(a == 0, out, n)
+
+
+_S31 = np.uint32(31)
+
+# name -> (shape, element function, element size in bytes)
+_TABLE = {
+    "add.2d.f32": ("binary2d", _f32_binary(np.add), 4),
+    "sub.2d.f32": ("binary2d", _f32_binary(np.subtract), 4),
+    "mul.2d.f32": ("binary2d", _f32_binary(np.multiply), 4),
+    "div.2d.f32": ("binary2d", _f32_binary(np.divide), 4),
+    "add.2d.i32": ("binary2d", lambda a, b: a + b, 4),
+    "sub.2d.i32": ("binary2d", lambda a, b: a - b, 4),
+    "mul.2d.i32": ("binary2d", lambda a, b: a * b, 4),
+    "divs.2d.i32": ("binary2d", _divs, 4),
+    "divu.2d.i32": ("binary2d", _divu, 4),
+    "and.2d.i32": ("binary2d", lambda a, b: a & b, 4),
+    "or.2d.i32": ("binary2d", lambda a, b: a | b, 4),
+    "xor.2d.i32": ("binary2d", lambda a, b: a ^ b, 4),
+    "shl.2d.i32": ("binary2d", lambda a, b: a << (b & _S31), 4),
+    "shrs.2d.i32": ("binary2d", lambda a, b: (_signed(a) >> (b & _S31)).view(np.uint32), 4),
+    "shru.2d.i32": ("binary2d", lambda a, b: a >> (b & _S31), 4),
+    "abs.2d.f32": ("unary2d", _f32_unary(np.abs, flush=False), 4),
+    "neg.2d.f32": ("unary2d", _f32_unary(np.negative, flush=False), 4),
+    "ceil.2d.f32": ("unary2d", _f32_unary(np.ceil), 4),
+    "floor.2d.f32": ("unary2d", _f32_unary(np.floor), 4),
+    "rsqrt.2d.f32": ("unary2d", _f32_unary(_rsqrt), 4),
+    "exp.2d.f32": ("unary2d", "expf", 4),  # (bound to libm when first called)
+    "log.2d.f32": ("unary2d", "logf", 4),
+    "ctlz.2d.i32": ("unary2d", _ctlz, 4),
+    "copy.2d.x8": ("unary2d", None, 1),
+    "copy.2d.x16": ("unary2d", None, 2),
+    "copy.2d.x32": ("unary2d", None, 4),
+    "copy.2d.x64": ("unary2d", None, 8),
+    "fill.2d.x32": ("fill2d", None, 4),
+}
+
+_DTYPES = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+#: Full import name -> calling convention: what the translator checks a kernel against.
+IMPORTS = {f"{MODULE_NAME}.{name}": SHAPES[shape] for name, (shape, _, _) in _TABLE.items()}
+
+
+# --------------------------------------------------------------------------- operands
+
+
+class _Operand:
+    """One mapped 2-D operand: its elements as a flat numpy view and the element indices
+    (relative to that view) the row-major loop visits."""
+
+    __slots__ = ("array", "index", "flat_start", "buffer")
+
+    def __init__(self, where, name, buf, elem, offset, s0, s1, size0, size1, write):
+        overflow = 0
+        size0, size1, s0, s1 = size0 & M64, size1 & M64, s0 & M64, s1 & M64
+        overflow |= (size0 & _HIGH32) | (size1 & _HIGH32)
+        overflow |= ((s0 + 1) & _HIGH32) | ((s1 + 1) & _HIGH32)
+        last = ((size0 - 1) * s0 + (size1 - 1) * s1) & M64
+        length = ((last + 1) * elem) & M64
+        byte_offset = (elem * (offset & M64)) & M64
+        if overflow:
+            raise VMError(StatusCode.INVALID_ARGUMENT, f"{where}: buffer overflow for {name}")
+        if not isinstance(buf, VMBuffer):
+            what = "null" if buf is None else type(buf).__name__
+            raise VMError(
+                StatusCode.INVALID_ARGUMENT, f"{where}: argument '{name}' is {what}; expected !vm.buffer"
+            )
+        if write and buf.readonly:
+            raise VMError(
+                StatusCode.PERMISSION_DENIED,
+                f"{where}: {name}: buffer is read-only and cannot be mapped for mutation",
+            )
+        byte_offset &= ~(elem - 1)
+        length &= ~(elem - 1)
+        end = (byte_offset + length) & M64
+        if end > buf.length or byte_offset > buf.length:
+            raise VMError(
+                StatusCode.OUT_OF_RANGE,
+                f"{where}: {name}: out-of-bounds access (offset={byte_offset}, length={length}, "
+                f"buffer length={buf.length})",
+            )
+        rows = np.arange(size0, dtype=np.int64)[:, None] * _signed64(s0)
+        cols = np.arange(size1, dtype=np.int64)[None, :] * _signed64(s1)
+        index = rows + cols
+        count = (buf.length - byte_offset) // elem
+        if index.size and (index.min() < 0 or index.max() >= count):
+            raise VMError(
+                StatusCode.OUT_OF_RANGE,
+                f"{where}: {name}: its strides ({_signed64(s0)}, {_signed64(s1)}) reach "
+                f"outside the {buf.length}-byte buffer",
+            )
+        self.buffer = buf
+        dtype = _DTYPES[elem]
+        self.array = np.frombuffer(buf.data, dtype, count, byte_offset) if count else np.zeros(0, dtype)
+        self.index = index
+
+    def addresses(self, elem: int) -> np.ndarray:
+        """Host address of each element the loop visits, in loop order."""
+        base = self.array.__array_interface__["data"][0]
+        return base + self.index.ravel() * elem
+
+
+def _signed64(v: int) -> int:
+    return v - (1 << 64) if v >> 63 else v
+
+
+def _in_order_matters(out: _Operand, inputs, elem: int) -> bool:
+    """Whether IREE's row-major loop gives another result than one vector operation: the
+    output writes an element twice, or element k reads what an earlier element j < k
+    wrote (reading the element it writes itself is the same both ways)."""
+    w = out.addresses(elem)
+    order = np.argsort(w, kind="stable")
+    ws = w[order]
+    if ws.size > 1 and np.any(ws[1:] == ws[:-1]):
+        return True
+    for src in inputs:
+        r = src.addresses(elem)
+        if not r.size or r.max() + elem <= ws[0] or ws[-1] + elem <= r.min():
+            continue  # (disjoint address ranges)
+        if (int(ws[0]) - int(r[0])) % elem:
+            return True  # (elements straddle each other: take the exact loop)
+        at = np.searchsorted(ws, r)
+        hit = at < ws.size
+        hit[hit] = ws[at[hit]] == r[hit]
+        if np.any(order[at[hit]] < np.nonzero(hit)[0]):
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------- the module
+
+
+class VmvxModule:
+    """The `vmvx` module's imports as methods (`add.2d.f32` -> `add_2d_f32`)."""
+
+    MODULE_NAME = MODULE_NAME
+    IMPORTS = IMPORTS
+
+    def __init__(self) -> None:
+        self._libm: dict = {}
+
+    def _element_fn(self, name):
+        fn = _TABLE[name][1]
+        if isinstance(fn, str):
+            fn = self._libm.get(fn) or self._libm.setdefault(fn, _f32_unary(_libm_f32(fn)))
+        return fn
+
+    def call(self, name: str, *args):
+        shape, _, elem = _TABLE[name]
+        where = f"{MODULE_NAME}.{name}"
+        if shape == "binary2d":
+            lb, lo, l0, l1, rb, ro, r0, r1, ob, oo, o0, o1, n0, n1 = args
+            lhs = _Operand(where, "lhs", lb, elem, lo, l0, l1, n0, n1, False)
+            rhs = _Operand(where, "rhs", rb, elem, ro, r0, r1, n0, n1, False)
+            out = _Operand(where, "out", ob, elem, oo, o0, o1, n0, n1, True)
+            self._elementwise(name, out, (lhs, rhs), elem)
+        elif shape == "unary2d":
+            ib, io, i0, i1, ob, oo, o0, o1, n0, n1 = args
+            src = _Operand(where, "in", ib, elem, io, i0, i1, n0, n1, False)
+            out = _Operand(where, "out", ob, elem, oo, o0, o1, n0, n1, True)
+            self._elementwise(name, out, (src,), elem)
+        else:  # fill2d
+            value, ob, oo, row_stride, n0, n1 = args
+            out = _Operand(where, "out", ob, elem, oo, row_stride, 1, n0, n1, True)
+            if out.index.size:
+                out.array[out.index.ravel()] = np.uint32(value & 0xFFFFFFFF)
+
+    def _elementwise(self, name, out, inputs, elem):
+        if not out.index.size:
+            return
+        fn = self._element_fn(name)
+        if _in_order_matters(out, inputs, elem):
+            # IREE's loop, one element at a time: each write seen by later reads.
+            flat = out.index.ravel()
+            srcs = [s.index.ravel() for s in inputs]
+            for k in range(flat.size):
+                vals = [s.array[i[k] : i[k] + 1].copy() for s, i in zip(inputs, srcs)]
+                out.array[flat[k]] = vals[0][0] if fn is None else fn(*vals)[0]
+            return
+        vals = [s.array[s.index] for s in inputs]
+        out.array[out.index] = vals[0] if fn is None else fn(*vals)
+
+
+def _method(name: str):
+    def method(self, *args):
+        return self.call(name, *args)
+
+    method.__name__ = name.replace(".", "_")
+    method.__qualname__ = f"VmvxModule.{method.__name__}"
+    method.__doc__ = f"`{MODULE_NAME}.{name}` ({IMPORTS[MODULE_NAME + '.' + name]})."
+    return method
+
+
+for _name in _TABLE:
+    setattr(VmvxModule, _name.replace(".", "_"), _method(_name))
+
+__all__ = ["IMPORTS", "VmvxModule"]

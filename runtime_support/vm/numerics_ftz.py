@@ -1,0 +1,98 @@
+"""The VM's scalar ops as IREE runs them inside VMVX kernels: denormals flushed to zero.
+
+IREE runs a VMVX kernel's bytecode with the x86-64 MXCSR flags FTZ and DAZ set, so every
+float operation reads a denormal operand as a zero of the same sign and writes a zero
+(of the result's sign) where the result would be denormal. Host VM code runs without
+them (runtime_support/vm/numerics.py). This module exports every name numerics.py does;
+the float ops (an `f32`/`f64` mnemonic, bitcasts and int -> float casts aside) are
+wrapped so that float operands and float results are flushed, by the width their
+mnemonic gives them (`ext.f32.f64` reads an f32 and writes an f64). `fma` is not fused
+in the 3.13 runtime: its intermediate product is a float result too, flushed as such.
+Moves (loads, stores, selects, constants, bitcasts) carry bits and flush nothing.
+
+Generated kernel code imports its numerics from here instead of numerics.py
+(translator/vmvx.py); integer ops are the same objects.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from runtime_support.vm import numerics as _n
+from runtime_support.vm.numerics import *  # noqa: F401,F403  (the integer ops unchanged)
+from runtime_support.vm.numerics import __all__ as _ALL
+
+# Smallest normal magnitude per float width: values strictly between -T and T (zeros
+# aside, which multiply to themselves) are denormal.
+TINY = {"f32": 2.0**-126, "f64": 2.0**-1022}
+
+# Mnemonics that move bits or read only integers: not wrapped.
+_UNWRAPPED_PREFIXES = ("bitcast.", "cast.si", "cast.ui")
+
+
+def _widths(mnemonic: str) -> tuple[str, str] | None:
+    """(operand width, result width) of a float op, or None for one that is not."""
+    if mnemonic.startswith(_UNWRAPPED_PREFIXES):
+        return None
+    parts = mnemonic.split(".")
+    floats = [p for p in parts if p in TINY]
+    if not floats:
+        return None
+    if parts[0] in ("ext", "trunc", "cast"):
+        return floats[0], floats[-1] if len(floats) > 1 else floats[0]
+    return floats[0], floats[0]
+
+
+def _wrap(mnemonic: str, fn, widths: tuple[str, str]):
+    """fn with DAZ on float operands and FTZ on a float result (written as source, once,
+    so a call costs one frame and a comparison per value)."""
+    code = getattr(fn, "__code__", None)  # (some are C functions: math.atan)
+    arity = code.co_argcount if code is not None else len(inspect.signature(fn).parameters)
+    args = [f"a{i}" for i in range(arity)]
+    name = mnemonic.replace(".", "_")
+    lines = [f"def {name}({', '.join(args)}):"]
+    for a in args:  # (ints pass: an int operand of these ops is never denormal)
+        lines.append(f"    if -_TI < {a} < _TI: {a} = 0.0 * {a}")
+    lines.append(f"    r = _fn({', '.join(args)})")
+    lines.append("    if -_TO < r < _TO and type(r) is float: r = 0.0 * r")
+    lines.append("    return r")
+    ns = {"_fn": fn, "_TI": TINY[widths[0]], "_TO": TINY[widths[1]]}
+    exec("\n".join(lines), ns)
+    out = ns[name]
+    out.__doc__ = f"`{mnemonic}` with denormal operands and result flushed to zero."
+    return out
+
+
+def _fma(width: str):
+    tiny = TINY[width]
+    mul, add = (_n.mul_f32, _n.add_f32) if width == "f32" else (_n.mul_f64, _n.add_f64)
+
+    def fma(a, b, c):
+        if -tiny < a < tiny:
+            a = 0.0 * a
+        if -tiny < b < tiny:
+            b = 0.0 * b
+        if -tiny < c < tiny:
+            c = 0.0 * c
+        p = mul(a, b)  # (not fused: the product is rounded, and flushed, first)
+        if -tiny < p < tiny:
+            p = 0.0 * p
+        r = add(p, c)
+        return 0.0 * r if -tiny < r < tiny else r
+
+    fma.__name__ = f"fma_{width}"
+    return fma
+
+
+OPS: dict = {}
+for _m, _f in _n.OPS.items():
+    _w = _widths(_m)
+    if _w is None:
+        OPS[_m] = _f
+    elif _m.startswith("fma."):
+        OPS[_m] = _fma(_w[0])
+    else:
+        OPS[_m] = _wrap(_m, _f, _w)
+    globals()[_m.replace(".", "_")] = OPS[_m]
+
+__all__ = list(_ALL) + [m.replace(".", "_") for m in OPS]
