@@ -78,7 +78,24 @@ BUILDS: dict[str, list[str]] = {
     "embedded-elf": [],
     "system-dylib": ["--iree-llvmcpu-link-embedded=false"],
     "inline-dynamic": ["--iree-execution-model=inline-dynamic"],
+    # VMVX (issue #26): the llvm-cpu backend and its flags replaced (build_flags), kernels
+    # translated to Python; `vmvx-ukernels` calls the vmvx module's tile ops.
+    "vmvx": ["--iree-hal-local-target-device-backends=vmvx"],
+    "vmvx-ukernels": ["--iree-hal-local-target-device-backends=vmvx", "--iree-vmvx-enable-microkernels"],
 }
+# Builds whose flags replace the cases' CPU backend flags rather than add to them.
+_REPLACES_BACKEND = ("vmvx", "vmvx-ukernels")
+
+
+def build_flags(case_flags, build: str) -> list[str]:
+    """The iree-compile flags of `build` for a case (its own flags, then the build's)."""
+    flags = list(case_flags)
+    if build in _REPLACES_BACKEND:
+        flags = [
+            f for f in flags
+            if not f.startswith(("--iree-hal-local-target-device-backends=", "--iree-llvmcpu-"))
+        ]
+    return [*flags, *BUILDS[build]]
 UNSUPPORTED_BUILDS: dict[str, str] = {}
 LIFTED_BUILDS = ("inline-dynamic",)  # compiled from tests/inline_lift.py's rewrite
 
@@ -203,7 +220,7 @@ def compile_case(case: Case, build: str, cache_dir: Path = CACHE_DIR) -> Path:
     if build in LIFTED_BUILDS:
         return compile_lifted(case.source.read_text(), case, build, case.name, cache_dir)[0]
     return compile_source(
-        case.source.read_text(), [*case.flags, *BUILDS[build]], case.name, cache_dir / build
+        case.source.read_text(), build_flags(case.flags, build), case.name, cache_dir / build
     )
 
 
@@ -221,7 +238,7 @@ def compile_lifted(text: str, case: Case, build: str, name: str, cache_dir: Path
         try:
             vmfb = compile_source(
                 lifted,
-                [*case.flags, *BUILDS[build]],
+                build_flags(case.flags, build),
                 name + ("" if barriers else "__nobarrier"),
                 cache_dir / build,
             )
@@ -853,7 +870,7 @@ def run_negative_control(
         try:
             vmfb = compile_source(
                 mutation.text,
-                [*case.flags, *BUILDS[build]],
+                build_flags(case.flags, build),
                 case.name + "__negctl",
                 cache_dir / build,
             )

@@ -33,3 +33,120 @@ DEVICE_CASES = [(c, d) for c in BUILDS for d in ("local-sync", "local")]
 @pytest.mark.parametrize("case,device", DEVICE_CASES, ids=[f"{c.id}-{d}" for c, d in DEVICE_CASES])
 def test_vmvx_build_matches_iree_runtime(case, device, compile_mlir, tmp_path):
     _differential(case, device, compile_mlir, tmp_path)
+
+
+_BLOCKED_CHILD = r"""
+import importlib.abc, importlib.util, sys
+
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("llvmlite", "elftools"):
+            raise ImportError(f"{name} is blocked in this test")
+        return None
+
+sys.meta_path.insert(0, Block())
+import numpy as np
+pkg_dir = sys.argv[1]
+spec = importlib.util.spec_from_file_location(
+    "pkg", pkg_dir + "/__init__.py", submodule_search_locations=[pkg_dir]
+)
+pkg = importlib.util.module_from_spec(spec)
+sys.modules["pkg"] = pkg
+spec.loader.exec_module(pkg)
+a = np.arange(15, dtype=np.float32).reshape(3, 5) / 7
+b = np.arange(20, dtype=np.float32).reshape(5, 4) / 3
+for device in ("local-sync", "local"):
+    out = pkg.load(device=device).matmul(a, b)
+    sys.stdout.write(out.tobytes().hex() + "\n")
+assert not any(m.split(".")[0] in ("llvmlite", "elftools") for m in sys.modules)
+"""
+
+
+def test_vmvx_package_runs_without_llvmlite_and_pyelftools(compile_mlir, tmp_path):
+    """A package whose kernels are all VMVX needs numpy alone (contract.md): imported and
+    run in a process where llvmlite and pyelftools cannot be imported."""
+    import os
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    from iree_oracle import IreeSession
+    from test_translate_run import write_package, read_module_file
+
+    case = next(c for c in corpus_cases(variants=("vmvx",)) if c.name == "tensor_matmul")
+    vmfb = compile_mlir(case.source, case.flags)
+    pkg_dir = write_package(read_module_file(vmfb), tmp_path, "pkg")
+    env = dict(os.environ, PYREE_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run(
+        [sys.executable, "-c", _BLOCKED_CHILD, str(pkg_dir)], capture_output=True, text=True, env=env
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    session = IreeSession(vmfb)
+    a = np.arange(15, dtype=np.float32).reshape(3, 5) / 7
+    b = np.arange(20, dtype=np.float32).reshape(5, 4) / 3
+    expected = session.call("matmul", [a, b], session.signature("matmul"))[0]
+    assert proc.stdout.split() == [np.asarray(expected).tobytes().hex()] * 2
+
+
+def _vmvx_vmfb(compile_mlir, name: str, ukernels: bool = False) -> bytes:
+    case = next(c for c in corpus_cases(variants=("vmvx",)) if c.name == name)
+    flags = case.flags + ((UKERNELS,) if ukernels else ())
+    return compile_mlir(case.source, flags).read_bytes()
+
+
+def _translate(data: bytes):
+    from translator.codegen import generate
+    from translator.reader import read_module
+
+    return generate(read_module(data), "pkg")
+
+
+def _replace_in_executable(data: bytes, old: bytes, new: bytes) -> bytes:
+    from translator.reader import read_module
+    from translator.vmvx import find_executables
+
+    module = read_module(data)
+    ordinal, exe = find_executables(module)[0]
+    start = data.index(exe)
+    assert old in exe
+    return data[:start] + exe.replace(old, new) + data[start + len(exe):]
+
+
+def test_hostile_executables_are_invalid_module_errors(compile_mlir):
+    """The nested module is verified like the host: IREE's entry calling convention, only
+    imports the vmvx module serves, and any malformed byte an InvalidModuleError naming
+    the executable, never another exception."""
+    import random
+
+    from translator.errors import InvalidModuleError
+    from translator.reader import read_module
+    from translator.vmvx import find_executables
+
+    data = _vmvx_vmfb(compile_mlir, "tensor_elementwise", ukernels=True)
+    assert len(_translate(data).kernels) == 1
+    bad = _replace_in_executable(data, b"0rrriiiiiiiii_v", b"0rrriiiiiiiii_i")
+    with pytest.raises(InvalidModuleError, match=r"\.rodata\[\d+\].*calling convention"):
+        _translate(bad)
+    bad = _replace_in_executable(data, b"add.2d.f32", b"add.2d.q32")
+    with pytest.raises(InvalidModuleError, match="not served by the vmvx module"):
+        _translate(bad)
+    bad = _replace_in_executable(data, b"0rIIIrIIIII_v", b"0rIIIrIIII_vv")
+    with pytest.raises(InvalidModuleError, match="calling convention"):
+        _translate(bad)
+
+    ordinal, exe = find_executables(read_module(data))[0]
+    start = data.index(exe)
+    rng = random.Random(26)
+    outcomes = {"translated": 0, "refused": 0}
+    for _ in range(60):
+        mutated = bytearray(exe)
+        for _ in range(rng.randint(1, 4)):
+            mutated[rng.randrange(len(mutated))] = rng.randrange(256)
+        try:
+            _translate(data[:start] + bytes(mutated) + data[start + len(exe):])
+            outcomes["translated"] += 1
+        except InvalidModuleError as e:
+            assert "\n" not in str(e)
+            outcomes["refused"] += 1
+    assert outcomes["refused"] > 0, outcomes

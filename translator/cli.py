@@ -162,6 +162,11 @@ def _summary(module, package: Path, seconds: float, verbose: bool) -> None:
             if f.is_file() and not f.name.startswith(".")  # (the marker is no product)
         ),
     ]
+    from translator.vmvx import summary_line
+
+    vmvx = summary_line(module)
+    if vmvx:
+        lines.insert(3, vmvx)
     if verbose:
         for k in range(module.function_count):
             lines.append(f"  function {k}: {_shown(module.function_display_name(k))}")

@@ -60,10 +60,40 @@ def _cuda_lines(index: int, data: bytes) -> list[str]:
     return out
 
 
+def _vmvx_lines(index: int, data: bytes) -> list[str]:
+    from translator.errors import InvalidModuleError
+    from translator.vmvx import FORMAT, describe_kernels
+
+    try:
+        module, entries = describe_kernels(index, data)
+    except InvalidModuleError as e:
+        return [f"  .rodata[{index:3}] {FORMAT}: invalid: {e}"]
+    out = [
+        f"  .rodata[{index:3}] {FORMAT}, {len(data)} bytes: VM module {_name(module.name)}, "
+        f"{len(entries)} entry point(s), {module.function_count} function(s), "
+        f"{len(module.imports)} import(s); translated to vmvx_{index}.py"
+    ]
+    for k, e in enumerate(entries):
+        out.append(
+            f"    export[{k}] {_name(e.name)}: {e.binding_count} bindings, {e.constant_count} "
+            f"constants, local memory {e.local_memory} bytes -> {e.function}"
+        )
+    for imp in module.imports:
+        out.append(f"    import {_name(imp.full_name)} {imp.signature.calling_convention}")
+    return out
+
+
 def format_executables(module) -> str:
+    from translator.vmvx import executable_ordinals
+
     lines = ["Executables:"]
     found = 0
+    vmvx = executable_ordinals(module)
     for seg in module.rodata:
+        if seg.ordinal in vmvx:
+            found += 1
+            lines += _vmvx_lines(seg.ordinal, bytes(seg.data))
+            continue
         data = bytes(seg.data[:8])
         if data.startswith(b"\x7fELF"):
             found += 1

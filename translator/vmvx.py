@@ -82,6 +82,46 @@ def find_executables(module: Module) -> list[tuple[int, bytes]]:
     return [(s.ordinal, bytes(s.data)) for s in module.rodata if _is_archive(s.data)]
 
 
+def executable_ordinals(module: Module) -> set[int]:
+    """The rodata ordinals of `module`'s VMVX executables."""
+    return {k for k, _ in find_executables(module)}
+
+
+def describe_kernels(ordinal: int, data: bytes) -> tuple[Module, list[Entry]]:
+    """The executable's module and entry points (verified), for listings."""
+    from translator.codegen.names import NameTable
+    from translator.reader import read_module
+
+    where = f"VMVX executable in .rodata[{ordinal}]"
+    try:
+        sub = read_module(data)
+        entries = verify_kernel_module(sub, where)
+    except InvalidModuleError as e:
+        raise InvalidModuleError(str(e) if str(e).startswith(where) else f"{where}: {e}") from None
+    names = NameTable(sub)
+    return sub, [
+        Entry(n, names.function(k), a["local_memory"], a["constant_count"], a["binding_count"])
+        for n, k, a in entries
+    ]
+
+
+def summary_line(module: Module) -> str | None:
+    """`pyree-translate`'s line about the VMVX kernels it translated."""
+    found = find_executables(module)
+    if not found:
+        return None
+    entries = 0
+    for ordinal, data in found:
+        try:
+            entries += len(describe_kernels(ordinal, data)[1])
+        except InvalidModuleError:
+            pass
+    return (
+        f"  VMVX: {len(found)} executable(s), {entries} kernel(s) translated to Python "
+        f"(0 vectorised: every kernel runs as its scalar translation)"
+    )
+
+
 def _attr_count(sig, key: str, where: str) -> int:
     text = sig.attr(key)
     if text is None or text == "":
