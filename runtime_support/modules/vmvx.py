@@ -66,24 +66,36 @@ def _f32_binary(op):
     return run
 
 
-def _f32_unary(op, flush=True):
+def _f32_unary(op, flush=True, daz=True):
+    """`flush`: FTZ on the result; `daz`: DAZ on the operand (libm's expf/logf read a
+    denormal's bits with integer instructions, which DAZ does not touch)."""
+
     def run(a):
         with np.errstate(all="ignore"):
             x = _f(a)
             if not flush:
                 return op(x).astype(np.float32).view(np.uint32)
-            return _daz(op(_daz(x)).astype(np.float32)).view(np.uint32)
+            return _daz(op(_daz(x) if daz else x).astype(np.float32)).view(np.uint32)
 
     return run
 
 
 def _libm_f32(name):
-    """An element function calling the host libm's `name` (float -> float), as IREE's
-    elementwise.c does; numpy's own exp/log round differently in places."""
+    """An element function calling the host libm's `name` (float -> float) under DAZ, as
+    IREE's elementwise.c does on its workers (runtime_support/vm/mxcsr.py); numpy's own
+    exp/log round differently in places."""
+    from ..vm.mxcsr import under_daz
+
     path = ctypes.util.find_library("m") or "libm.so.6"
     fn = getattr(ctypes.CDLL(path), name)
     fn.argtypes, fn.restype = [ctypes.c_float], ctypes.c_float
-    return lambda x: np.array([fn(float(v)) for v in x.ravel()], np.float32).reshape(x.shape)
+    call = under_daz(fn)
+
+    def run(x):
+        values = x.astype(np.float64).ravel().tolist()  # (converted before DAZ is set)
+        return np.array([call(v) for v in values], np.float32).reshape(x.shape)
+
+    return run
 
 
 def _rsqrt(x):
@@ -138,7 +150,7 @@ _TABLE = {
     "or.2d.i32": ("binary2d", lambda a, b: a | b, 4),
     "xor.2d.i32": ("binary2d", lambda a, b: a ^ b, 4),
     "shl.2d.i32": ("binary2d", lambda a, b: a << (b & _S31), 4),
-    "shrs.2d.i32": ("binary2d", lambda a, b: (_signed(a) >> (b & _S31)).view(np.uint32), 4),
+    "shrs.2d.i32": ("binary2d", lambda a, b: (_signed(a) >> _signed(b & _S31)).view(np.uint32), 4),
     "shru.2d.i32": ("binary2d", lambda a, b: a >> (b & _S31), 4),
     "abs.2d.f32": ("unary2d", _f32_unary(np.abs, flush=False), 4),
     "neg.2d.f32": ("unary2d", _f32_unary(np.negative, flush=False), 4),
@@ -262,7 +274,7 @@ class VmvxModule:
     def _element_fn(self, name):
         fn = _TABLE[name][1]
         if isinstance(fn, str):
-            fn = self._libm.get(fn) or self._libm.setdefault(fn, _f32_unary(_libm_f32(fn)))
+            fn = self._libm.get(fn) or self._libm.setdefault(fn, _f32_unary(_libm_f32(fn), daz=False))
         return fn
 
     def call(self, name: str, *args):

@@ -5,8 +5,8 @@ float operation reads a denormal operand as a zero of the same sign and writes a
 (of the result's sign) where the result would be denormal. Host VM code runs without
 them (runtime_support/vm/numerics.py). This module exports every name numerics.py does;
 the float ops (an `f32`/`f64` mnemonic, bitcasts and int -> float casts aside) are
-wrapped so that float operands and float results are flushed, by the width their
-mnemonic gives them (`ext.f32.f64` reads an f32 and writes an f64). `fma` is not fused
+wrapped so that float operands (libm's functions aside, see LIBM) and float results
+are flushed, by the width their mnemonic gives them (`ext.f32.f64` reads an f32 and writes an f64). `fma` is not fused
 in the 3.13 runtime: its intermediate product is a float result too, flushed as such.
 Moves (loads, stores, selects, constants, bitcasts) carry bits and flush nothing.
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 import inspect
 
 from runtime_support.vm import numerics as _n
+from runtime_support.vm.mxcsr import under_daz
 from runtime_support.vm.numerics import *  # noqa: F401,F403  (the integer ops unchanged)
 from runtime_support.vm.numerics import __all__ as _ALL
 
@@ -26,8 +27,16 @@ from runtime_support.vm.numerics import __all__ as _ALL
 # aside, which multiply to themselves) are denormal.
 TINY = {"f32": 2.0**-126, "f64": 2.0**-1022}
 
+# Ops IREE computes with host libm calls: glibc reads a denormal operand's bits with
+# integer instructions (DAZ does not apply; IREE's logf(1e-40) is -103.97), while the
+# result is rounded by float instructions (FTZ applies).
+LIBM = ("atan", "atan2", "cos", "sin", "exp", "exp2", "expm1", "log", "log10", "log1p",
+        "log2", "pow", "tanh", "erf")
+
 # Mnemonics that move bits or read only integers: not wrapped.
-_UNWRAPPED_PREFIXES = ("bitcast.", "cast.si", "cast.ui")
+# abs and neg are bit operations (andps/xorps), which DAZ and FTZ leave alone: IREE's
+# abs of -1e-40 is 1e-40.
+_UNWRAPPED_PREFIXES = ("bitcast.", "cast.si", "cast.ui", "abs.", "neg.")
 
 
 def _widths(mnemonic: str) -> tuple[str, str] | None:
@@ -51,11 +60,15 @@ def _wrap(mnemonic: str, fn, widths: tuple[str, str]):
     args = [f"a{i}" for i in range(arity)]
     name = mnemonic.replace(".", "_")
     lines = [f"def {name}({', '.join(args)}):"]
-    for a in args:  # (ints pass: an int operand of these ops is never denormal)
-        lines.append(f"    if -_TI < {a} < _TI: {a} = 0.0 * {a}")
+    if mnemonic.split(".")[0] not in LIBM:
+        for a in args:  # (ints pass: an int operand of these ops is never denormal)
+            lines.append(f"    if -_TI < {a} < _TI: {a} = 0.0 * {a}")
     lines.append(f"    r = _fn({', '.join(args)})")
     lines.append("    if -_TO < r < _TO and type(r) is float: r = 0.0 * r")
     lines.append("    return r")
+    libm = _n._LIBM.get(mnemonic.split(".")[0] + "f") if widths == ("f32", "f32") else None
+    if libm is not None:  # (libm's f32 function called under DAZ, as on IREE's workers)
+        fn = under_daz(libm)
     ns = {"_fn": fn, "_TI": TINY[widths[0]], "_TO": TINY[widths[1]]}
     exec("\n".join(lines), ns)
     out = ns[name]
