@@ -189,3 +189,97 @@ def test_tile_op_edge_values_match_iree(ukernels, device, compile_mlir, tmp_path
         actual = ctx.call(name, *inputs)
         for i, (e, a) in enumerate(zip(expected, actual)):
             assert _same(e, a), f"{name} result {i}: IREE {e!r} != pyree {a!r}"
+
+
+# --------------------------------------------------------------------------- the vmvx module
+
+
+def _buf(values, dtype="<u4", readonly=False):
+    import numpy as np
+
+    from runtime_support.vm.buffer import VMBuffer
+
+    data = bytearray(np.asarray(values, dtype).tobytes())
+    return VMBuffer(bytes(data) if readonly else data, readonly=readonly)
+
+
+def _u32(buf):
+    import numpy as np
+
+    return np.frombuffer(buf.data, "<u4").tolist()
+
+
+def _iree_loop(op, lhs, lo, l0, l1, rhs, ro, r0, r1, out, oo, o0, o1, n0, n1):
+    """IREE's elementwise.c loop over Python lists (each element read, then written)."""
+    for i in range(n0):
+        for j in range(n1):
+            out[oo + i * o0 + j * o1] = op(lhs[lo + i * l0 + j * l1], rhs[ro + i * r0 + j * r1])
+
+
+def test_overlapping_operands_follow_iree_row_major_loop():
+    """An output overlapping its inputs (shifted by one element, or written twice through a
+    zero stride) gives what IREE's element loop gives, not a vectorised result."""
+    from runtime_support.modules.vmvx import VmvxModule
+
+    vmvx = VmvxModule()
+    add = lambda a, b: (a + b) & 0xFFFFFFFF  # noqa: E731
+    cases = [  # (lhs offset, rhs offset, out offset, out strides)
+        (0, 0, 1, (4, 1)),  # out = in shifted by one: each write read by the next element
+        (1, 0, 0, (4, 1)),  # out one behind lhs: reads stay ahead of writes
+        (0, 0, 0, (4, 1)),  # in place
+        (0, 2, 3, (0, 1)),  # row stride 0: each row overwrites the last
+    ]
+    for lo, ro, oo, (o0, o1) in cases:
+        base = list(range(1, 17)) + [0] * 8
+        buf = _buf(base)
+        vmvx.add_2d_i32(buf, lo, 4, 1, buf, ro, 4, 1, buf, oo, o0, o1, 3, 4)
+        want = list(base)
+        _iree_loop(add, want, lo, 4, 1, want, ro, 4, 1, want, oo, o0, o1, 3, 4)
+        assert _u32(buf) == want, (lo, ro, oo, o0, o1)
+
+
+def test_tile_op_errors_are_one_line_vm_errors():
+    from runtime_support.errors import StatusCode, VMError
+    from runtime_support.modules.vmvx import VmvxModule
+
+    vmvx = VmvxModule()
+
+    def status(fn, *args):
+        with pytest.raises(VMError) as e:
+            fn(*args)
+        assert "\n" not in str(e.value)
+        return e.value.code, str(e.value)
+
+    a, z, out = _buf([7, -(2**31) & 0xFFFFFFFF]), _buf([0, 1]), _buf([0, 0])
+    code, text = status(vmvx.divs_2d_i32, a, 0, 0, 1, z, 0, 0, 1, out, 0, 0, 1, 1, 2)
+    assert code == StatusCode.INVALID_ARGUMENT and "division by zero" in text
+    m1 = _buf([1, 0xFFFFFFFF])
+    code, text = status(vmvx.divs_2d_i32, a, 0, 0, 1, m1, 0, 0, 1, out, 0, 0, 1, 1, 2)
+    assert "INT_MIN / -1" in text
+    code, text = status(vmvx.divu_2d_i32, a, 0, 0, 1, z, 0, 0, 1, out, 0, 0, 1, 1, 2)
+    assert "division by zero" in text
+    # IREE's mapping checks: 32-bit sizes and strides, the span inside the buffer, a
+    # mutable output, a non-null buffer; and strides that leave the buffer.
+    code, text = status(vmvx.copy_2d_x32, a, 0, 0, 1, out, 0, 0, 1, 1 << 32, 1)
+    assert code == StatusCode.INVALID_ARGUMENT and "buffer overflow for in" in text
+    code, _ = status(vmvx.copy_2d_x32, a, 1, 0, 1, out, 0, 0, 1, 1, 2)
+    assert code == StatusCode.OUT_OF_RANGE
+    code, _ = status(vmvx.copy_2d_x32, a, 0, 0, 1, _buf([0, 0], readonly=True), 0, 0, 1, 1, 2)
+    assert code == StatusCode.PERMISSION_DENIED
+    code, text = status(vmvx.copy_2d_x32, None, 0, 0, 1, out, 0, 0, 1, 1, 2)
+    assert code == StatusCode.INVALID_ARGUMENT and "null" in text
+    code, _ = status(vmvx.copy_2d_x32, a, 1, -1, 1, out, 0, 0, 1, 2, 2)
+    assert code == StatusCode.OUT_OF_RANGE
+    vmvx.fill_2d_x32(-5, out, 0, 2, 1, 2)
+    assert _u32(out) == [0xFFFFFFFB] * 2
+
+
+def test_every_vmvx_import_is_declared_once():
+    """The import table is the one the translator checks kernels against, and every row
+    has its method."""
+    from runtime_support.modules.vmvx import IMPORTS, VmvxModule
+
+    assert len(IMPORTS) == 28
+    for full_name, cconv in IMPORTS.items():
+        assert callable(getattr(VmvxModule, full_name.partition(".")[2].replace(".", "_")))
+        assert cconv.startswith("0") and cconv.endswith("_v")
