@@ -212,7 +212,7 @@ def translate_kernel(ordinal: int, data: bytes) -> KernelFile:
             fuse_submissions=False,
         )
     except InvalidModuleError as e:
-        raise InvalidModuleError(f"{where}: {e}") from None
+        raise InvalidModuleError(str(e) if str(e).startswith(where) else f"{where}: {e}") from None
     except RecursionError:
         raise InvalidModuleError(f"{where}: nested too deeply") from None
     return KernelFile(ordinal, digest, file_name, pkg.source, rodata_name, pkg.rodata, sub.function_count)
