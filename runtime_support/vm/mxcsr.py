@@ -26,9 +26,14 @@ _code = None
 def _functions():
     global _code
     if _code is None:
-        page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+        # Written while writable, then made read+execute: never writable and executable.
+        page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
         page.write(_GET + _SET)
         base = ctypes.addressof(ctypes.c_char.from_buffer(page))
+        mprotect = ctypes.CDLL(None, use_errno=True).mprotect
+        mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        if mprotect(base, mmap.PAGESIZE, mmap.PROT_READ | mmap.PROT_EXEC) != 0:
+            raise OSError(ctypes.get_errno(), "mprotect failed")
         get = ctypes.CFUNCTYPE(ctypes.c_uint32)(base)
         set_ = ctypes.CFUNCTYPE(None, ctypes.c_uint32)(base + len(_GET))
         _code = (page, get, set_)
