@@ -41,6 +41,11 @@ SHAPES = {
     "binary2d": "0rIIIrIIIrIIIII_v",  # lhs, off, s0, s1, rhs, ..., out, ..., size0, size1
     "unary2d": "0rIIIrIIIII_v",  # in, off, s0, s1, out, off, s0, s1, size0, size1
     "fill2d": "0irIIII_v",  # value, out, off, row stride, size0, size1
+    # The ukernel imports (runtime_support/modules/vmvx_ukernels.py): module.c's structs.
+    "mmt4d": "0rIIrIIrIIIIIiiii_v",  # lhs, off, row stride, rhs.., out.., M, N, K, M0, N0, K0, flags
+    "pack": "0rIIIrIIIIIIIIIIi_v",  # in, off, s0, s1, out.., in sizes 2, out sizes 4, padding, flags
+    "unpack": "0rIIIrIIIIIIIIIi_v",  # in, off, s0, s1, out.., in sizes 4, out sizes 2, flags
+    "query_tile_sizes2d": "0IIi_II",  # size0, size1, flags -> tile size0, tile size1
 }
 
 
@@ -165,6 +170,10 @@ _TABLE = {
     "copy.2d.x32": ("unary2d", None, 4),
     "copy.2d.x64": ("unary2d", None, 8),
     "fill.2d.x32": ("fill2d", None, 4),
+    "mmt4d": ("mmt4d", None, 0),
+    "pack": ("pack", None, 0),
+    "unpack": ("unpack", None, 0),
+    "query_tile_sizes.2d": ("query_tile_sizes2d", None, 0),
 }
 
 _DTYPES = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -280,6 +289,10 @@ class VmvxModule:
     def call(self, name: str, *args):
         shape, _, elem = _TABLE[name]
         where = f"{MODULE_NAME}.{name}"
+        if elem == 0:  # (the ukernels: mmt4d, pack, unpack, query_tile_sizes.2d)
+            from . import vmvx_ukernels
+
+            return getattr(vmvx_ukernels, shape)(where, *args)
         if shape == "binary2d":
             lb, lo, l0, l1, rb, ro, r0, r1, ob, oo, o0, o1, n0, n1 = args
             lhs = _Operand(where, "lhs", lb, elem, lo, l0, l1, n0, n1, False)
