@@ -42,7 +42,9 @@ try:
     out = {"loaded": {e.key: bytes(e.read()).hex() for e in entries}}
 except VMError as e:
     out = {"code": e.code.name, "message": e.message}
-out["maxrss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+# (VmHWM: this process's own peak; ru_maxrss keeps the forking parent's across exec)
+with open("/proc/self/status") as f:
+    out["maxrss_kib"] = next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
 print(json.dumps(out))
 """
 

@@ -22,13 +22,13 @@ none, and IREE's command buffers use 1 then) and the workgroup count. Kernel fau
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import mmap
 import struct
 import threading
 from pathlib import Path
 from typing import Sequence
 
+from ..disk_cache import digest as sha256_hex  # (CPython's built-in sha256: no OpenSSL load)
 from ..errors import LoaderError, StatusCode, VMError, quote_name
 from ..vm.buffer import VMBuffer
 from ..vm.globals import RefGlobals, new_rwdata
@@ -203,7 +203,7 @@ class VmvxExecutable:
 
 def load_vmvx(data, constants: Sequence[int] | None = None) -> VmvxExecutable:
     raw = bytes(data)
-    digest = hashlib.sha256(raw).hexdigest()
+    digest = sha256_hex(raw)
     return VmvxExecutable(_kernel_module(digest, len(raw)), constants)
 
 
