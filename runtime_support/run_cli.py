@@ -696,9 +696,49 @@ def _status_text(e: VMError) -> str:
     return f"{e.location or '<vm>:0'}: {e.code.name}; {e.message}; "
 
 
-def expand_flagfiles(argv: list[str]) -> list[str]:
+# Bounds on what --flagfile reads: a file (a device such as /dev/zero never ends), all the
+# files of one command line together (a file included several times over is read each
+# time), and how deeply files include one another.
+FLAGFILE_MAX_BYTES = 16 << 20
+FLAGFILE_MAX_TOTAL_BYTES = 64 << 20
+FLAGFILE_MAX_DEPTH = 32
+_READ_CHUNK = 1 << 16
+
+
+class FlagfileError(Exception):
+    """A flagfile pyree-run will not expand (cycle, too large, too deep): a usage error."""
+
+
+def _read_flagfile(path: str, budget: list[int]) -> str:
+    """FILE's text, read in bounded chunks, at most FLAGFILE_MAX_BYTES and what is left of
+    `budget[0]` (which it spends). Bytes that are not UTF-8 pass through as on a command
+    line (surrogateescape), as iree-run-module takes them."""
+    limit = min(FLAGFILE_MAX_BYTES, budget[0])
+    chunks, size = [], 0
+    with open(path, "rb") as f:
+        while chunk := f.read(_READ_CHUNK):
+            size += len(chunk)
+            if size > limit:
+                raise FlagfileError(f"{path}: larger than {limit} bytes")
+            chunks.append(chunk)
+    budget[0] -= size
+    return b"".join(chunks).decode("utf-8", "surrogateescape")
+
+
+def _flagfile_lines(text: str) -> list[str]:
+    """The flags of a flagfile's text: one per line (universal newlines, as text files
+    read), trimmed; blank lines and `#` comments dropped."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    return [x for x in (line.strip() for line in lines) if x and not x.startswith("#")]
+
+
+def expand_flagfiles(argv: list[str], _chain: tuple = (), _budget=None) -> list[str]:
     """`--flagfile=FILE` (or `--flagfile FILE`) replaced by the flags in FILE, one per
-    line; blank lines and lines starting with `#` are skipped (iree's flagfile format)."""
+    line; blank lines and lines starting with `#` are skipped (iree's flagfile format).
+    A file including itself (directly or through others), nesting deeper than
+    FLAGFILE_MAX_DEPTH or text beyond the byte limits is a FlagfileError (iree-run-module
+    recurses until its stack overflows); OSError when a file cannot be read."""
+    budget = [FLAGFILE_MAX_TOTAL_BYTES] if _budget is None else _budget
     out: list[str] = []
     i = 0
     while i < len(argv):
@@ -712,11 +752,22 @@ def expand_flagfiles(argv: list[str]) -> list[str]:
         if path is None:
             out.append(arg)
         else:
-            with open(path, encoding="utf-8") as f:
-                lines = [line.strip() for line in f]
-            out += expand_flagfiles([x for x in lines if x and not x.startswith("#")])
+            out += _expand_one(path, _chain, budget)
         i += 1
     return out
+
+
+def _expand_one(path: str, chain: tuple, budget: list[int]) -> list[str]:
+    """The flags of flagfile `path` included through `chain` (the real paths of the
+    files including it, outermost first), its own includes expanded."""
+    real = os.path.realpath(path)
+    if real in chain:
+        cycle = " -> ".join(os.path.basename(p) for p in chain[chain.index(real):] + (real,))
+        raise FlagfileError(f"{path}: includes itself ({cycle})")
+    if len(chain) >= FLAGFILE_MAX_DEPTH:
+        raise FlagfileError(f"{path}: nested more than {FLAGFILE_MAX_DEPTH} deep")
+    lines = _flagfile_lines(_read_flagfile(path, budget))
+    return expand_flagfiles(lines, chain + (real,), budget)
 
 
 # iree-run-module's flags by how its flag library reads their values (`--name=value`,
@@ -805,7 +856,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         argv = expand_flagfiles(list(sys.argv[1:] if argv is None else argv))
     except OSError as e:
-        sys.stderr.write(f"pyree-run: error: --flagfile: {e.filename}: {e.strerror}\n")
+        where = " ".join(str(e.filename).split())
+        sys.stderr.write(f"pyree-run: error: --flagfile: {where}: {e.strerror}\n")
+        return 2
+    except (FlagfileError, ValueError) as e:  # ValueError: a NUL in the path
+        sys.stderr.write(f"pyree-run: error: --flagfile: {_one_line(e)}\n")
         return 2
     argv = iree_flag_values(argv)
     try:

@@ -322,3 +322,55 @@ def test_console_entry_point_runs(pkg):
     )
     assert p.returncode == 0, p.stderr
     assert p.stdout == "EXEC @id_f32\nresult[0]: hal.buffer_view\n2xf32=1 2\n"
+
+
+# -- hostile flagfiles (issue #27 item 8) ----------------------------------------------------
+
+
+def _one_error_line(rc, err, code=2):
+    lines = err.splitlines()
+    assert rc == code and len(lines) == 1 and "Traceback" not in err, (rc, err)
+    return lines[0]
+
+
+def test_flagfile_including_itself_is_a_usage_error(pkg, tmp_path):
+    """iree-run-module recurses until its stack overflows (SIGSEGV); one line, exit 2."""
+    (tmp_path / "self.txt").write_text(f"--flagfile={tmp_path / 'self.txt'}\n")
+    line = _one_error_line(*run_cli([pkg, f"--flagfile={tmp_path / 'self.txt'}"])[::2])
+    assert "includes itself" in line and "self.txt -> self.txt" in line
+    (tmp_path / "a.txt").write_text("--flagfile=b.txt\n")
+    (tmp_path / "b.txt").write_text("--input=1\n--flagfile=a.txt\n")
+    line = _one_error_line(*run_cli([pkg, "--flagfile=a.txt"], cwd=tmp_path)[::2])
+    assert "a.txt -> b.txt -> a.txt" in line
+
+
+def test_flagfile_nesting_depth_is_bounded(pkg, tmp_path):
+    from runtime_support.run_cli import FLAGFILE_MAX_DEPTH
+
+    for i in range(FLAGFILE_MAX_DEPTH + 1):
+        (tmp_path / f"f{i}.txt").write_text(f"--flagfile=f{i + 1}.txt\n")
+    (tmp_path / f"f{FLAGFILE_MAX_DEPTH + 1}.txt").write_text("--input=1\n")
+    line = _one_error_line(*run_cli([pkg, "--flagfile=f0.txt"], cwd=tmp_path)[::2])
+    assert "nested more than" in line
+
+
+def test_flagfile_bytes_that_are_not_utf8_pass_through(pkg, tmp_path):
+    """As on a command line (iree-run-module takes the bytes): an unknown function."""
+    (tmp_path / "bin.txt").write_bytes(b"--function=id\xff\xfe_f32\n--input=2xf32=1\n")
+    rc, _, err = run_cli([pkg, f"--flagfile={tmp_path / 'bin.txt'}"])
+    line = _one_error_line(rc, err, code=1)
+    assert line.startswith("NOT_FOUND; no function `id")
+
+
+def test_flagfile_reads_are_bounded(pkg, tmp_path, monkeypatch):
+    """/dev/zero never ends: the read stops at the size cap, in bounded chunks."""
+    import runtime_support.run_cli as run_cli_module
+
+    line = _one_error_line(*run_cli([pkg, "--flagfile=/dev/zero"])[::2])
+    assert "/dev/zero: larger than" in line
+    # All the files of a command line together: a file included many times over.
+    monkeypatch.setattr(run_cli_module, "FLAGFILE_MAX_TOTAL_BYTES", 1000)
+    (tmp_path / "leaf.txt").write_text("--input=1\n" * 20)
+    (tmp_path / "mid.txt").write_text("--flagfile=leaf.txt\n" * 10)
+    line = _one_error_line(*run_cli([pkg, "--flagfile=mid.txt"], cwd=tmp_path)[::2])
+    assert "leaf.txt: larger than" in line
