@@ -40,6 +40,7 @@ import os
 import re
 import struct
 from fractions import Fraction
+from itertools import compress
 
 import numpy as np
 
@@ -402,6 +403,143 @@ def _parse_element(tok: str, et: ElementType):
 _TOKEN_SPLIT = re.compile(r"[\s,\[\]]+")
 
 
+# ---------------------------------------------------------- text elements, vectorised
+#
+# Element text is converted in bulk: the spellings below go through Python's own int()
+# and float() (exact: correctly rounded) into numpy arrays, with iree-run-module's range
+# and rounding rules applied to whole arrays. Every other token (hex, octal, inf/nan,
+# prefixes followed by junk, too long, values near a rounding hazard) goes through
+# `_parse_element`, the element-by-element reference, on its own.
+
+_FAST_INT = re.compile(r"[+-]?(?:0|[1-9][0-9]{0,17})")  # decimal; fits int64
+_FAST_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_ZERO_FLOAT = re.compile(r"[+-]?(?:0+\.?0*|\.0+)(?:[eE][+-]?[0-9]+)?")
+_NOT_HEX = re.compile(r"[^0-9a-fA-F]")
+_F32_MIN_NORMAL = 2.0**-126
+_F32_MAX = float(np.finfo(np.float32).max)
+_F64_MIN_NORMAL = 2.0**-1022
+
+
+def _fast_mask(tokens: list[str], pattern: re.Pattern, max_len: int) -> np.ndarray:
+    """Per token: does it take the vectorised path (matches `pattern`, short enough)?"""
+    n = len(tokens)
+    if max(map(len, tokens)) <= max_len and all(map(pattern.fullmatch, tokens)):
+        return np.ones(n, dtype=bool)
+    return np.fromiter(
+        (len(t) <= max_len and pattern.fullmatch(t) is not None for t in tokens), bool, n
+    )
+
+
+def _int_elements(tokens: list[str], et: ElementType) -> tuple[np.ndarray, np.ndarray]:
+    """(values in et's storage dtype, mask of tokens left to `_parse_element`), with
+    `_parse_int_element`'s rules: parsed as int64, narrower types through an i32 first."""
+    bits, kind, dtype = et.bits, et.kind, et.storage_dtype
+    fast = _fast_mask(tokens, _FAST_INT, _MAX_LEN_32 if bits < 64 else _MAX_LEN_64)
+    v = np.zeros(len(tokens), dtype=np.int64)
+    v[fast] = np.fromiter(map(int, compress(tokens, fast)), np.int64, int(fast.sum()))
+    if bits == 64:
+        return v.astype(dtype), ~fast
+    if kind == "ui":
+        v = v.astype(np.uint32).astype(np.int64)
+        ok = v <= (1 << bits) - 1
+    else:
+        v = v.astype(np.int32).astype(np.int64)
+        if bits == 32 or kind == "si":
+            ok = v <= (1 << (bits - 1)) - 1
+        else:  # signless: the union of the signed and unsigned ranges
+            ok = (v >= -(1 << (bits - 1))) & (v <= (1 << bits) - 1)
+    if not ok[fast].all():
+        raise SpecError(StatusCode.INVALID_ARGUMENT)
+    return v.astype(dtype), ~fast
+
+
+def _float_elements(tokens: list[str], et: ElementType) -> tuple[np.ndarray, np.ndarray]:
+    """(float64 values, mask of tokens left to `_parse_element`): f64 elements are
+    strtod's values; all others strtof's, i.e. the float64 rounded to float32, which is
+    exact unless the float64 lies on a float32 rounding midpoint, below the normal range
+    or past the largest float32 (left to `_parse_element`, as are underflows to zero)."""
+    fast = _fast_mask(tokens, _FAST_FLOAT, _MAX_LEN_64)
+    r = np.zeros(len(tokens), dtype=np.float64)
+    r[fast] = np.fromiter(map(float, compress(tokens, fast)), np.float64, int(fast.sum()))
+    a = np.abs(r)
+    if et.bits == 64:
+        hazard = (a < _F64_MIN_NORMAL) | np.isinf(a)
+    else:
+        midpoint = (r.view(np.uint64) & ((1 << 29) - 1)) == (1 << 28)
+        hazard = (a < _F32_MIN_NORMAL) | (a > _F32_MAX) | midpoint
+        with np.errstate(over="ignore"):  # (past the largest float32: left out above)
+            r = r.astype(np.float32).astype(np.float64)
+    # Zeros are exact unless the text is not zero (an underflow: an error to report).
+    zero_ok = np.zeros(len(tokens), dtype=bool)
+    for i in np.flatnonzero(fast & (r == 0)):
+        zero_ok[i] = _ZERO_FLOAT.fullmatch(tokens[i]) is not None
+    slow = ~fast | (hazard & ~zero_ok)
+    return r, slow
+
+
+def _narrowed(f32: np.ndarray, name: str) -> np.ndarray:
+    """narrow_floats.from_float32 over an array of float32 values: bf16 and f16 in their
+    normal range by nearest-even rounding on whole arrays (the rule IREE follows there),
+    every other value by the scalar rule, each distinct value once."""
+    f32 = f32.astype(np.float32)
+    storage = np.dtype("u1") if name in _NAMED_TYPES else np.dtype("<u2")
+    out = np.zeros(f32.shape, dtype=storage)
+    scalar = np.ones(f32.shape, dtype=bool)
+    a = np.abs(f32)
+    if name == "bf16":
+        u = f32.view(np.uint32)
+        scalar = ~np.isfinite(f32) | (a < _F32_MIN_NORMAL)
+        with np.errstate(over="ignore"):
+            out[~scalar] = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16)[~scalar]
+    elif name == "f16":
+        scalar = ~((a >= 2.0**-14) & (a < 65536.0))
+        with np.errstate(over="ignore"):  # (65520 and up: inf, as IREE rounds)
+            out[~scalar] = f32[~scalar].astype(np.float16).view(np.uint16)
+    if scalar.any():
+        uniq, inverse = np.unique(f32[scalar].view(np.uint32), return_inverse=True)
+        table = [narrow_floats.from_float32(float(x), name) for x in uniq.view(np.float32)]
+        out[scalar] = np.array(table, dtype=storage)[inverse.reshape(-1)]
+    return out
+
+
+def _hex_elements(tokens: list[str], et: ElementType) -> np.ndarray:
+    """Opaque elements: `_hex_value` over every token, as one bytes.fromhex."""
+    width = 2 * et.byte_size
+    if any(len(t) != width for t in tokens):
+        _hex_value(next(t for t in tokens if len(t) != width), et.byte_size)  # raises
+    raw = bytes.fromhex(_NOT_HEX.sub("0", "".join(tokens)))
+    return np.frombuffer(raw, dtype=et.storage_dtype).copy()
+
+
+def _fill_bytes(arr: np.ndarray, one: np.ndarray) -> None:
+    """Every element of `arr` set to the bytes of `one[0]` (as raw bytes: an i1 byte
+    other than 0/1 stays what the text gave)."""
+    raw = np.dtype((np.void, arr.dtype.itemsize))
+    arr.reshape(-1).view(raw)[...] = one[:1].view(raw)[0]
+
+
+def element_values(tokens: list[str], et: ElementType) -> np.ndarray:
+    """The elements the text tokens stand for, as one flat array in et's storage dtype
+    (the same values `_parse_element` gives one by one, which handles what the
+    vectorised paths leave)."""
+    if not tokens:
+        return np.zeros(0, dtype=et.storage_dtype)
+    if not et.has_value_parser:
+        return _hex_elements(tokens, et)
+    if et.kind in ("i", "si", "ui"):
+        values, slow = _int_elements(tokens, et)
+    else:
+        values, slow = _float_elements(tokens, et)
+        if et.kind in ("bf", "f8") or et.name == "f16":  # stored as narrowed bits
+            values = _narrowed(np.where(slow, 0.0, values), et.name)
+        else:
+            values = values.astype(et.storage_dtype)
+    for i in np.flatnonzero(slow):
+        v = _parse_element(tokens[i], et)
+        values[i] = v
+    return values if et.name != "f16" else values.view(np.float16)
+
+
 class InputFiles:
     """The files one list of SPECs reads, by verbatim path, as iree-run-module keeps them
     per list (its inputs, then its expected outputs): `@PATH` reads PATH from its start,
@@ -458,24 +596,70 @@ def _at_end(f) -> bool:
     return here >= end
 
 
+# Element and byte counts are iree_device_size_t (64-bit unsigned) in iree-run-module.
+_DEVICE_SIZE_LIMIT = 1 << 64
+_ECHO_MAX = 40  # characters of a user's number echoed into a message
+
+
+def _clip(text: str) -> str:
+    """`text` for a message: a huge number or shape is cut short, not echoed in full."""
+    return text if len(text) <= _ECHO_MAX else text[:_ECHO_MAX] + "..."
+
+
 def _parse_shape(text: str) -> tuple[int, ...]:
+    """`4x2` -> (4, 2). Each dim is read as iree-run-module reads it: C strtoll base 0
+    over the longest prefix (`0X10` is 16, `010` is 8, `2abc` is 2), at most 31
+    characters, within int64 and not negative."""
     if text == "":
         return ()
     parts = text.split("x")
     if any(p == "" for p in parts):
         raise SpecError(
-            StatusCode.INVALID_ARGUMENT, f"invalid shape specification: '{text}'"
+            StatusCode.INVALID_ARGUMENT, f"invalid shape specification: '{_clip(text)}'"
         )
     dims = []
     for i, p in enumerate(parts):
-        s = p.strip()
-        if not re.fullmatch(r"[0-9]+", s):
+        d = _strtoll(p)
+        if d is None or d < 0:
             raise SpecError(
                 StatusCode.INVALID_ARGUMENT,
-                f"shape[{i}] invalid value '{p}' of '{text}'",
+                f"shape[{i}] invalid value '{_clip(p)}' of '{_clip(text)}'",
             )
-        dims.append(int(s))
+        dims.append(d)
     return tuple(dims)
+
+
+def _check_byte_count(shape: tuple[int, ...], byte_size: int) -> int:
+    """The bytes a view of `shape` holds; OUT_OF_RANGE, as iree-run-module says, where
+    its element count or byte count does not fit a device size (an empty shape never
+    overflows)."""
+    if 0 in shape:
+        return 0
+    count = 1
+    for i, d in enumerate(shape):
+        count *= d
+        if count >= _DEVICE_SIZE_LIMIT:
+            raise SpecError(
+                StatusCode.OUT_OF_RANGE,
+                f"shape element count overflows device size at dimension {i}",
+            )
+    if count * byte_size >= _DEVICE_SIZE_LIMIT:
+        raise SpecError(StatusCode.OUT_OF_RANGE, "packed byte count overflows device size")
+    return count * byte_size
+
+
+def _allocated(make, shape: tuple[int, ...], nbytes: int):
+    """`make()`, an array of `shape`; RESOURCE_EXHAUSTED where memory runs out (IREE's
+    allocator fails the same request) or numpy cannot hold the shape at all (dims past
+    its index range, even around a zero)."""
+    try:
+        return make()
+    except (MemoryError, ValueError, OverflowError):
+        shape_text = _clip("x".join(map(str, shape)))
+        raise SpecError(
+            StatusCode.RESOURCE_EXHAUSTED,
+            f"cannot allocate {nbytes} bytes for a view of shape {shape_text}",
+        ) from None
 
 
 def parse_buffer_view(text: str, files: InputFiles | None = None) -> HalArray:
@@ -494,38 +678,37 @@ def parse_buffer_view(text: str, files: InputFiles | None = None) -> HalArray:
         shape_text, type_text = "", head
     shape = _parse_shape(shape_text)
     et = parse_element_type(type_text)
+    nbytes = _check_byte_count(shape, et.byte_size)
     count = math.prod(shape)
     dtype = et.storage_dtype
     data = data.strip()
     if not data:
-        arr = np.zeros(shape, dtype=dtype)
+        arr = _allocated(lambda: np.zeros(shape, dtype=dtype), shape, nbytes)
     elif data[0] in "@+":
         with InputFiles() as own:
             f = (files or own).open(data[1:], append=data[0] == "+")
-            raw = _read_exactly(f, count * et.byte_size)
-        arr = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+            raw = _read_exactly(f, nbytes)
+        arr = _allocated(
+            lambda: np.frombuffer(raw, dtype=dtype).reshape(shape).copy(), shape, nbytes
+        )
     else:
         tokens = [t for t in _TOKEN_SPLIT.split(data) if t]
-        if len(tokens) == 1 and count != 0:
-            tokens = tokens * count
-        if len(tokens) > count:
+        if len(tokens) == 1 and count != 0:  # a splat (allocated first, as in IREE)
+            arr = _allocated(lambda: np.empty(shape, dtype=dtype), shape, nbytes)
+            _fill_bytes(arr, element_values(tokens, et))
+        elif len(tokens) > count:
             raise SpecError(
                 StatusCode.OUT_OF_RANGE,
                 f"output data overflow: element_capacity={count} < dst_i={count}",
             )
-        values = [_parse_element(t, et) for t in tokens]
-        if len(values) < count:
-            raise SpecError(
-                StatusCode.OUT_OF_RANGE,
-                f"input data string underflow: dst_i={len(values)} < element_capacity={count}",
-            )
-        if et.name == "f16":  # bit patterns (narrow_floats: IREE's f32 -> f16 rounding)
-            arr = np.array(values, dtype="<u2").view(np.float16).reshape(shape)
-        elif et.has_value_parser:
-            arr = np.array(values, dtype=dtype if et.kind != "f" else np.float64)
-            arr = arr.astype(dtype).reshape(shape)
         else:
-            arr = np.frombuffer(b"".join(values), dtype=dtype).reshape(shape).copy()
+            values = element_values(tokens, et)
+            if len(values) < count:
+                raise SpecError(
+                    StatusCode.OUT_OF_RANGE,
+                    f"input data string underflow: dst_i={len(values)} < element_capacity={count}",
+                )
+            arr = values.reshape(shape)
     return HalArray.wrap(arr, et)
 
 
@@ -565,8 +748,10 @@ def read_npy(f) -> HalArray:
     except (ValueError, SyntaxError, KeyError, TypeError, MemoryError, RecursionError):
         raise SpecError(StatusCode.INVALID_ARGUMENT, "malformed header dict") from None
     for i, d in enumerate(shape):
-        if d < 0:
-            raise SpecError(StatusCode.INVALID_ARGUMENT, f"invalid dimension {i} value {d}")
+        if not 0 <= d < _DEVICE_SIZE_LIMIT:
+            raise SpecError(
+                StatusCode.INVALID_ARGUMENT, f"invalid dimension {i} value {_clip(str(d))}"
+            )
     if dtype.byteorder == ">":
         raise SpecError(
             StatusCode.UNIMPLEMENTED, f"big-endian data type '{dtype.str}' unsupported"
@@ -576,10 +761,12 @@ def read_npy(f) -> HalArray:
     if dtype.hasobject:
         raise SpecError(StatusCode.UNIMPLEMENTED, f"unsupported data type {dtype.kind}")
     et = element_type_for_dtype(dtype)
-    nbytes = math.prod(shape) * dtype.itemsize
+    nbytes = _check_byte_count(shape, dtype.itemsize)
     raw = _read_exactly(f, nbytes, f"failed to read npy contents of {nbytes} bytes")
     storage = et.storage_dtype if et.storage_dtype.itemsize == dtype.itemsize else dtype
-    arr = np.frombuffer(raw, dtype=storage).reshape(shape).copy()
+    arr = _allocated(
+        lambda: np.frombuffer(raw, dtype=storage).reshape(shape).copy(), shape, nbytes
+    )
     return HalArray.wrap(arr, et)
 
 

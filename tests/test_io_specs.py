@@ -285,6 +285,28 @@ for t in (
     "ui64",
 ):
     REF_CASES += [(f"id1_{t}", f"1x{t}={v}") for v in INT_VALUES]
+# Dims as iree-run-module reads them: C strtoll base 0 over the longest prefix, at most
+# 31 characters, within int64, not negative; counts that overflow a 64-bit device size.
+REF_CASES += [
+    ("id1_f32", "0X10xf32=1"),
+    ("id2_f32", "010x2xf32=1"),
+    ("id2_f32", "08x0xf32"),
+    ("id2_f32", "-0x2xf32"),
+    ("id2_f32", "2abcx2xf32=3"),
+    ("id2_f32", "0XGx2xf32"),
+    ("id2_f32", "1e3x2xf32"),
+    ("id2_f32", "-1x4xf32=1"),
+    ("id2_f32", "0x10xf32=1"),
+    ("id2_f32", "99999999999999999999x4xf32=1"),
+    ("id2_f32", "9223372036854775808x0xf32"),
+    ("id2_f32", "0X8000000000000000x0xf32"),
+    ("id2_f32", "0" * 31 + "2x0xf32"),
+    ("id2_f32", "0" * 32 + "2x0xf32"),
+    ("id2_f32", "9223372036854775807x4xf32=1"),
+    ("id3_f32", "3x9223372036854775807x2xf32"),
+    ("id2_f32", "2305843009213693952x2xf32"),
+    ("id2_i8", "4611686018427387904x4xi8=1"),
+]
 REF_CASES += [
     # i1 and other types without a value parser: hex bytes.
     ("id1_i1", "2xi1=01 00"),
@@ -654,3 +676,39 @@ def test_npy_header_that_lies_about_its_size_is_one_status(tmp_path):
     with pytest.raises(SpecError) as e:
         parse_inputs([f"@{tmp_path / 'neg.npy'}"], ["ref"])
     assert e.value.code.name == "INVALID_ARGUMENT"
+
+
+# Views too large to allocate, and npy headers with huge or hex dims: the status code
+# iree-run-module reports (the message is ours), one line.
+HUGE_CASES = [
+    ("id2_f32", "99999999999x4xf32=1"),
+    ("id2_f32", "99999999999x4xf32"),
+    ("id2_f32", "4294967296x4xf32=1"),
+    ("id2_i8", "4611686018427387904x3xi8"),
+    ("id1_i8", "9223372036854775807xi8"),
+]
+NPY_SHAPES = {"huge": "(99999999999999999999, 4)", "hex": "(0x10, 1)", "ovf": "(4611686018427387904, 4)",
+              "bytes": "(2305843009213693952, 4)", "u64": "(18446744073709551615,)"}
+
+
+def _npy_with_shape(path: Path, shape_text: str) -> Path:
+    h = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % shape_text
+    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + len(h).to_bytes(2, "little") + h.encode() + bytes(64))
+    return path
+
+
+@pytest.mark.parametrize("fn,spec", HUGE_CASES + [("id2_f32", f"@{k}") for k in NPY_SHAPES])
+def test_huge_dims_give_iree_run_modules_status(id_vmfb, tmp_path, fn, spec):
+    if spec.startswith("@"):
+        spec = f"@{_npy_with_shape(tmp_path / (spec[1:] + '.npy'), NPY_SHAPES[spec[1:]])}"
+    rc, _, err = iree_run(id_vmfb, fn, [spec])
+    try:
+        parse_input(spec, "r")
+        ok, code, msg = True, None, ""
+    except SpecError as e:
+        ok, code, msg = False, e.code.name, e.message
+    assert ok == (rc == 0), (spec, err)
+    if not ok:
+        assert code == status_code(err), (spec, msg, err)
+        assert "\n" not in msg and len(msg) < 200, msg
