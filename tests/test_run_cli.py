@@ -374,3 +374,59 @@ def test_flagfile_reads_are_bounded(pkg, tmp_path, monkeypatch):
     (tmp_path / "mid.txt").write_text("--flagfile=leaf.txt\n" * 10)
     line = _one_error_line(*run_cli([pkg, "--flagfile=mid.txt"], cwd=tmp_path)[::2])
     assert "leaf.txt: larger than" in line
+
+
+# -- a long command line in linear time (issue #27 item 9) -----------------------------------
+
+
+def _namespace_or_error(parse, argv):
+    err = io.StringIO()
+    try:
+        with redirect_stderr(err), redirect_stdout(io.StringIO()):
+            return ("ok", vars(parse(argv)))
+    except SystemExit as e:
+        return ("exit", e.code, err.getvalue())
+
+
+ARGV_VARIANTS = [
+    ["p", "--input=1", "--input=2", "--output=-", "--function=f", "--function=g"],
+    ["p", "--input=1", "--input", "2", "--input=3"],  # a two-token form: argparse's order
+    ["p", "--inp=1", "--input=2"],  # an abbreviation
+    ["p", "--in=1"],  # an ambiguous one
+    ["p", "--expected_rtol=x", "--expected_rtol=1", "--input=1"],  # argparse's own error
+    ["p", "--expected_rtol=1", "--expected_rtol=x"],
+    ["p", "--equality_mode=exact", "--equality_mode=bogus", "--equality_mode=approximate"],
+    ["p", "--print_statistics", "--print_statistics", "--print_statistics=1"],
+    ["p", "--output_max_element_count=3", "--print_max_element_count=4"],
+    ["p", "--device", "--input=1"],
+    ["p", "--", "--input=1"],
+    ["--module=a", "--module=b", "--parameters=s=x.irpa", "--expected_output=1"],
+    ["p", "q", "--input=1"],
+    ["p", "--bogus=1", "--input=1"],
+    ["--input=1", "p", "--input=2", "--version"],
+]
+
+
+@pytest.mark.parametrize("argv", ARGV_VARIANTS, ids=[" ".join(a) for a in ARGV_VARIANTS])
+def test_linear_parse_equals_argparse(argv):
+    from runtime_support.run_cli import _build_parser, parse_args_linear
+
+    ours = _namespace_or_error(lambda a: parse_args_linear(_build_parser(), a), argv)
+    assert ours == _namespace_or_error(_build_parser().parse_args, argv)
+
+
+def test_argparse_sees_a_bounded_command_line(monkeypatch):
+    """30,000 flags: argparse (quadratic in the flags it sees) gets a handful."""
+    import argparse
+
+    from runtime_support import run_cli as rc
+
+    seen = []
+    real = argparse.ArgumentParser.parse_args
+    monkeypatch.setattr(
+        argparse.ArgumentParser, "parse_args", lambda self, a=None, n=None: seen.append(len(a)) or real(self, a, n)
+    )
+    n = 30_000
+    argv = ["pkg"] + [f"--input={i}" for i in range(n)] + ["--function=f"] * n + ["--print_statistics"] * n
+    args = rc.parse_args_linear(rc._build_parser(), argv)
+    assert seen == [3] and args.input == [str(i) for i in range(n)] and args.function == "f"
