@@ -555,7 +555,7 @@ class InputFiles:
         if f is None:
             try:
                 f = open(path, "rb")
-            except OSError:
+            except (OSError, ValueError):  # ValueError: a NUL or lone surrogate in it
                 raise SpecError(
                     StatusCode.UNKNOWN, f"unable to open file `{path}` with mode 2"
                 ) from None

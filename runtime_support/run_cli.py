@@ -266,6 +266,8 @@ def _guess_arg_type(spec: str) -> str:
     """
     text = spec.strip()
     if re.fullmatch(r"[+-]?(0[xX][0-9a-fA-F]+|[0-9]+)", text):
+        if len(re.sub(r"^[+-]?(0[xX])?0*", "", text)) > 20:  # (past int64, not converted)
+            return "i64"
         v = int(text, 0) if re.search(r"[xX]", text) else int(text, 10)
         return "i32" if -(2**31) <= v < 2**31 else "i64"
     if re.fullmatch(
@@ -317,6 +319,7 @@ class OneLineArgumentParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr (exit 2), not usage + error."""
 
     def error(self, message: str):
+        message = " ".join(message.splitlines())  # (arguments may hold line breaks)
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
@@ -846,6 +849,19 @@ _C_FLOAT = re.compile(
 )
 
 
+def _c_atol(text: str) -> int:
+    """C atol: the longest integer prefix, saturated to int64 (0 when there is none);
+    digits past int64 are not converted (Python limits int() of long texts)."""
+    m = _C_INT.match(text)
+    if not m:
+        return 0
+    sign, digits = m.group(1)[0] in "+-" and m.group(1)[0], m.group(1).lstrip("+-").lstrip("0")
+    if len(digits) > 19:
+        return -(2**63) if sign == "-" else 2**63 - 1
+    number = int(m.group(1))
+    return max(min(number, 2**63 - 1), -(2**63))
+
+
 # iree-run-module runtime knobs that change how IREE's own runtime works, never what a
 # program computes or what the tool prints: accepted and ignored. (--print_device_statistics
 # reports IREE's device-side counters, which the local devices leave empty: it prints
@@ -880,8 +896,7 @@ def iree_flag_values(argv: list[str]) -> list[str]:
         if name == "equality_mode" and value != "approximate":
             value = "exact"
         elif name in _IREE_INT_FLAGS:
-            m = _C_INT.match(value)
-            number = max(min(int(m.group(1)), 2**63 - 1), -(2**63)) if m else 0
+            number = _c_atol(value)
             value = str((number + 2**31) % 2**32 - 2**31)  # (int) of a long, as atoi
         elif name in _IREE_FLOAT_FLAGS:
             m = _C_FLOAT.match(value)
@@ -911,22 +926,32 @@ def _stdout_closed() -> int:
     return 1
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_command_line(argv: list[str], stderr=None):
+    """pyree-run's command line -> its flags (argparse.Namespace), or the exit status
+    of a usage error, `--help` or `--version` (the message on `stderr`): flagfiles
+    expanded, iree-run-module's flag values read as it reads them."""
+    stderr = stderr or sys.stderr
     parser = _build_parser()
     try:
-        argv = expand_flagfiles(list(sys.argv[1:] if argv is None else argv))
+        argv = expand_flagfiles(list(argv))
     except OSError as e:
         where = " ".join(str(e.filename).split())
-        sys.stderr.write(f"pyree-run: error: --flagfile: {where}: {e.strerror}\n")
+        stderr.write(f"pyree-run: error: --flagfile: {where}: {e.strerror}\n")
         return 2
     except (FlagfileError, ValueError) as e:  # ValueError: a NUL in the path
-        sys.stderr.write(f"pyree-run: error: --flagfile: {_one_line(e)}\n")
+        stderr.write(f"pyree-run: error: --flagfile: {_one_line(e)}\n")
         return 2
     argv = iree_flag_values(argv)
     try:
-        args = parse_args_linear(parser, argv)
+        return parse_args_linear(parser, argv)
     except SystemExit as e:  # argparse: usage error (2) or --help (0)
         return int(e.code or 0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_command_line(sys.argv[1:] if argv is None else argv)
+    if isinstance(args, int):
+        return args
     try:
         return run(args)
     except KeyboardInterrupt:

@@ -430,3 +430,18 @@ def test_argparse_sees_a_bounded_command_line(monkeypatch):
     argv = ["pkg"] + [f"--input={i}" for i in range(n)] + ["--function=f"] * n + ["--print_statistics"] * n
     args = rc.parse_args_linear(rc._build_parser(), argv)
     assert seen == [3] and args.input == [str(i) for i in range(n)] and args.function == "f"
+
+
+def test_fuzz_findings_are_one_line_errors(pkg, tmp_path):
+    """What tests/fuzz_cli.py found: argparse echoing a line break, a NUL or lone
+    surrogate in a file name, integers past Python's int() digit limit."""
+    rc, _, err = run_cli([pkg, "--function=id_f32", "a\nb\x85c"])
+    assert _one_error_line(rc, err).startswith("pyree-run: error: unrecognized arguments")
+    for spec in ("2xf32=@a\x00b", "2xf32=@a\ud800b", "@x\x00.npy"):
+        rc, _, err = run_cli([pkg, "--function=id_f32", f"--input={spec}"])
+        assert _one_error_line(rc, err, code=1).startswith("UNKNOWN; unable to open file")
+    rc, out, err = run_cli([pkg, "--function=id_f32", "--input=3xf32=1",
+                            "--output_max_element_count=" + "9" * 10_000])
+    assert rc == 0 and out.endswith("3xf32=1 1 1\n"), err
+    rc, _, err = run_cli([pkg, "--function=s_i64", "--input=" + "9" * 10_000])
+    assert _one_error_line(rc, err, code=1).startswith("INVALID_ARGUMENT; parsing value")
