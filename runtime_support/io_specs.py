@@ -290,6 +290,23 @@ def _nan_with_payload(chars: str, neg: bool, bits: int) -> float:
     return struct.unpack("<d", raw.to_bytes(8, "little"))[0]
 
 
+def _far_exponent(low: str) -> int:
+    """+1 / -1 where a number text's exponent alone puts it past every double (over /
+    under), 0 otherwise. Texts are at most 31 characters, so the mantissa moves the value
+    by at most 10**31 (2**120 in hex): exponents past 400 (1300) decide."""
+    if low.startswith("0x"):
+        exp, limit = low.partition("p")[2], 1300
+    else:
+        exp, limit = low.partition("e")[2], 400
+    e = int(exp) if exp else 0
+    return 1 if e > limit else -1 if e < -limit else 0
+
+
+def _nonzero_mantissa(low: str) -> bool:
+    mantissa = low[2:].partition("p")[0] if low.startswith("0x") else low.partition("e")[0]
+    return any(c not in "0." for c in mantissa)
+
+
 def _strtof(text: str, bits: int) -> float | None:
     """C strtof (bits=32) / strtod (bits=64) over the longest prefix. None when nothing
     parses, the text is too long or a non-zero number underflows to zero (ERANGE)."""
@@ -305,6 +322,13 @@ def _strtof(text: str, bits: int) -> float | None:
         return -math.inf if neg else math.inf
     if low.startswith("nan"):
         return _nan_with_payload(body[4:-1] if body.endswith(")") else "", neg, bits)
+    far = _far_exponent(low)
+    if far:  # (exact rationals of 10**400000 take seconds: the outcome is known)
+        if not _nonzero_mantissa(low):
+            return -0.0 if neg else 0.0
+        if far < 0:
+            return None  # underflow: ERANGE
+        return -math.inf if neg else math.inf
     if low.startswith("0x"):
         digits = body[2:]
         exp = 0

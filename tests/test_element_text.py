@@ -128,3 +128,18 @@ def test_splat_allocates_once_and_fails_cleanly_when_huge():
     with pytest.raises(SpecError) as e:
         parse_buffer_view("99999999999x4xf32=1")
     assert e.value.code.name == "RESOURCE_EXHAUSTED"
+
+
+def test_far_exponents_are_decided_without_exact_rationals(monkeypatch):
+    """`6e911595` (found by tests/fuzz_cli.py: 10 s in an exact rational): the exponent
+    alone decides overflow, underflow or zero."""
+    def no_fraction(*a):
+        raise AssertionError("exact rational built")
+
+    monkeypatch.setattr(io_specs, "Fraction", no_fraction)
+    et = parse_element_type("f32")
+    values = element_values(["6e911595", "-6e911595", "0e999999", "-0x0p99999999"], et)
+    assert values.tolist() == [np.inf, -np.inf, 0.0, 0.0] and np.signbit(values[3])
+    for t in ("1e-999999", "0x1p-99999999"):
+        with pytest.raises(SpecError):
+            element_values([t], et)
