@@ -762,10 +762,10 @@ def _status_text(e: VMError) -> str:
 # Bounds on what --flagfile reads: a file (a device such as /dev/zero never ends), all the
 # files of one command line together (a file included several times over is read each
 # time), and how deeply files include one another.
-FLAGFILE_MAX_BYTES = 16 << 20
-FLAGFILE_MAX_TOTAL_BYTES = 64 << 20
+FLAGFILE_MAX_BYTES = 256 << 20  # (a 4M-element --input line is some 32 MiB)
+FLAGFILE_MAX_TOTAL_BYTES = 512 << 20
 FLAGFILE_MAX_DEPTH = 32
-_READ_CHUNK = 1 << 16
+_READ_CHUNK = 1 << 20
 
 
 class FlagfileError(Exception):
@@ -777,15 +777,14 @@ def _read_flagfile(path: str, budget: list[int]) -> str:
     `budget[0]` (which it spends). Bytes that are not UTF-8 pass through as on a command
     line (surrogateescape), as iree-run-module takes them."""
     limit = min(FLAGFILE_MAX_BYTES, budget[0])
-    chunks, size = [], 0
+    data = bytearray()
     with open(path, "rb") as f:
         while chunk := f.read(_READ_CHUNK):
-            size += len(chunk)
-            if size > limit:
+            if len(data) + len(chunk) > limit:
                 raise FlagfileError(f"{path}: larger than {limit} bytes")
-            chunks.append(chunk)
-    budget[0] -= size
-    return b"".join(chunks).decode("utf-8", "surrogateescape")
+            data += chunk
+    budget[0] -= len(data)
+    return data.decode("utf-8", "surrogateescape")
 
 
 def _flagfile_lines(text: str) -> list[str]:
@@ -940,6 +939,9 @@ def parse_command_line(argv: list[str], stderr=None):
         return 2
     except (FlagfileError, ValueError) as e:  # ValueError: a NUL in the path
         stderr.write(f"pyree-run: error: --flagfile: {_one_line(e)}\n")
+        return 2
+    except MemoryError:
+        stderr.write("pyree-run: error: --flagfile: out of memory expanding the flagfiles\n")
         return 2
     argv = iree_flag_values(argv)
     try:

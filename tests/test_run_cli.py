@@ -366,6 +366,7 @@ def test_flagfile_reads_are_bounded(pkg, tmp_path, monkeypatch):
     """/dev/zero never ends: the read stops at the size cap, in bounded chunks."""
     import runtime_support.run_cli as run_cli_module
 
+    monkeypatch.setattr(run_cli_module, "FLAGFILE_MAX_BYTES", 1 << 20)
     line = _one_error_line(*run_cli([pkg, "--flagfile=/dev/zero"])[::2])
     assert "/dev/zero: larger than" in line
     # All the files of a command line together: a file included many times over.
