@@ -17,12 +17,17 @@ from ..errors import LoaderError
 from .elf import load_embedded_elf
 from .executable import Executable, ExportInfo
 from .system_dylib import load_system_library
-from .vmvx import load_vmvx
+
+
+def _load_vmvx(data, constants: Sequence[int] | None = None) -> Executable:
+    from .vmvx import load_vmvx  # (imported by the packages that carry VMVX kernels only)
+
+    return load_vmvx(data, constants)
 
 _LOADERS: dict[str, Callable[..., Executable]] = {
     "embedded-elf-x86_64": load_embedded_elf,
     "system-elf-x86_64": load_system_library,
-    "vmvx-bytecode-fb": load_vmvx,  # (translated ahead of time: translator/vmvx.py)
+    "vmvx-bytecode-fb": _load_vmvx,  # (translated ahead of time: translator/vmvx.py)
 }
 
 
