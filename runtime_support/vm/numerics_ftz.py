@@ -53,27 +53,46 @@ def _widths(mnemonic: str) -> tuple[str, str] | None:
 
 
 def _wrap(mnemonic: str, fn, widths: tuple[str, str]):
-    """fn with DAZ on float operands and FTZ on a float result (written as source, once,
-    so a call costs one frame and a comparison per value)."""
+    """fn with DAZ on float operands and FTZ on a float result: a closure per arity, so a
+    call costs one frame and a comparison per value."""
     code = getattr(fn, "__code__", None)  # (some are C functions: math.atan)
     arity = code.co_argcount if code is not None else len(inspect.signature(fn).parameters)
-    args = [f"a{i}" for i in range(arity)]
-    name = mnemonic.replace(".", "_")
-    lines = [f"def {name}({', '.join(args)}):"]
-    if mnemonic.split(".")[0] not in LIBM:
-        for a in args:  # (ints pass: an int operand of these ops is never denormal)
-            lines.append(f"    if -_TI < {a} < _TI: {a} = 0.0 * {a}")
-    lines.append(f"    r = _fn({', '.join(args)})")
-    lines.append("    if -_TO < r < _TO and type(r) is float: r = 0.0 * r")
-    lines.append("    return r")
     libm = _n._LIBM.get(mnemonic.split(".")[0] + "f") if widths == ("f32", "f32") else None
     if libm is not None:  # (libm's f32 function called under DAZ, as on IREE's workers)
         fn = under_daz(libm)
-    ns = {"_fn": fn, "_TI": TINY[widths[0]], "_TO": TINY[widths[1]]}
-    exec("\n".join(lines), ns)
-    out = ns[name]
-    out.__doc__ = f"`{mnemonic}` with denormal operands and result flushed to zero."
-    return out
+    ti, to = TINY[widths[0]], TINY[widths[1]]
+    # (libm reads a denormal operand's bits: only its result is flushed; ints pass, an
+    # int operand of these ops is never denormal)
+    flush_operands = mnemonic.split(".")[0] not in LIBM
+    if arity == 1 and flush_operands:
+
+        def op(a):
+            if -ti < a < ti:
+                a = 0.0 * a
+            r = fn(a)
+            return 0.0 * r if -to < r < to and type(r) is float else r
+
+    elif arity == 2 and flush_operands:
+
+        def op(a, b):
+            if -ti < a < ti:
+                a = 0.0 * a
+            if -ti < b < ti:
+                b = 0.0 * b
+            r = fn(a, b)
+            return 0.0 * r if -to < r < to and type(r) is float else r
+
+    else:
+
+        def op(*args):
+            if flush_operands:
+                args = [0.0 * a if -ti < a < ti else a for a in args]
+            r = fn(*args)
+            return 0.0 * r if -to < r < to and type(r) is float else r
+
+    op.__name__ = mnemonic.replace(".", "_")
+    op.__doc__ = f"`{mnemonic}` with denormal operands and result flushed to zero."
+    return op
 
 
 def _fma(width: str):
