@@ -22,6 +22,7 @@ none, and IREE's command buffers use 1 then) and the workgroup count. Kernel fau
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import mmap
 import struct
 import threading
@@ -64,15 +65,17 @@ def _kernel_module(digest: str, size: int) -> dict:
             f"imported package carries it; translate the .vmfb that holds it with "
             f"pyree-translate (pyree runs VMVX only as translated Python)"
         )
+    # Imported as Python imports any module file (its bytecode cached beside it).
+    spec = importlib.util.spec_from_file_location(f"pyree_vmvx_{digest[:16]}", path)
+    module = importlib.util.module_from_spec(spec)
     try:
-        source = path.read_bytes()
+        spec.loader.exec_module(module)
     except OSError as e:
         raise LoaderError(
             f"VMVX kernel file {path.name} of package {path.parent.name} cannot be read "
             f"({e.strerror or e}); translate the .vmfb again"
         ) from None
-    ns = {"__name__": f"pyree_vmvx_{digest[:16]}", "__file__": str(path)}
-    exec(compile(source, str(path), "exec"), ns)
+    ns = vars(module)
     if ns.get("EXECUTABLE_SHA256") != digest:
         raise LoaderError(
             f"VMVX kernel file {path.name} of package {path.parent.name} was not translated "
