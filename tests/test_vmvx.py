@@ -238,17 +238,21 @@ def test_overlapping_operands_follow_iree_row_major_loop():
         assert _u32(buf) == want, (lo, ro, oo, o0, o1)
 
 
+def status(fn, *args):
+    """(code, text) of the one-line VMError `fn(*args)` raises."""
+    from runtime_support.errors import VMError
+
+    with pytest.raises(VMError) as e:
+        fn(*args)
+    assert "\n" not in str(e.value)
+    return e.value.code, str(e.value)
+
+
 def test_tile_op_errors_are_one_line_vm_errors():
-    from runtime_support.errors import StatusCode, VMError
+    from runtime_support.errors import StatusCode
     from runtime_support.modules.vmvx import VmvxModule
 
     vmvx = VmvxModule()
-
-    def status(fn, *args):
-        with pytest.raises(VMError) as e:
-            fn(*args)
-        assert "\n" not in str(e.value)
-        return e.value.code, str(e.value)
 
     a, z, out = _buf([7, -(2**31) & 0xFFFFFFFF]), _buf([0, 1]), _buf([0, 0])
     code, text = status(vmvx.divs_2d_i32, a, 0, 0, 1, z, 0, 0, 1, out, 0, 0, 1, 1, 2)
@@ -340,16 +344,10 @@ def test_ukernel_semantics_and_errors():
     one-line VMError, never an IndexError or a write outside the buffer."""
     import numpy as np
 
-    from runtime_support.errors import StatusCode, VMError
+    from runtime_support.errors import StatusCode
     from runtime_support.modules.vmvx import VmvxModule
 
     vmvx = VmvxModule()
-
-    def status(fn, *args):
-        with pytest.raises(VMError) as e:
-            fn(*args)
-        assert "\n" not in str(e.value)
-        return e.value.code, str(e.value)
 
     src = np.arange(35, dtype="<u4").reshape(7, 5)
     inp = _buf(src.ravel())
