@@ -41,7 +41,6 @@ import os
 import random
 import resource
 import select
-import shutil
 import signal
 import sys
 import tempfile
@@ -54,8 +53,11 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+for _folder in (REPO, REPO / "tests"):  # (the runtime; fuzz_tally beside this file)
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
+
+from fuzz_tally import Tally  # noqa: E402
 
 BUG_CLASSES = ("traceback", "multiline", "hang", "memory")
 INPUT_ALARM_S = 10
@@ -435,9 +437,7 @@ def fuzz(inputs: int, jobs: int = 2, base_seed: int = 0, batch: int = 500, progr
     import multiprocessing
 
     t0 = time.monotonic()
-    counts: dict[str, int] = {}
-    by_kind: dict[str, dict[str, int]] = {}
-    bugs: list[dict] = []
+    tally = Tally(is_bug)
     peak = 0
     done = 0
     batches = [(s, min(batch, inputs - s), base_seed) for s in range(0, inputs, batch)]
@@ -445,21 +445,15 @@ def fuzz(inputs: int, jobs: int = 2, base_seed: int = 0, batch: int = 500, progr
         for results, batch_peak in pool.map(_run_batch_args, batches):
             peak = max(peak, batch_peak)
             for r in results:
-                counts[r["class"]] = counts.get(r["class"], 0) + 1
-                for k in r["kinds"]:
-                    by_kind.setdefault(k, {}).setdefault(r["class"], 0)
-                    by_kind[k][r["class"]] += 1
-                if is_bug(r["class"]):
-                    bugs.append(r)
+                tally.add(r, r["kinds"])
             done += len(results)
             report = {
                 "inputs": inputs, "done": done, "seconds": round(time.monotonic() - t0, 1),
-                "peak_child_rss_mib": round(peak / 1024, 1), "counts": dict(sorted(counts.items())),
-                "by_mutation": dict(sorted(by_kind.items())), "bug_count": len(bugs),
-                "bugs": bugs[:200], "replay": "python -m tests.fuzz_cli --replay INDEX",
+                "peak_child_rss_mib": round(peak / 1024, 1), **tally.fields(),
+                "replay": "python -m tests.fuzz_cli --replay INDEX",
             }
             if progress:
-                progress(done, counts)
+                progress(done, tally.counts)
             if out:
                 Path(out).write_text(json.dumps(report, indent=1))
     return report

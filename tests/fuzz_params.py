@@ -54,6 +54,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO / "tests") not in sys.path:  # (fuzz_tally, beside this file)
+    sys.path.insert(0, str(REPO / "tests"))
+
+from fuzz_tally import Tally  # noqa: E402
+
 BUG_CLASSES = ("traceback", "hang", "memory")
 KINDS = ("header", "count", "length", "offset", "dims", "type", "json", "key", "byte",
          "truncate", "sparse")
@@ -437,9 +442,7 @@ def fuzz(inputs: int, jobs: int = 2, base_seed: int = 0, batch: int = 2000,
     """Runs `inputs` inputs in batches, `jobs` worker processes at a time; returns the
     report (rewritten to `out` after every batch)."""
     t0 = time.monotonic()
-    counts: dict[str, int] = {}
-    by_kind: dict[str, dict[str, int]] = {}
-    bugs: list[dict] = []
+    tally = Tally(is_bug)
     peak = 0
     done = 0
     pending = [(s, min(batch, inputs - s)) for s in range(0, inputs, batch)]
@@ -451,9 +454,7 @@ def fuzz(inputs: int, jobs: int = 2, base_seed: int = 0, batch: int = 2000,
         return {"inputs": inputs, "done": done, "base_seed": base_seed,
                 "seconds": round(time.monotonic() - t0, 1),
                 "child_peak_rss_mib": round(peak / 1024, 1),
-                "counts": dict(sorted(counts.items())), "by_mutation": by_kind,
-                "bug_count": sum(counts.get(c, 0) for c in counts if is_bug(c)),
-                "bugs": bugs[:200]}
+                **tally.fields()}
 
     while pending or running:
         while pending and len(running) < jobs:
@@ -472,17 +473,10 @@ def fuzz(inputs: int, jobs: int = 2, base_seed: int = 0, batch: int = 2000,
             results.append({"id": f"batch {s}+{n}", "class": "worker_died",
                             "detail": err.decode()[-800:], "mutations": []})
         for r in results:
-            cls = r["class"]
-            counts[cls] = counts.get(cls, 0) + 1
-            for m in r["mutations"]:
-                k = m.split(" ")[0].split("@")[0]
-                by_kind.setdefault(k, {}).setdefault(cls, 0)
-                by_kind[k][cls] += 1
-            if is_bug(cls):
-                bugs.append(r)
+            tally.add(r, (m.split(" ")[0].split("@")[0] for m in r["mutations"]))
         done += n
         if progress:
-            progress(done, counts)
+            progress(done, tally.counts)
         if out:
             Path(out).write_text(json.dumps(report(), indent=1))
     return report()
