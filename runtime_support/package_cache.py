@@ -148,16 +148,14 @@ def _checked_source(entry: Path, target: Path) -> bytes | None:
             return None
     except OSError:
         return None
-    source = None
     for file_name, want in files.items():
-        data = _read_entry(target / file_name, want["size"])
-        if data is None or len(data) != want["size"]:
+        if file_name != "__init__.py" and not _matches(target / file_name, want):
             return None
-        if hashlib.sha256(data).hexdigest() != want["sha256"]:
-            return None
-        if file_name == "__init__.py":
-            source = data
-    return source
+    source = _read_entry(target / "__init__.py", files["__init__.py"]["size"])
+    want = files["__init__.py"]
+    if source is None or len(source) != want["size"]:
+        return None
+    return source if hashlib.sha256(source).hexdigest() == want["sha256"] else None
 
 
 def _read_entry(path: Path, limit: int) -> bytes | None:
@@ -169,6 +167,29 @@ def _read_entry(path: Path, limit: int) -> bytes | None:
             return f.read(limit + 1)
     except OSError:
         return None
+
+
+_CHUNK = 1 << 20
+
+
+def _matches(path: Path, want: dict) -> bool:
+    """Whether the entry at `path` has the marker's size and sha256, hashed in chunks (a
+    rodata file can be a model's weights: it is not held in memory to be checked)."""
+    f = disk_cache.open_entry(path)
+    if f is None:
+        return False
+    digest, size = hashlib.sha256(), 0
+    try:
+        with f:
+            while size <= want["size"]:
+                chunk = f.read(_CHUNK)
+                if not chunk:
+                    break
+                digest.update(chunk)
+                size += len(chunk)
+    except OSError:
+        return False
+    return size == want["size"] and digest.hexdigest() == want["sha256"]
 
 
 __all__ = ["package_for", "package_for_data", "pyree_version"]
