@@ -62,7 +62,7 @@ def _cuda_lines(index: int, data: bytes) -> list[str]:
 
 def _vmvx_lines(index: int, data: bytes) -> list[str]:
     from translator.errors import InvalidModuleError
-    from translator.vmvx import FORMAT, describe_kernels
+    from translator.vmvx import FORMAT, describe_kernels, scalar_reasons
 
     try:
         module, entries = describe_kernels(index, data)
@@ -73,10 +73,16 @@ def _vmvx_lines(index: int, data: bytes) -> list[str]:
         f"{len(entries)} entry point(s), {module.function_count} function(s), "
         f"{len(module.imports)} import(s); translated to vmvx_{index}.py"
     ]
+    try:
+        reasons = scalar_reasons(module)
+    except InvalidModuleError as e:
+        reasons = {e_.name: f"not decoded ({e})" for e_ in entries}
     for k, e in enumerate(entries):
+        reason = reasons.get(e.name, "not analysed")
+        how = "vectorised (numpy over the grid)" if reason is None else f"scalar: {reason}"
         out.append(
             f"    export[{k}] {_name(e.name)}: {e.binding_count} bindings, {e.constant_count} "
-            f"constants, local memory {e.local_memory} bytes -> {e.function}"
+            f"constants, local memory {e.local_memory} bytes -> {e.function}; {how}"
         )
     for imp in module.imports:
         out.append(f"    import {_name(imp.full_name)} {imp.signature.calling_convention}")

@@ -49,6 +49,7 @@ class KernelView:
     sha256: str
     rodata_file: str | None
     entries: list
+    vectorized: list  # translator.vmvx_vectorize.Vectorized, one per vectorised entry
 
 
 @dataclass
@@ -61,6 +62,7 @@ class KernelFile:
     rodata: bytes
     functions: int
     vectorized: int = 0
+    scalar_reasons: dict | None = None  # entry name -> why it runs as its scalar translation
 
 
 def _is_archive(data: memoryview) -> bool:
@@ -110,16 +112,35 @@ def summary_line(module: Module) -> str | None:
     found = find_executables(module)
     if not found:
         return None
-    entries = 0
+    entries = vectorized = 0
     for ordinal, data in found:
         try:
-            entries += len(describe_kernels(ordinal, data)[1])
+            sub, listed = describe_kernels(ordinal, data)
+            entries += len(listed)
+            vectorized += count_vectorized(sub)
         except InvalidModuleError:
             pass
     return (
-        f"  VMVX: {len(found)} executable(s), {entries} kernel(s) translated to Python "
-        f"(0 vectorised: every kernel runs as its scalar translation)"
+        f"  VMVX: {len(found)} executable(s), {entries} kernel(s) translated to Python, "
+        f"{vectorized} of them vectorised with numpy (the others run as scalar Python)"
     )
+
+
+def count_vectorized(sub: Module) -> int:
+    """How many of a verified executable module's entry points vectorise."""
+    return sum(reason is None for reason in scalar_reasons(sub).values())
+
+
+def scalar_reasons(sub: Module) -> dict:
+    """Per export of a verified executable module: None where it vectorises, else why it
+    runs as its scalar translation."""
+    from translator.codegen.names import NameTable
+    from translator.pipeline import Pipeline
+
+    pipeline = Pipeline(sub)
+    entries = [(e.local_name, e.internal_ordinal, None) for e in sub.exports]
+    reasons = vectorize_entries(pipeline, NameTable(sub), entries)[1]
+    return {e.local_name: reasons.get(e.local_name) for e in sub.exports}
 
 
 def _attr_count(sig, key: str, where: str) -> int:
@@ -180,6 +201,7 @@ def translate_kernel(ordinal: int, data: bytes) -> KernelFile:
         pipeline = Pipeline(sub)
         pipeline.functions  # noqa: B018  (decoded and verified: InvalidModuleError)
         names = NameTable(sub)
+        vectorized, reasons = vectorize_entries(pipeline, names, entries)
         digest = hashlib.sha256(data).hexdigest()
         file_name = f"vmvx_{ordinal}.py"
         rodata_name = f"vmvx_{ordinal}.bin" if sub.rodata else None
@@ -190,6 +212,7 @@ def translate_kernel(ordinal: int, data: bytes) -> KernelFile:
                 Entry(name, names.function(k), a["local_memory"], a["constant_count"], a["binding_count"])
                 for name, k, a in entries
             ],
+            vectorized=vectorized,
         )
         pkg = generate(
             sub,
@@ -215,7 +238,26 @@ def translate_kernel(ordinal: int, data: bytes) -> KernelFile:
         raise InvalidModuleError(str(e) if str(e).startswith(where) else f"{where}: {e}") from None
     except RecursionError:
         raise InvalidModuleError(f"{where}: nested too deeply") from None
-    return KernelFile(ordinal, digest, file_name, pkg.source, rodata_name, pkg.rodata, sub.function_count)
+    return KernelFile(
+        ordinal, digest, file_name, pkg.source, rodata_name, pkg.rodata, sub.function_count,
+        vectorized=len(vectorized), scalar_reasons=reasons,
+    )
+
+
+def vectorize_entries(pipeline, names, entries) -> tuple[list, dict]:
+    """([Vectorized], {entry name: reason}) for an executable's entry points
+    (translator/vmvx_vectorize.py); a kernel that cannot be shown safe keeps its scalar
+    translation only."""
+    from translator.vmvx_vectorize import vectorize
+
+    out, reasons = [], {}
+    for name, k, _ in entries:
+        v, reason = vectorize(pipeline.functions[k], names.function(k))
+        if v is None:
+            reasons[name] = reason
+        else:
+            out.append(v)
+    return out, reasons
 
 
 def translate_kernels(module: Module) -> list[KernelFile]:

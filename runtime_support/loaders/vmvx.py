@@ -11,7 +11,11 @@ digest must match. The module is compiled once per process and bound once per lo
 executable (its imports to the `vmvx` module, its rodata, its globals).
 
 A dispatch runs the grid's workgroups in IREE's order (z, then y, then x outermost to
-innermost) on the calling thread, each one a call of the entry function with: local
+innermost) on the calling thread. A kernel the translator vectorised
+(translator/vmvx_vectorize.py) runs the whole grid as one numpy program instead, unless
+its dispatch-time checks fail (written bindings overlapping others, an address form not
+injective over this grid) or PYREE_VMVX_SCALAR=1 asks for the scalar path; then each
+workgroup is a call of the entry function with: local
 memory (a zero-filled buffer of the entry's `local_memory` bytes), the push constants
 (a read-only buffer of u32s), the list of binding buffers (mutable views of the
 bindings' memory), the workgroup id, the workgroup size (1, 1, 1: VMVX exports declare
@@ -24,6 +28,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import mmap
+import os
 import struct
 import threading
 from pathlib import Path
@@ -130,6 +135,10 @@ def _host_view(address: int, length: int) -> memoryview:
     return memoryview((ctypes.c_ubyte * length).from_address(address)).cast("B")
 
 
+def _pack(constants) -> bytes:
+    return struct.pack(f"<{len(constants)}I", *(int(c) & _M32 for c in constants))
+
+
 def _i32(v: int) -> int:
     v &= _M32
     return v - (1 << 32) if v >> 31 else v
@@ -151,6 +160,10 @@ class VmvxExecutable:
         self.module = ns
         self.closed = False
         functions = ns["bind"](_KernelContext(ns, VmvxModule()))
+        scalar_only = os.environ.get("PYREE_VMVX_SCALAR", "") not in ("", "0")
+        self._vectorized = [
+            None if scalar_only else functions.get(f"vectorized:{row[1]}") for row in ns["ENTRIES"]
+        ]
         self._entries = []
         self.exports = []
         for ordinal, (name, function, local, n_constants, n_bindings) in enumerate(ns["ENTRIES"]):
@@ -183,10 +196,16 @@ class VmvxExecutable:
         cx, cy, cz = (int(c) & _M32 for c in workgroup_count)
         if not cx * cy * cz:
             return
+        vectorized = self._vectorized[ordinal]
+        if vectorized is not None:
+            from .vmvx_arrays import Binding
+
+            views = [Binding(_host_view(a, n)) for a, n in bindings]
+            if vectorized(views, VMBuffer(_pack(constants), readonly=True), bindings, (cx, cy, cz)):
+                return
         entry = self._entries[ordinal]
         local = VMBuffer(bytearray(self._local[ordinal]))
-        packed = struct.pack(f"<{len(constants)}I", *(int(c) & _M32 for c in constants))
-        const_buf = VMBuffer(packed, readonly=True)
+        const_buf = VMBuffer(_pack(constants), readonly=True)
         binding_list = VMList.from_values(
             "!vm.buffer", [VMBuffer(_host_view(a, n)) for a, n in bindings]
         )

@@ -89,12 +89,16 @@ def _libm_f32(name):
     """An element function calling the host libm's `name` (float -> float) under DAZ, as
     IREE's elementwise.c does on its workers (runtime_support/vm/mxcsr.py); numpy's own
     exp/log round differently in places."""
-    from ..vm.mxcsr import under_daz
+    from ..vm.mxcsr import array_maps, under_daz
 
     path = ctypes.util.find_library("m") or "libm.so.6"
     fn = getattr(ctypes.CDLL(path), name)
     fn.argtypes, fn.restype = [ctypes.c_float], ctypes.c_float
     call = under_daz(fn)
+    maps = array_maps()
+    if maps is not None:  # (x86-64: one machine-code loop over the tile, under DAZ)
+        map_f32 = maps[0]
+        return lambda x: map_f32(fn, x)
 
     def run(x):
         values = x.astype(np.float64).ravel().tolist()  # (converted before DAZ is set)
