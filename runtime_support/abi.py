@@ -64,6 +64,9 @@ class TensorType:
     shape: tuple[int | None, ...]  # None = dynamic
     element: str
     element_type: int | None
+    # `iree.abi.affinity`'s device (`device_b` in `#hal.device.promise<@device_b>`): the
+    # device the module expects the value on; None where the declaration names none.
+    affinity: str | None = None
 
     def describe(self) -> str:
         dims = "x".join("?" if d is None else str(d) for d in self.shape)
@@ -110,8 +113,28 @@ def _split_top(text: str) -> list[str]:
     return parts
 
 
+# A device named by an argument's or result's attributes (`{iree.abi.affinity =
+# #hal.device.promise<@device_b>}`; `#hal.device.affinity<@d, [0]>` names a queue too).
+_AFFINITY_RE = re.compile(r"iree\.abi\.affinity\s*=\s*#hal\.device\.(?:promise|affinity)<@([\w$.-]+)")
+
+
+def _split_attributes(text: str) -> tuple[str, str]:
+    """`TYPE {attrs}` -> (TYPE, attrs); a type without a trailing attribute dict -> (TYPE, "")."""
+    if not text.endswith("}"):
+        return text, ""
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        if text[i] in ")>]}":
+            depth += 1
+        elif text[i] in "(<[{":
+            depth -= 1
+            if depth == 0:
+                return text[:i].rstrip(), text[i:]
+    return text, ""
+
+
 def parse_type(text: str) -> ArgType:
-    text = text.strip()
+    text, attributes = _split_attributes(text.strip())
     m = re.fullmatch(r"tensor<(.*)>", text)
     if m:
         body = m.group(1)
@@ -125,7 +148,10 @@ def parse_type(text: str) -> ArgType:
             dims.append(None if dm.group(1) == "?" else int(dm.group(1)))
             rest = rest[dm.end() :]
         element = rest.split(",")[0].strip()  # drop encodings
-        return TensorType(tuple(dims), element, _ELEMENT_TYPES.get(element))
+        affinity = _AFFINITY_RE.search(attributes)
+        return TensorType(
+            tuple(dims), element, _ELEMENT_TYPES.get(element), affinity and affinity.group(1)
+        )
     if text in _SCALARS:
         return ScalarType(text)
     return OpaqueType(text)

@@ -90,9 +90,9 @@ def make_device(device, workers: int | None = None):
     raise DeviceError(StatusCode.NOT_FOUND, f"no driver '{driver}' registered")
 
 
-def default_modules(device, parameters=None, needed=None) -> dict[str, object]:
-    """The import modules a context provides unless the caller overrides them: `hal`
-    (the context itself uses it), and of the others those named in `needed` (the module
+def default_modules(devices, parameters=None, needed=None) -> dict[str, object]:
+    """The import modules a context provides unless the caller overrides them: `hal` over
+    `devices` (one device or the ordered list; the context itself uses it), and of the others those named in `needed` (the module
     names a vmfb imports from; None: all). The others are neither imported nor built."""
     from runtime_support.hal.module import HalModule
     from runtime_support.trace import TraceWriter
@@ -120,7 +120,8 @@ def default_modules(device, parameters=None, needed=None) -> dict[str, object]:
         return IoParametersModule(parameters)
 
     # flow.tensor.trace blocks go to stderr, as iree-run-module and iree.runtime print.
-    modules: dict[str, object] = {"hal": HalModule([device], trace_sink=TraceWriter())}
+    devices = list(devices) if isinstance(devices, (list, tuple)) else [devices]
+    modules: dict[str, object] = {"hal": HalModule(devices, trace_sink=TraceWriter())}
     for name, make in (("hal_inline", hal_inline), ("hal_loader", hal_loader),
                        ("check", check), ("io_parameters", io_parameters)):
         if needed is None or name in needed:
@@ -134,14 +135,21 @@ def python_name(name: str) -> str:
     return identifier(name)
 
 
-def _shared_device(device, modules: dict):
+def _shared_device(device, modules: dict, index: int = 0):
     """The device of the translated contexts among `modules` when `device` names the same
-    kind: modules of one VM context share one device (buffers and fences pass between
-    them); a different kind is an error."""
+    kind: modules of one VM context share their devices (buffers and fences pass between
+    them); a different kind is an error. `index`: the device's place in the list."""
     for name, module in modules.items():
         if not isinstance(module, ContextModule):
             continue
-        theirs = module.context.device
+        devices = module.context.devices
+        if index >= len(devices):
+            raise DeviceError(
+                StatusCode.INVALID_ARGUMENT,
+                f"import module {name!r} was loaded with {len(devices)} device(s), fewer "
+                f"than given here; load both with the same devices",
+            )
+        theirs = devices[index]
         if not isinstance(device, str):
             if device is not theirs:
                 raise DeviceError(
@@ -159,6 +167,40 @@ def _shared_device(device, modules: dict):
             )
         return theirs
     return device
+
+
+# More devices than any program addresses (IREE's compiler numbers a kind's devices with
+# small ordinals): a bound on what a flag list or a caller can make us create.
+MAX_DEVICES = 64
+
+
+def device_list(device) -> list:
+    """`load(device=...)`'s value as the ordered list of devices it names: one name or
+    device object, or a list or tuple of them (iree-run-module's repeated --device)."""
+    if isinstance(device, (list, tuple)):
+        devices = list(device)
+        if not devices:
+            raise DeviceError(StatusCode.INVALID_ARGUMENT, "no device given (an empty list)")
+        if len(devices) > MAX_DEVICES:
+            raise DeviceError(
+                StatusCode.INVALID_ARGUMENT,
+                f"{len(devices)} devices given; at most {MAX_DEVICES} are supported",
+            )
+        return devices
+    return [device]
+
+
+def make_devices(device, modules: dict, workers: int | None = None) -> list:
+    """The context's devices, in order: each one made (or shared with the translated
+    contexts among `modules`, device by device)."""
+    devices = []
+    for i, d in enumerate(device_list(device)):
+        try:
+            devices.append(make_device(_shared_device(d, modules, i), workers))
+        except DeviceError as e:
+            e.device = d if isinstance(d, str) else None  # which one, for pyree-run's line
+            raise
+    return devices
 
 
 class ContextModule:
@@ -302,13 +344,16 @@ class ModuleContext:
             name: ContextModule(module, name) if isinstance(module, ModuleContext) else module
             for name, module in (modules or {}).items()
         }
-        self.device = make_device(_shared_device(device, modules), workers)
+        # The devices in order (`hal.devices.get(i)`); the first is the one numpy
+        # arguments are placed on and fences made on, as iree-run-module's inputs are.
+        self.devices = make_devices(device, modules, workers)
+        self.device = self.devices[0]
         # Parameter archives are opened only for a module that imports io_parameters, as
         # IREE creates that module only as a dependency (an unused bad path is no error).
         if not any(name.startswith("io_parameters.") for name, _, _ in imports):
             parameters = None
         needed = {name.partition(".")[0] for name, _, _ in imports}
-        self.modules = default_modules(self.device, parameters, needed - set(modules))
+        self.modules = default_modules(self.devices, parameters, needed - set(modules))
         self.modules.update(modules)
         self.rwdata = new_rwdata(global_bytes)
         self.refs = RefGlobals(global_refs)

@@ -8,7 +8,7 @@
 What this expects from a generated package (PACKAGE_DIR/__init__.py):
 
 * `load(device=..., parameters=...) -> ctx`. `device` is the `--device` string (default
-  "local"); `parameters` is None, or a list of `(scope, path)` pairs in flag order (scope ""
+  "local"), or the list of them in order when several are given; `parameters` is None, or a list of `(scope, path)` pairs in flag order (scope ""
   for `--parameters=FILE`).
 * `ctx.call_vm(NAME, *vm_args)` (a translated package's context) runs the export at the
   VM level, as iree-run-module does: inputs become buffer views of their own shape and
@@ -230,6 +230,12 @@ def vm_module_name(pkg) -> str:
     return name if isinstance(name, str) and name else "module"
 
 
+def _devices_arg(flags: list[str]):
+    """`load(device=...)`'s value for the --device flags: the one name (default `local`),
+    or the list of them in order when several are given."""
+    return flags if len(flags) > 1 else (flags[0] if flags else "local")
+
+
 def load_contexts(packages, device="local", parameters=None, trace_stream=None):
     """Loads packages in order, each one's exports serving as imports of the later ones
     (iree-run-module --module=a --module=b), and returns the last one's context. With
@@ -368,9 +374,11 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--device",
-        default="local",
+        action="append",
+        default=[],
         help="local (threaded workgroups; default), local-task (the same), local-sync "
-        "(one thread), cuda or cuda:N (GPU N; needs pycuda and a CUDA-built module)",
+        "(one thread), cuda or cuda:N (GPU N; needs pycuda and a CUDA-built module); "
+        "repeated for a program compiled for several devices, in order",
     )
     p.add_argument(
         "--parameters",
@@ -587,7 +595,8 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
 
     try:
         ctx = load_contexts(
-            packages, args.device, _parse_parameters(args.parameters), trace_stream=stderr
+            packages, _devices_arg(args.device), _parse_parameters(args.parameters),
+            trace_stream=stderr,
         )
     except VMError as e:
         # iree-run-module creates devices and parameter providers as the dependencies of
@@ -598,7 +607,7 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
                 "creating VM context; creating run context"
             )
             if isinstance(e, DeviceError):
-                chain = f"{e.context} '{args.device}'; {chain}"
+                chain = f"{e.context} '{getattr(e, 'device', None) or (args.device or ['local'])[0]}'; {chain}"
             return _fail(stderr, f"{e.code.name}; {e.message}; {chain}")
         return _fail(stderr, f"{_status_text(e)}; creating VM context; creating run context")
     except LoaderError as e:

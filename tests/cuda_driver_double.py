@@ -10,16 +10,20 @@ would refuse:
 - a launch passes that many arguments, pointers 16-byte aligned (the PTX's `.align 16`)
   and inside a live allocation (or null), constants within 32 bits, block and grid within
   CUDA's limits, dynamic shared memory above 48 KiB only after the opt-in attribute;
-- memory: allocations are simulated (bytes, at 256-byte aligned fake device addresses);
+- memory: allocations are simulated (bytes, at 256-byte aligned fake device addresses;
+  managed memory, cuMemAllocManaged, at its host address: one pointer for host and GPU,
+  as CUDA's unified addressing gives);
   every copy and memset must lie inside one live allocation, memsets of 16/32-bit
   patterns must be aligned to their width, async calls must name a stream of this double;
 - every call that needs a context needs one current on the calling thread (CUDA's
   per-thread context stack: make_context pushes, Context.pop pops, ctx.push pushes).
 
 `calls` is the log (tuples); `log_lines()` renders it one line per call, with device
-addresses, sizes, offsets, grids and parameter buffers spelled out (the golden files).
+addresses, sizes, offsets, grids and parameter buffers spelled out (the golden files;
+managed memory, whose host addresses change from run to run, as `managedK+0xOFF`).
 Copies really move the simulated bytes, so uploads and downloads round-trip; kernels do
-not run, so results are whatever the device memory held.
+not run, so results are whatever the device memory held, unless a test gives a kernel
+a host model (`kernel_models[name] = fn(double, args)`, run at the launch).
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ function_attribute = types.SimpleNamespace(MAX_DYNAMIC_SHARED_SIZE_BYTES="MAX_DY
 device_attribute = types.SimpleNamespace(MEMORY_POOLS_SUPPORTED="MEMORY_POOLS_SUPPORTED")
 host_alloc_flags = types.SimpleNamespace(PORTABLE=1, DEVICEMAP=2, WRITECOMBINED=4)
 event_flags = types.SimpleNamespace(DEFAULT=0, BLOCKING_SYNC=1, DISABLE_TIMING=2, INTERPROCESS=4)
+mem_attach_flags = types.SimpleNamespace(GLOBAL=1, HOST=2, SINGLE=4)
 
 
 def _is_int(value) -> bool:
@@ -72,6 +77,7 @@ class PyCudaDriverDouble:
     device_attribute = device_attribute
     host_alloc_flags = host_alloc_flags
     event_flags = event_flags
+    mem_attach_flags = mem_attach_flags
 
     def __init__(self, devices: int = 1, memory_pools: bool = False) -> None:
         self.calls: list[tuple] = []
@@ -80,6 +86,8 @@ class PyCudaDriverDouble:
         self._tls = threading.local()
         self._streams = 0
         self._events = 0
+        self.managed: list[int] = []  # managed allocations' addresses, in allocation order
+        self.kernel_models: dict = {}
         double = self
 
         class Device:
@@ -194,6 +202,19 @@ class PyCudaDriverDouble:
         array._host = host
         return array
 
+    def managed_empty(self, shape, dtype, order="C", mem_flags=0):
+        """cuMemAllocManaged: host memory the (simulated) GPU reaches at the same address."""
+        self._need_context("cuMemAllocManaged")
+        size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        if size <= 0 or mem_flags not in (mem_attach_flags.GLOBAL, mem_attach_flags.HOST):
+            raise DriverDoubleError(f"cuMemAllocManaged failed: invalid argument (size {size}, flags {mem_flags!r})")
+        managed = _ManagedAllocation(self, size)
+        self.managed.append(managed.address)
+        self.calls.append(("managed_empty", size, managed.address, mem_flags))
+        array = managed.data.view(dtype).reshape(shape).view(_PagelockedArray)
+        array._host = managed
+        return array
+
     def memcpy_htod(self, dest, src):
         self._need_context("cuMemcpyHtoD")
         source = memoryview(src).cast("B")
@@ -267,21 +288,40 @@ class PyCudaDriverDouble:
 
     # -- the log ----------------------------------------------------------------------
 
+    def read(self, ptr: int, length: int) -> bytes:
+        data, offset = self._region(ptr, length, "read")
+        return bytes(data[offset : offset + length])
+
+    def write(self, ptr: int, payload: bytes) -> None:
+        data, offset = self._region(ptr, len(payload), "write")
+        data[offset : offset + len(payload)] = payload
+
     def log_lines(self) -> list[str]:
-        return [_render(call) for call in self.calls]
+        return [_render(call, self._name) for call in self.calls]
+
+    def _name(self, value: int) -> str:
+        """An address as the log spells it: hex, or `managedK+0xOFF` inside managed memory
+        (whose host addresses differ from run to run)."""
+        for k, base in enumerate(self.managed):
+            data = self.allocations.get(base)
+            if base <= value < base + (len(data) if data is not None else 1):
+                return f"managed{k}+0x{value - base:x}"
+        return f"0x{value:x}"
 
 
-def _hex(value) -> str:
-    return f"0x{value:x}" if _is_int(value) else str(value)
+def _hex(value, name=None) -> str:
+    if not _is_int(value):
+        return str(value)
+    return name(int(value)) if name else f"0x{value:x}"
 
 
-def _render(call: tuple) -> str:
+def _render(call: tuple, name=None) -> str:
     kind, *rest = call
     if kind == "launch":
-        name, grid, block, shared, stream, args, formats = rest
-        params = " ".join(f"{f}:{_hex(a)}" for f, a in zip(formats, args))
-        return f"launch {name} grid={grid} block={block} shared={shared} {stream} params=[{params}]"
-    return " ".join([kind] + [_hex(v) if _is_int(v) and v > 0xFFFF else str(v) for v in rest])
+        name_, grid, block, shared, stream, args, formats = rest
+        params = " ".join(f"{f}:{_hex(a, name)}" for f, a in zip(formats, args))
+        return f"launch {name_} grid={grid} block={block} shared={shared} {stream} params=[{params}]"
+    return " ".join([kind] + [_hex(v, name) if _is_int(v) and v > 0xFFFF else str(v) for v in rest])
 
 
 class _Context:
@@ -369,6 +409,20 @@ class _HostAllocation:
         return self.device_pointer
 
 
+class _ManagedAllocation:
+    """Managed memory: 256-byte aligned host bytes registered at their own address."""
+
+    def __init__(self, driver, size) -> None:
+        raw = np.zeros(size + 256, np.uint8)
+        skew = (-raw.ctypes.data) % 256
+        self.data = raw[skew : skew + size]
+        self.address = int(self.data.ctypes.data)
+        driver.allocations[self.address] = memoryview(self.data)  # (bytearray-like slicing)
+
+    def get_device_pointer(self):
+        return self.address
+
+
 class _StreamOrdered:
     def __init__(self, driver) -> None:
         self.driver = driver
@@ -451,3 +505,6 @@ class _Function:
                 f"{self.max_shared} allowed)"
             )
         driver.calls.append(("launch", self.name, tuple(grid), tuple(block), shared_size, name, tuple(args), self.format))
+        model = driver.kernel_models.get(self.name)
+        if model is not None:
+            model(driver, args)

@@ -6,7 +6,8 @@ at record time: a dispatch whose bindings are direct buffers becomes one `Launch
 grid, block, shared memory, packed parameters; executable.py) built once, so replaying it
 is one cuLaunchKernel call; a dispatch through a binding table keeps its checked launch
 and fills in only the table's device pointers (+ offsets) per execution. Fill, update and copy
-become cuMemsetD*Async / cuMemcpyHtoDAsync / cuMemcpyDtoDAsync on the stream. The one
+become cuMemsetD*Async / cuMemcpyHtoDAsync / cuMemcpyDtoDAsync on the stream; a batch of
+collectives one NCCL group on it (nccl_channel.py). The one
 stream runs steps in order, so execution barriers need no work.
 (IREE's graph_command_buffer.c builds a CUDA graph instead; pycuda has no graph API.)
 """
@@ -90,7 +91,9 @@ def build_steps(device, commands) -> list:
         elif isinstance(command, (_Fill, _Update, _Copy)):
             step = _transfer_step(command)
         elif isinstance(command, _CollectiveBatch):
-            raise VMError(StatusCode.UNIMPLEMENTED, "collectives are not implemented on the cuda device (IREE uses NCCL)")
+            from runtime_support.cuda.nccl_channel import batch_step
+
+            step = batch_step(device, command)
         else:
             raise VMError(StatusCode.INTERNAL, f"cuda command buffer: unknown command {type(command).__name__}")
         if step is not None:

@@ -135,6 +135,12 @@ class CudaDevice(HalDevice):
         with self.active():
             return CudaHalExecutable.load(self, data)
 
+    def create_channel(self, rank: int, count: int, group: str = "", uid: bytes | None = None):
+        """hal.channel.create: a NCCL communicator (nccl_channel.py)."""
+        from runtime_support.cuda.nccl_channel import NcclChannel
+
+        return NcclChannel.create_on(self, rank, count, group, uid)
+
     def create_command_buffer(self, modes: int, categories: int, binding_capacity: int):
         from runtime_support.cuda.command_buffer import CudaCommandBuffer
 
@@ -142,7 +148,12 @@ class CudaDevice(HalDevice):
 
     # -- driver calls --------------------------------------------------------------------
 
-    def allocate(self, size: int, *, host: bool = False, stream_ordered: bool = False):
+    def is_current_here(self) -> bool:
+        """Whether this thread is inside `active()`: work issued now is the device's own
+        (its queue or command buffers), so it goes on the stream."""
+        return getattr(self._local, "depth", 0) > 0
+
+    def allocate(self, size: int, *, host: bool = False, stream_ordered: bool = False, managed: bool = False):
         """A DeviceAllocation of at least 4 bytes (as IREE, so a pointer is always valid)."""
         import numpy as np
 
@@ -151,6 +162,10 @@ class CudaDevice(HalDevice):
         size = max(size, 4)
         with self.active():
             try:
+                if managed:  # one address for host and GPU (IREE: CU_MEM_ATTACH_GLOBAL)
+                    flags = self.driver.mem_attach_flags.GLOBAL
+                    array = self.driver.managed_empty(size, np.uint8, mem_flags=flags)
+                    return DeviceAllocation(self, array, array.base.get_device_pointer(), size, "managed")
                 if stream_ordered and self.stream_ordered is not None:
                     pools, stream = self.stream_ordered, self.stream
                     ptr = pools.alloc(size, stream)
@@ -163,7 +178,11 @@ class CudaDevice(HalDevice):
                 handle = self.driver.mem_alloc(size)
                 return DeviceAllocation(self, handle, int(handle), size, "device")  # pycuda frees it
             except Exception as e:
-                routine = "cuMemAllocAsync" if stream_ordered and self.stream_ordered else "cuMemHostAlloc" if host else "cuMemAlloc"
+                routine = (
+                    "cuMemAllocManaged" if managed
+                    else "cuMemAllocAsync" if stream_ordered and self.stream_ordered
+                    else "cuMemHostAlloc" if host else "cuMemAlloc"
+                )
                 raise driver_error(f"{routine} of {size} bytes", e) from None
 
     def _stream_free(self, pools, ptr: int):

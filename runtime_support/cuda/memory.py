@@ -10,8 +10,11 @@ binding pointer. Its byte operations go through the driver on the device's strea
   stream, then copy device -> host (cuMemcpyDtoH) into fresh host memory (staging).
 
 Memory kinds follow IREE's cuda_allocator.c: DEVICE_LOCAL -> cuMemAlloc, HOST_LOCAL
-(staging) -> page-locked host memory mapped into the device, and a zero-byte request
-allocates 4 bytes so every buffer has a valid pointer.
+(staging) -> page-locked host memory mapped into the device, DEVICE_LOCAL | HOST_VISIBLE
+-> managed memory (cuMemAllocManaged, one address for host and GPU: what a CPU device
+beside the GPU shares with it, `ManagedBuffer`), and a zero-byte request allocates 4
+bytes so every buffer has a valid pointer. (IREE also prefetches managed memory to the
+GPU, cuMemPrefetchAsync, a hint pycuda has no binding for: not done here.)
 """
 
 from __future__ import annotations
@@ -45,6 +48,22 @@ MEMORY_TYPE_CUDA_HOST = MEMORY_TYPE_HOST_LOCAL | MEMORY_TYPE_HOST_COHERENT | MEM
 
 _DEVICE_LOCAL_BIT = MEMORY_TYPE_DEVICE_LOCAL & ~MEMORY_TYPE_DEVICE_VISIBLE
 _MEMSET = {1: "memset_d8_async", 2: "memset_d16_async", 4: "memset_d32_async"}
+# What a buffer reports besides the requested types, per allocation kind.
+_REPORTED_TYPES = {
+    "device": MEMORY_TYPE_CUDA_DEVICE, "async": MEMORY_TYPE_CUDA_DEVICE, "host": MEMORY_TYPE_CUDA_HOST,
+    "managed": MEMORY_TYPE_CUDA_DEVICE | MEMORY_TYPE_HOST_VISIBLE | MEMORY_TYPE_HOST_COHERENT,
+}
+
+
+def memory_kind(memory_types: int) -> str:
+    """Which driver memory a request gets (IREE's cuda_allocator.c): host-visible memory
+    the device need not own (readback staging) is page-locked host memory; device-local
+    and host-visible is managed; everything else device-local is cuMemAlloc'd."""
+    host_visible = bool(memory_types & MEMORY_TYPE_HOST_VISIBLE)
+    device_local = bool(memory_types & _DEVICE_LOCAL_BIT)
+    if host_visible:
+        return "managed" if device_local else "host"
+    return "device"
 
 
 def _free_quietly(free) -> None:
@@ -75,12 +94,19 @@ class DeviceAllocation(PreserveCount):
         self.handle = handle
         self.address = int(address)
         self.length = length
-        self.kind = kind  # "device", "host" (page-locked, mapped) or "async" (stream-ordered)
+        self.kind = kind  # "device", "host" (page-locked, mapped), "managed" or "async" (stream-ordered)
         self.preserve_count = 1
         self._finalizer = None
         if free is not None:
             self._finalizer = weakref.finalize(self, _free_quietly, free)
             self._finalizer.atexit = False  # the driver may be gone by then
+
+    @property
+    def array(self) -> np.ndarray:
+        """The host view of managed memory (HalBuffer's host methods read it)."""
+        if self.kind != "managed":
+            raise VMError(StatusCode.INTERNAL, f"{self.kind} memory of the cuda device has no host view")
+        return self.handle
 
     def release(self) -> None:
         """queue.dealloca: a stream-ordered allocation is freed now, in stream order (its
@@ -158,17 +184,72 @@ class CudaBuffer(HalBuffer):
         self.allocation.release()
 
 
+class ManagedBuffer(CudaBuffer):
+    """A `!hal.buffer` over managed memory, which a local (CPU) device beside the GPU uses
+    too: its `address` is both the host and the device pointer.
+
+    Who touches it decides how. Work the cuda device issues (its queue, its command
+    buffers: the device's context is current on this thread) goes on the stream as for
+    any CudaBuffer; anything else (a CPU queue's fill or copy, the host reading a result)
+    first waits for the stream's pending work, then touches the memory directly, with no
+    staging copy. Fences order whole queue operations across devices, and the cuda
+    queue signals only once the GPU is done, so a CPU kernel never reads it mid-kernel.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"<ManagedBuffer {self.length} bytes at 0x{self.address:x} types=0x{self.memory_types:x}>"
+
+    def _from_host(self, what: str) -> bool:
+        """True when the host does this access itself (after the stream's work)."""
+        device = self.device
+        if device.is_current_here():
+            return False
+        device.synchronize(what)
+        return True
+
+    def fill(self, offset, length, pattern, pattern_length) -> None:
+        if self._from_host("a host fill"):
+            return HalBuffer.fill(self, offset, length, pattern, pattern_length)
+        return CudaBuffer.fill(self, offset, length, pattern, pattern_length)
+
+    def write(self, offset, data) -> None:
+        if self._from_host("a host write"):
+            return HalBuffer.write(self, offset, data)
+        return CudaBuffer.write(self, offset, data)
+
+    def copy_from(self, target_offset, source, source_offset, length) -> None:
+        if self._from_host("a host copy"):
+            return HalBuffer.copy_from(self, target_offset, source, source_offset, length)
+        return CudaBuffer.copy_from(self, target_offset, source, source_offset, length)
+
+    def bytes_view(self, offset: int = 0, length: int = WHOLE_BUFFER) -> np.ndarray:
+        self.device.synchronize("a host read")
+        return HalBuffer.bytes_view(self, offset, length)
+
+    def load(self, offset: int, length: int) -> int:
+        self.device.synchronize("a host read")
+        return HalBuffer.load(self, offset, length)
+
+    def store(self, value: int, offset: int, length: int) -> None:
+        self.device.synchronize("a host write")
+        return HalBuffer.store(self, value, offset, length)
+
+
 class CudaAllocator(HalAllocator):
     """The `!hal.allocator` of a `cuda` device (every method is its own)."""
 
     host_memory = False  # abi.py: numpy arguments go through allocate_copy, not host storage
+    # hal.allocator.select: it can allocate memory local (host) devices use too (managed).
+    shares_with_host = True
 
     def __repr__(self) -> str:
         return f"<CudaAllocator of {self.device!r}>"
 
     def _buffer(self, allocation: DeviceAllocation, size: int, memory_types: int, usage: int) -> CudaBuffer:
-        base = MEMORY_TYPE_CUDA_HOST if allocation.kind == "host" else MEMORY_TYPE_CUDA_DEVICE
-        buffer = CudaBuffer(
+        base = _REPORTED_TYPES[allocation.kind]
+        buffer = (ManagedBuffer if allocation.kind == "managed" else CudaBuffer)(
             allocation, 0, size, memory_types=(memory_types | base), allowed_usage=usage | USAGE_CUDA, allocator=self
         )
         self.bytes_allocated += size
@@ -177,16 +258,17 @@ class CudaAllocator(HalAllocator):
     def allocate(self, memory_types: int, usage: int, size: int) -> CudaBuffer:
         if size < 0:
             raise VMError(StatusCode.INVALID_ARGUMENT, f"allocation size {size} is negative")
-        # Host-visible memory the device need not own (readback staging) is page-locked
-        # host memory; everything else, device-local included, is cuMemAlloc'd.
-        host = bool(memory_types & MEMORY_TYPE_HOST_VISIBLE) and not memory_types & _DEVICE_LOCAL_BIT
-        allocation = self.device.allocate(size, host=host)
+        kind = memory_kind(memory_types)
+        allocation = self.device.allocate(size, host=kind == "host", managed=kind == "managed")
         return self._buffer(allocation, size, memory_types, usage)
 
     def allocate_async(self, memory_types: int, usage: int, size: int) -> CudaBuffer:
-        """queue.alloca: stream-ordered where the driver has memory pools, else as allocate."""
+        """queue.alloca: stream-ordered where the driver has memory pools and the memory
+        is not host-visible (IREE's rule: pools give device-only memory), else as allocate."""
         if size < 0:
             raise VMError(StatusCode.INVALID_ARGUMENT, f"allocation size {size} is negative")
+        if memory_types & MEMORY_TYPE_HOST_VISIBLE:
+            return self.allocate(memory_types, usage, size)
         return self._buffer(self.device.allocate(size, stream_ordered=True), size, memory_types, usage)
 
     def allocate_copy(self, array, memory_types: int, usage: int) -> CudaBuffer:
@@ -216,4 +298,4 @@ class CudaAllocator(HalAllocator):
         return self.allocate_copy(np.frombuffer(memoryview(memory).cast("B")[offset : offset + length], np.uint8), memory_types, usage)
 
 
-__all__ = ["CudaAllocator", "CudaBuffer", "DeviceAllocation"]
+__all__ = ["CudaAllocator", "CudaBuffer", "DeviceAllocation", "ManagedBuffer", "memory_kind"]

@@ -103,6 +103,21 @@ def _trusted_view(buffer, shape: tuple, element_type: int, encoding_type: int) -
 _new_object = object.__new__
 
 
+def _host_memory(device) -> bool:
+    """Whether `device`'s allocations are host memory (every local device's)."""
+    return getattr(device.allocator, "host_memory", True)
+
+
+def _reaches(user, owner) -> bool:
+    """Whether `user` can use memory `owner`'s allocator makes: its own, host memory
+    between local devices, or a cuda device's managed memory from a local device."""
+    if user is owner:
+        return True
+    if _host_memory(user):
+        return _host_memory(owner) or getattr(owner.allocator, "shares_with_host", False)
+    return False
+
+
 def _dispatch_bindings(bindings) -> list[BufferRef]:
     return [BufferRef(buffer, slot, offset, length) for _, slot, buffer, offset, length in bindings]
 
@@ -148,8 +163,19 @@ class HalModule:
     def allocator_select(self, memory_types, buffer_usage, flags, from_):
         if not from_:
             raise _invalid("allocator.select", "no devices/queues to select from")
-        device, queue_affinity = from_[0]
-        return device, queue_affinity
+        # The memory is used by every listed device: the first whose allocations all of
+        # them can reach. Local devices share host memory; a cuda device's own memory
+        # is its alone, but it can allocate managed memory local devices reach too.
+        devices = [device for device, _ in from_]
+        for device, queue_affinity in from_:
+            if all(_reaches(other, device) for other in devices):
+                return device, queue_affinity
+        names = ", ".join(dict.fromkeys(getattr(d, "identifier", repr(d)) for d in devices))
+        raise VMError(
+            StatusCode.UNIMPLEMENTED,
+            f"hal.allocator.select: no memory all of {names} can use (only local devices "
+            "and one cuda device share memory: managed memory)",
+        )
 
     @vm_import(
         "hal.allocator.allocate", "0rIiiI_r",
@@ -357,6 +383,10 @@ class HalModule:
     )
     def channel_create(self, device, queue_affinity, flags, id, group, rank, count):
         name = bytes(vm_args.host_view(group)[0]).decode("utf-8", "replace") if group is not None else ""
+        create = getattr(device, "create_channel", None)  # a device's own (cuda: NCCL)
+        if create is not None:
+            uid = bytes(vm_args.host_view(id)[0]) if id is not None else None
+            return create(rank, count, name, uid or None)
         return HalChannel.create(rank, count, name)
 
     @vm_import("hal.channel.split", "0riiI_r", channel=CHANNEL)
