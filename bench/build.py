@@ -23,7 +23,12 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CACHE = REPO / ".pyree-cache" / "bench"
 
 
-def compile_flags(target_cpu: str) -> tuple[str, ...]:
+VMVX_FLAGS = ("--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=vmvx")
+
+
+def compile_flags(target_cpu: str, backend: str = "llvm-cpu") -> tuple[str, ...]:
+    if backend == "vmvx":  # (portable bytecode kernels: no target CPU)
+        return VMVX_FLAGS
     return (
         "--iree-hal-target-device=local",
         "--iree-hal-local-target-device-backends=llvm-cpu",
@@ -44,9 +49,11 @@ def _iree_compile() -> str:
     return find_tool("iree-compile")
 
 
-def compile_program(source: Path, cache: Path, target_cpu: str) -> tuple[Path, float | None]:
+def compile_program(
+    source: Path, cache: Path, target_cpu: str, backend: str = "llvm-cpu"
+) -> tuple[Path, float | None]:
     """(vmfb path, seconds spent compiling; None when it came from the cache)."""
-    flags = compile_flags(target_cpu)
+    flags = compile_flags(target_cpu, backend)
     key = hashlib.sha256(
         "\0".join((source.read_text(), *flags, _compiler_version())).encode()
     ).hexdigest()[:16]
@@ -101,7 +108,8 @@ def _translator_key() -> str:
 
 
 def translate(
-    vmfb: Path, cache: Path, name: str, *, reuse: bool = True, merge_runs: bool = True
+    vmfb: Path, cache: Path, name: str, *, reuse: bool = True, merge_runs: bool = True,
+    host_path: str = "fused",
 ) -> tuple[Path, float, bool]:
     """(package folder, seconds, reused): read + decode + verify + codegen + black + write.
 
@@ -110,14 +118,14 @@ def translate(
     from translator.codegen import write_package
     from translator.reader import read_module_file
 
-    options = b"" if merge_runs else b"no-runs"
+    options = (b"" if merge_runs else b"no-runs") + (b"" if host_path == "fused" else host_path.encode())
     key = hashlib.sha256(vmfb.read_bytes() + _translator_key().encode() + options).hexdigest()[:16]
     out_dir = cache / "packages" / f"{name}-{key}"
     record = out_dir / "translate.json"
     if reuse and record.is_file() and (out_dir / name / "__init__.py").is_file():
         return out_dir / name, json.loads(record.read_text())["seconds"], True
     t0 = time.perf_counter()
-    pkg = write_package(read_module_file(vmfb), out_dir, name, merge_runs=merge_runs)
+    pkg = write_package(read_module_file(vmfb), out_dir, name, merge_runs=merge_runs, host_path=host_path)
     seconds = time.perf_counter() - t0
     record.write_text(json.dumps({"seconds": seconds}) + "\n")
     return pkg, seconds, False

@@ -101,7 +101,7 @@ def run_program(program, args) -> list[dict]:
     try:
         pkg_dir, base["translate_s"], base["translate_cached"] = build.translate(
             vmfb, args.cache, program.name.replace("-", "_"), reuse=not args.retranslate,
-            merge_runs=program.merge_runs,
+            merge_runs=program.merge_runs, host_path=args.host_path,
         )
     except Exception as e:  # noqa: BLE001
         return [dict(base, status=f"does not translate: {one_line(e)}")]
@@ -292,6 +292,13 @@ def parser() -> argparse.ArgumentParser:
                     help="translate again even where the cache holds the package")
     ap.add_argument("--no-fresh", dest="fresh", action="store_false",
                     help="leave out the import and load of each package in fresh processes")
+    ap.add_argument("--host-path", choices=("fused", "programs"), default="fused",
+                    help="how pyree-translate writes the host's queue calls (its --host-path)")
+    ap.add_argument("--vmvx", nargs="?", const="also", default="off",
+                    choices=("off", "also", "only"),
+                    help="VMVX rows (bench/vmvx.py): each program built for VMVX, pyree "
+                         "against IREE's VMVX interpreter, local-sync; `--vmvx` adds them, "
+                         "`--vmvx=only` runs them alone (no llvm-cpu ratio then)")
     ap.add_argument("--list", action="store_true", help="list the programs and exit")
     return ap
 
@@ -322,12 +329,24 @@ def main(argv=None) -> int:
     }
     warm_up_imports()
     rows = []
-    for program in programs:
+    for program in programs if args.vmvx != "only" else ():
         print(f"[bench] {program.name} ...", file=sys.stderr, flush=True)
         rows.extend(run_program(program, args))
     data = {"meta": meta, "rows": rows, "dispatch_cost": dispatch_costs(rows),
             "local_vs_sync": local_vs_sync(rows)}
-    print(report.markdown(data))
+    if args.vmvx != "off":
+        from bench import vmvx
+
+        data["vmvx_rows"] = []
+        for program in programs:
+            print(f"[bench] {program.name} (vmvx) ...", file=sys.stderr, flush=True)
+            data["vmvx_rows"].append(vmvx.run_program(program, args, rows))
+    if rows:
+        print(report.markdown(data))
+    if data.get("vmvx_rows"):
+        from bench import vmvx
+
+        print(("\n" if rows else "") + vmvx.markdown(data["vmvx_rows"]))
     if args.json:
         args.json.write_text(json.dumps(data, indent=2) + "\n")
     return 0

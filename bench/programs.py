@@ -83,6 +83,72 @@ def dynamic_chain_source(n: int) -> str:
 DYNAMIC_CHAIN_LENGTH = 40
 
 
+def attention_source(blocks: int) -> str:
+    """The text of attention_dyn.mlir (`blocks` = ATTENTION_BLOCKS): stacked single-head
+    attention blocks over tensor<?x64xf32>, so every dispatch's counts and constants come
+    from the token count and IREE records command buffers per call."""
+    seq, scores, weights = "tensor<?x64xf32>", "tensor<?x?xf32>", f"tensor<{blocks}x4x64x64xf32>"
+    lines = [
+        f"// {blocks} stacked single-head attention blocks over a dynamic sequence length:",
+        "// per block q, k, v = x Wq, x Wk, x Wv; p = softmax(q k^T / 8); x = (p v) Wo.",
+        "// Shapes depend on the token count, so IREE records command buffers per call.",
+        "// Weights live in a mutable global that `setup` fills once.",
+        "// (Written by: python3 -c 'from bench.programs import attention_source; ...'.)",
+        f"util.global private mutable @w : {weights}",
+        "",
+        f"func.func @setup(%w: {weights}) {{",
+        f"  util.global.store %w, @w : {weights}",
+        "  return",
+        "}",
+        "",
+        f"func.func @main(%x: {seq}) -> {seq} {{",
+        "  %c0 = arith.constant 0 : index",
+        "  %zero = arith.constant 0.0 : f32",
+        "  %scale = arith.constant 0.125 : f32",
+        f"  %w = util.global.load @w : {weights}",
+        f"  %n = tensor.dim %x, %c0 : {seq}",
+        f"  %ed = tensor.empty(%n) : {seq}",
+        f"  %fd = linalg.fill ins(%zero : f32) outs(%ed : {seq}) -> {seq}",
+        f"  %es = tensor.empty(%n, %n) : {scores}",
+        f"  %fs = linalg.fill ins(%zero : f32) outs(%es : {scores}) -> {scores}",
+    ]
+
+    def linear(b: int, name: str, k: int, src: str) -> None:  # %{name}{b} = src @ w[b, k]
+        lines.extend([
+            f"  %w{b}{name} = tensor.extract_slice %w[{b}, {k}, 0, 0] [1, 1, 64, 64] [1, 1, 1, 1]"
+            f" : {weights} to tensor<64x64xf32>",
+            f"  %{name}{b} = linalg.matmul ins({src}, %w{b}{name} : {seq}, tensor<64x64xf32>)"
+            f" outs(%fd : {seq}) -> {seq}",
+        ])
+
+    prev = "%x"
+    for b in range(blocks):
+        for k, name in enumerate("qkv"):
+            linear(b, name, k, prev)
+        lines += [
+            f"  %s{b} = linalg.generic {{indexing_maps = [affine_map<(i, j, c) -> (i, c)>,"
+            " affine_map<(i, j, c) -> (j, c)>, affine_map<(i, j, c) -> (i, j)>],",
+            '      iterator_types = ["parallel", "parallel", "reduction"]}',
+            f"      ins(%q{b}, %k{b} : {seq}, {seq}) outs(%fs : {scores}) {{",
+            "  ^bb0(%a: f32, %bb: f32, %acc: f32):",
+            "    %m = arith.mulf %a, %bb : f32",
+            "    %sc = arith.mulf %m, %scale : f32",
+            "    %r = arith.addf %acc, %sc : f32",
+            "    linalg.yield %r : f32",
+            f"  }} -> {scores}",
+            f"  %p{b} = linalg.softmax dimension(1) ins(%s{b} : {scores}) outs(%es : {scores})"
+            f" -> {scores}",
+            f"  %a{b} = linalg.matmul ins(%p{b}, %v{b} : {scores}, {seq}) outs(%fd : {seq}) -> {seq}",
+        ]
+        linear(b, "o", 3, f"%a{b}")
+        prev = f"%o{b}"
+    lines += [f"  return {prev} : {seq}", "}"]
+    return "\n".join(lines) + "\n"
+
+
+ATTENTION_BLOCKS = 4
+
+
 def _src(name: str) -> Path:
     return PROGRAM_DIR / f"{name}.mlir"
 
@@ -111,6 +177,19 @@ PROGRAMS: tuple[Program, ...] = (
             _src("host_loop"), lambda r: (_f32(r, 256, 256, scale=1 / 16), _f32(r, 256))),
     Program("readback_loop", "data-dependent host loop (Collatz of 27: 111 iterations, "
             "a readback each)", _src("readback_loop"), lambda r: (np.array(27, np.float32),)),
+    Program("greedy_decode", "greedy decoding, 16 steps (embedding row, 64x256 logits, argmax "
+            "read back to index the next row)", _src("greedy_decode"),
+            lambda r: (np.array(3, np.int32),),
+            setup=lambda r: (_f32(r, 256, 64), _f32(r, 64, 256, scale=0.125))),
+    Program("convergence_loop", "convergence loop on 4096 elements (update + max|dx| read back "
+            "each iteration; 20 iterations)", _src("convergence_loop"),
+            lambda r: (_f32(r, 4096), _f32(r, 4096))),
+    Program("attention_dyn", f"{ATTENTION_BLOCKS} stacked attention blocks, tensor<?x64xf32>, "
+            "8 tokens", _src("attention_dyn"), lambda r: (_f32(r, 8, 64),),
+            setup=lambda r: (_f32(r, ATTENTION_BLOCKS, 4, 64, 64, scale=0.125),)),
+    Program("attention_dyn-64", f"{ATTENTION_BLOCKS} stacked attention blocks, tensor<?x64xf32>, "
+            "64 tokens", _src("attention_dyn"), lambda r: (_f32(r, 64, 64),),
+            setup=lambda r: (_f32(r, ATTENTION_BLOCKS, 4, 64, 64, scale=0.125),)),
     Program("cnn", "small CNN (3x conv+relu+pool)", _src("cnn"),
             lambda r: (_f32(r, 1, 34, 34, 4),),
             setup=lambda r: (_f32(r, 3, 3, 4, 8, scale=0.3), _f32(r, 3, 3, 8, 16, scale=0.2),

@@ -12,9 +12,11 @@ pytest.importorskip("iree.runtime")
 
 from bench import build, cli  # noqa: E402
 from bench.programs import (  # noqa: E402
+    ATTENTION_BLOCKS,
     CHAIN_LENGTH,
     DYNAMIC_CHAIN_LENGTH,
     PROGRAM_DIR,
+    attention_source,
     chain_source,
     dynamic_chain_source,
 )
@@ -25,6 +27,7 @@ def test_chain_files_are_what_the_generator_writes():
         assert (PROGRAM_DIR / f"chain{n}.mlir").read_text() == chain_source(n)
     n = DYNAMIC_CHAIN_LENGTH
     assert (PROGRAM_DIR / f"dynamic_chain{n}.mlir").read_text() == dynamic_chain_source(n)
+    assert (PROGRAM_DIR / "attention_dyn.mlir").read_text() == attention_source(ATTENTION_BLOCKS)
 
 
 def test_every_program_source_exists():

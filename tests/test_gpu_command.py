@@ -83,8 +83,12 @@ def test_report_fails_on_any_difference_or_error():
 
 
 # Conformance cases iree-compile 3.13 fails on for CUDA (sm_80), as `--build-only` found:
-# every other case (72 of 78) and every bench program translates and its PTX assembles.
+# every other case (72 of 78) and every bench program but attention_dyn and its 64-token
+# row (the same dynamic-length attention: "'func.func' op failed to distribute") translates and its PTX
+# assembles.
 IREE_CANNOT_BUILD = {
+    "attention_dyn",
+    "attention_dyn-64",
     "linalg/fp4_f32_conversion",
     "linalg/narrow_n_matmuls__check_llvm-cpu_dt_fusion_local-task",
     "linalg/small_float_arith",
