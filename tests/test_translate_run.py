@@ -87,9 +87,16 @@ DEVICE_CASES = [(c, "local-sync") for c in RUN_CASES] + [
     "case,device", DEVICE_CASES, ids=[f"{c.id}-{d}" for c, d in DEVICE_CASES]
 )
 def test_translated_matches_iree_runtime(case, device, compile_mlir, tmp_path):
+    check_against_iree(case, device, compile_mlir, tmp_path)
+
+
+def check_against_iree(case, device, compile_mlir, tmp_path, **translate) -> None:
+    """Every export of `case`, translated (write_package's keywords: `translate`) and run
+    on `device`, against iree.runtime on the same vmfb: results bit-identical, errors
+    with the same status."""
     vmfb = compile_mlir(case.source, case.flags)
     module = read_module_file(vmfb)
-    pkg = load_package(write_package(module, tmp_path, "pkg"))
+    pkg = load_package(write_package(module, tmp_path, "pkg", **translate))
     ctx = pkg.load(device=device)
     session = IreeSession(vmfb)
     checked = 0

@@ -111,6 +111,14 @@ def _parser() -> argparse.ArgumentParser:
         "(runtime_support/hal/fused.py), and no run of awaited submissions merged into one "
         "call (translator/codegen/runs.py); the same behaviour, slower",
     )
+    p.add_argument(
+        "--host-path",
+        choices=("fused", "programs"),
+        default="fused",
+        help="how the host's queue calls are written: `fused` (default) or `programs`: "
+        "each queue region becomes a queue program, a module constant of named steps run "
+        "by runtime_support/exec (docs/design/host-path.md; in development)",
+    )
     return p
 
 
@@ -260,6 +268,7 @@ def _translate(args, path) -> int:
             provenance=args.provenance,
             pipeline=Pipeline(module),
             fuse_submissions=not args.no_fuse,
+            host_path=args.host_path,
             force=args.force,
         )
         print(out)

@@ -32,6 +32,9 @@ class Step:
     IMPORT: ClassVar[str] = ""
     CCONV: ClassVar[str] = ""
     PARAMS: ClassVar[tuple[str, ...]] = ()
+    # In a queue program (program.py): the name of the value the call returns, a tuple
+    # of names where it returns several, None where it returns nothing.
+    out: object = None
 
 
 # -- kinds (the imports of each: KINDS below) ------------------------------------------------
@@ -219,6 +222,10 @@ def _build() -> dict[tuple[str, str], StepEntry]:
 
 
 STEPS: dict[tuple[str, str], StepEntry] = _build()
+# Each import's step class by its name, for generated modules to import
+# (`from runtime_support.exec.steps import CommandBufferDispatch`).
+globals().update({entry.cls.__name__: entry.cls for entry in STEPS.values()})
+STEP_CLASSES: tuple[str, ...] = tuple(sorted({entry.cls.__name__ for entry in STEPS.values()}))
 
 
 def lookup(full_name: str, cconv: str) -> StepEntry | None:
@@ -230,5 +237,6 @@ def lookup(full_name: str, cconv: str) -> StepEntry | None:
 __all__ = [
     "KINDS", "STEPS", "Alloca", "Allocator", "Await", "Barrier", "CheckArgument", "Copy",
     "Dealloca", "Dispatch", "Execute", "Fill", "Finalize", "Join", "Lookup", "NewFence",
-    "Read", "Record", "Step", "StepEntry", "Update", "ViewBuffer", "lookup",
+    "Read", "Record", "STEP_CLASSES", "Step", "StepEntry", "Update", "ViewBuffer", "lookup",
+    *STEP_CLASSES,
 ]

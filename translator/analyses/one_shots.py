@@ -203,7 +203,8 @@ def _forget(known: dict[int, tuple[bool, int]], regs) -> None:
     for kind, n in _slots(wide):
         if kind == "i":
             known.pop(n, None)
-            known.pop(n - 1, None)  # (an i64 pair is known by its low ordinal)
+            if known.get(n - 1, (False,))[0]:  # (an i64 pair is known by its low ordinal)
+                known.pop(n - 1)
 
 
 def _update_constants(known: dict[int, tuple[bool, int]], op: Op) -> None:

@@ -72,6 +72,37 @@ def _slots(r: Reg) -> tuple[tuple[str, int], ...]:
 
 
 @dataclass(frozen=True)
+class Lit:
+    """An operand the region reads as a constant: an integer register dataflow proves
+    constant there, a rodata segment (`("rodata", ordinal)`), or a null ref (None).
+    `wide`: an integer's width where a register holds it (i64)."""
+
+    value: object
+    wide: bool = False
+
+
+@dataclass(frozen=True)
+class Compute:
+    """A movable op the region computes: `out = op(*args)` (args: value ids, input
+    registers, Lits)."""
+
+    op: Op
+    args: tuple
+    out: Value
+
+
+@dataclass(frozen=True)
+class FailCheck:
+    """A fail exit as the region checks it: fails when `test` is non-zero (zero, with
+    `negate`), with `status` (value id, input register or Lit)."""
+
+    exit: "FailExit"
+    test: object
+    status: object
+    negate: bool
+
+
+@dataclass(frozen=True)
 class RegionStep:
     """One step: its kind (a steps.py kind class), the op, the step table row and each
     field's operand (a value id or an input register; spans: tuples)."""
@@ -108,6 +139,15 @@ class Region:
     fail_exits: tuple[FailExit, ...]
     carried: tuple[tuple[Reg, Reg], ...] = ()  # (output register, input register)
     made_by: dict = field(default_factory=dict, repr=False)  # value -> (op, kind name)
+    # What a queue program needs (translator/codegen/queue_programs.py): the region's
+    # steps, computes and fail checks in order; every register the region leaves holding
+    # something other than its value on entry that is live after, with what it holds
+    # (value id, input register or Lit); and why a program cannot express it, if so.
+    order: tuple = ()
+    results: tuple[tuple[Reg, object], ...] = ()
+    unsupported: str | None = None
+    wide: dict = field(default_factory=dict, repr=False)  # value id -> is an i64
+    live_after: frozenset = frozenset()  # ref registers (ordinals) live after the region
 
     @property
     def pcs(self) -> frozenset[int]:
@@ -289,8 +329,8 @@ class _Finder:
             reads = {s for r in op.reads() for s in _slots(r)}
             if _step(self.module, op) is not None:
                 role = "step"
-            elif op.spec.is_terminator:
-                role = "branch"
+            elif op.spec.is_terminator and op.spec.emit in ("branch", "cond_br", "br_table"):
+                role = "branch"  # (never a call of a function: its effects are not steps)
             elif op.spec.emit == "discard":
                 role = "release"
             elif movable(op, known) and not reads & made:
@@ -344,15 +384,34 @@ def _region(finder: _Finder, grown) -> Region:
     readers: dict[Value, list[tuple[Op, str]]] = {}
     made_by: dict[Value, tuple[Op, str]] = {}
     region_steps, movables, fail_exits = [], [], []
+    order: list = []
+    lits: dict[Value, Lit] = {}  # values of const, rodata and null ops
+    unsupported: list[str] = []
     n = 0
+    first_b, first_op, _ = grown[0]
+    known = finder.known_at(first_b)
+    for op in fn.blocks[first_b].ops:
+        if op is first_op:
+            break
+        _update_constants(known, op)
 
-    def read(r: Reg):
-        """The value id `r` holds, or the input register it still holds (a branch copy
-        of an input is that input)."""
+    def read(r: Reg, fold: bool = True):
+        """The value id `r` holds, the Lit it holds (a constant), or the input register
+        it still holds (a branch copy of an input is that input)."""
         vals = {held.get(s) for s in _slots(r)}
         if len(vals) == 1 and None not in vals:
-            return vals.pop()
+            v = vals.pop()
+            return lits.get(v, v) if fold and isinstance(v, int) else v
+        if fold and not r.is_ref and r.bank is not None:
+            wide_k, value = known.get(r.ordinal, (None, 0))
+            if wide_k is not None and wide_k == r.is_wide:
+                return Lit(value, wide_k)
         return inputs.setdefault((r.is_ref, r.ordinal), r)
+
+    def peek(r: Reg):
+        """The value id `r` holds, or None (nothing registered as an input)."""
+        vals = {held.get(s) for s in _slots(r)}
+        return vals.pop() if len(vals) == 1 and None not in vals else None
 
     def write(r: Reg, v) -> None:
         for s in _slots(r):
@@ -381,35 +440,70 @@ def _region(finder: _Finder, grown) -> Region:
                 wide[v] = r.is_wide
                 write(r, v)
                 outs.append(v)
-            region_steps.append(RegionStep(entry.kind, op, entry, fields, tuple(outs)))
+            step = RegionStep(entry.kind, op, entry, fields, tuple(outs))
+            region_steps.append(step)
+            order.append(step)
+            if op.spec.is_terminator and any(pairs for _, pairs in op.edges()):
+                unsupported.append(f"0x{op.pc:x}: a step ending its block copies registers")
         elif role == "branch":
             for r in op.reads():
-                v = read(r)
+                v = peek(r)
                 if isinstance(v, int):
                     readers.setdefault(v, []).append((op, "branch"))
             next_b = next(s for s in finder.info.succ[b] if _fail_of(fn, s, finder.info.succ) is None)
             next_pc = fn.blocks[next_b].pc
-            for pc, pairs in op.edges():
-                if pc == next_pc:  # the copies into the continuing block
-                    vals = [(dst, read(src)) for src, dst in pairs]
-                    for dst, v in vals:
-                        write(dst, v)
+            edges = op.edges()
+            for k, (pc, pairs) in enumerate(edges):
+                if pc == next_pc:
                     continue
                 f = _fail_of(fn, finder.index_of[pc], finder.info.succ)
                 loc = finder.locate(f.pc) if finder.locate else None
-                fail_exits.append(FailExit(op.pc, f.pc, f["message"].decode("utf-8", "replace"),
-                                           f["status"], loc))
+                exit_ = FailExit(op.pc, f.pc, f["message"].decode("utf-8", "replace"), f["status"], loc)
+                fail_exits.append(exit_)
+                if op.spec.emit != "cond_br" or len(edges) != 2 or edges[0][0] == edges[1][0]:
+                    unsupported.append(f"0x{op.pc:x}: a fail exit that is not a two-way branch")
+                    continue
+                status = _fail_status(fn, finder, pc, pairs, f)
+                order.append(FailCheck(exit_, read(op["condition"]), read(status), negate=k == 1))
+            for pc, pairs in edges:
+                if pc == next_pc:  # the copies into the continuing block
+                    vals = [(dst, read(src, fold=False)) for src, dst in pairs]
+                    for dst, v in vals:
+                        write(dst, v)
+            known = finder.known_at(next_b)
         elif role == "release":
-            for r in op.reads():
-                read(r)
+            pass  # (a release of a value or an input: nothing the program needs)
         else:
             movables.append(op)
             for r in op.reads():
-                v = read(r)
+                v = peek(r)
                 if isinstance(v, int):
                     readers.setdefault(v, []).append((op, "movable"))
+            # (in the order of the op's fields: the numerics helper's parameters)
+            args = [
+                read(op[f.name]) if isinstance(op[f.name], Reg) else Lit(op[f.name])
+                for f in op.spec.fields if not f.write
+            ]
             for r in op.writes():
-                write(r, new(op, "movable"))
+                v = new(op, "movable")
+                wide[v] = r.is_wide
+                if op.spec.integer_const:
+                    lits[v] = Lit(op["value"].value if "value" in op.values else 0, r.is_wide)
+                elif op.spec.emit == "rodata":
+                    lits[v] = Lit(("rodata", op["rodata"]))
+                elif op.spec.emit == "null":
+                    lits[v] = Lit(None)
+                elif op.spec.emit in ("numeric", "select"):
+                    order.append(Compute(op, tuple(args), v))
+                else:
+                    unsupported.append(f"0x{op.pc:x}: vm.{op.mnemonic} is not computed in a program")
+                write(r, v)
+        if role != "branch":
+            _update_constants(known, op)
+            if op.spec.is_terminator:
+                nxt = finder.crossing(b, op)
+                if nxt is not None:
+                    known = finder.known_at(nxt[0])
 
     # What is live after the region's last op: the continuing block's entry when the
     # last op is a crossed branch (or a step ending its block), else after the op.
@@ -418,10 +512,13 @@ def _region(finder: _Finder, grown) -> Region:
         nxt = finder.crossing(last_b, last)
         if nxt is not None:
             first = fn.blocks[nxt[0]].ops[0]
-            ref_live = (set(finder.live.after(first)) - {r.ordinal for r in first.writes() if r.is_ref}) | {
+            # (live before `first`; RefLiveness keeps no `after` of a terminator: a block
+            # of one branch has its live-out instead)
+            below = finder.live.live_out(nxt[0]) if first.spec.is_terminator else finder.live.after(first)
+            ref_live = (set(below) - {r.ordinal for r in first.writes() if r.is_ref}) | {
                 r.ordinal for r in first.reads() if r.is_ref
             }
-            w, rd = finder.ints._rw(first)
+            rd, w = finder.ints._rw(first)  # (reads, writes)
             int_live = (set(finder.ints.after(first)) - w) | rd
         else:
             ref_live = set(finder.live.live_out(last_b))
@@ -458,6 +555,7 @@ def _region(finder: _Finder, grown) -> Region:
         if s.kind is steps.Dealloca and isinstance(s.fields.get("buffer"), int):
             freed.add(s.fields["buffer"])
     transients = tuple(v for v in interior if v in freed and made_by[v][1] == "Alloca")
+    results = _results(held, wide, lits, ref_live, int_live)
     region = Region(
         function=fn.name,
         blocks=tuple(dict.fromkeys(b for b, _, _ in grown)),
@@ -470,9 +568,62 @@ def _region(finder: _Finder, grown) -> Region:
         transients=transients,
         fail_exits=tuple(fail_exits),
         made_by=made_by,
+        order=tuple(order),
+        results=results,
+        unsupported=unsupported[0] if unsupported else None,
+        wide=wide,
+        live_after=frozenset(ref_live),
     )
     region.carried = _carried(finder, region, grown)
     return region
+
+
+def _fail_status(fn: Function, finder: _Finder, pc: int, pairs, fail: Op) -> Reg:
+    """The register, at the branch, whose value the fail arm's `vm.fail` reports: its
+    status register, traced back through the copies on the way (the branch's own and
+    those of plain branches between)."""
+    path = [pairs]
+    b = finder.index_of[pc]
+    while fn.blocks[b].ops[-1] is not fail:
+        term = fn.blocks[b].ops[-1]
+        path.append(term.edges()[0][1])
+        b = finder.info.succ[b][0]
+    status = fail["status"]
+    for copies in reversed(path):
+        for src, dst in copies:
+            if (dst.is_ref, dst.ordinal) == (status.is_ref, status.ordinal):
+                status = src
+                break
+    return status
+
+
+def _results(held, wide, lits, ref_live, int_live) -> tuple[tuple[Reg, object], ...]:
+    """Every register the region leaves holding something other than what it held on
+    entry, and that is live after: (register, value id | input register | Lit)."""
+    out = []
+    done: set = set()
+    for slot, v in sorted(held.items(), key=lambda kv: kv[0]):
+        if slot in done:
+            continue
+        kind, o = slot
+        if isinstance(v, Reg):
+            if (v.is_ref, v.ordinal) == (kind == "r", o):
+                continue  # (still its own value)
+            is_wide = v.is_wide
+        else:
+            is_wide = bool(wide.get(v))
+        if kind == "r":
+            reg = Reg(o | 0x8000, None)
+        else:
+            if is_wide and held.get(("i", o + 1)) is not v:
+                continue  # (the high half of a pair whose low slot is elsewhere)
+            reg = Reg(o, "i64" if is_wide else "i32")
+        slots = _slots(reg)
+        done.update(slots)
+        live = o in ref_live if kind == "r" else any(s in int_live for s in slots)
+        if live:
+            out.append((reg, lits.get(v, v) if isinstance(v, int) else v))
+    return tuple(out)
 
 
 def _carried(finder: _Finder, region: Region, grown) -> tuple[tuple[Reg, Reg], ...]:
@@ -505,6 +656,11 @@ def _carried(finder: _Finder, region: Region, grown) -> tuple[tuple[Reg, Reg], .
     return tuple(out)
 
 
+def continuing(fn: Function, info, b: int) -> int:
+    """The successor of block `b` a region goes on into: the one that does not only fail."""
+    return next(s for s in info.succ[b] if _fail_of(fn, s, info.succ) is None)
+
+
 def find(module, fn: Function, live: RefLiveness, info=None, locate=None) -> list[Region]:
     """The function's queue regions in pc order. `info`: cfg.analyze(fn) (made when not
     given); `locate`: pc -> source location text, for the fail exits."""
@@ -523,4 +679,4 @@ def find(module, fn: Function, live: RefLiveness, info=None, locate=None) -> lis
     return out
 
 
-__all__ = ["FailExit", "Region", "RegionStep", "find"]
+__all__ = ["continuing", "Compute", "FailCheck", "FailExit", "Lit", "Region", "RegionStep", "find"]

@@ -23,6 +23,10 @@ from translator.codegen.ops import HELPER_MODULES, OpRenderer
 from translator.codegen.passes import MessageTable, tidy_ifs, tidy_releases, trim_ref_init
 from translator.codegen.runs import RunTable
 from translator.codegen.loops import LoopTable
+from translator.codegen.queue_programs import ProgramTable
+
+# The host path's lowerings: today's fused mechanisms, or queue programs (issue #25).
+HOST_PATHS = ("fused", "programs")
 from translator.codegen import package_folder
 from translator.codegen.printer import Printer
 from translator.analyses import arguments, chains, one_shots, submissions
@@ -187,6 +191,7 @@ def generate(
     fuse_submissions: bool = True,
     merge_runs: bool = True,
     loop_chains: bool = True,
+    host_path: str = "fused",
     template: str = "module.py.j2",
     helper_modules: dict[str, str] | None = None,
     view_fields: dict | None = None,
@@ -200,7 +205,14 @@ def generate(
     one call of a fused helper (analyses/submissions.py); False keeps one call per op.
     `merge_runs`: runs of such calls become one call (codegen/runs.py); False keeps one
     per dispatch (the benchmark measures both). `loop_chains`: a host loop of one queue
-    chain runs its iterations as steps of one runtime object (codegen/loops.py)."""
+    chain runs its iterations as steps of one runtime object (codegen/loops.py).
+    `host_path`: "fused" (the mechanisms above) or "programs": every queue region becomes
+    a queue program (codegen/queue_programs.py, docs/design/host-path.md) and the fused
+    mechanisms are off."""
+    if host_path not in HOST_PATHS:
+        raise ValueError(f"host_path must be one of {', '.join(HOST_PATHS)}, not {host_path!r}")
+    if host_path == "programs":
+        fuse_submissions = merge_runs = loop_chains = False
     if pipeline is None:
         pipeline = Pipeline(module)
     # Translate-time checks of the module's imports and exports run before any code is generated.
@@ -219,6 +231,8 @@ def generate(
     renderer = OpRenderer(module, names, cconvs, _numeric_ops(), locations)
     renderer.unchecked_ref_loads = unchecked_ref_loads(module, functions)
     renderer.fuse_submissions = fuse_submissions
+    if host_path == "programs":
+        renderer.programs = ProgramTable(renderer.use, names.rodata)
     messages = MessageTable()
     runs = RunTable(lambda: renderer._fused_local("run"), renderer.use)
     loops = LoopTable(renderer.use)
@@ -312,6 +326,8 @@ def generate(
         rodata=[RodataRow(names.rodata(s.ordinal), off, length) for s, (off, length) in zip(module.rodata, table)],
         messages=messages.constants(),
         runs=runs.constants,
+        programs=renderer.programs.constants if renderer.programs else [],
+        program_locals=renderer.programs.locals if renderer.programs else [],
         global_bytes=module.global_bytes_capacity,
         global_refs=module.global_ref_count,
         functions=views,
@@ -418,6 +434,7 @@ def write_package(
     fuse_submissions: bool = True,
     merge_runs: bool = True,
     loop_chains: bool = True,
+    host_path: str = "fused",
     force: bool = False,
     private: bool = False,
 ) -> Path:
@@ -429,6 +446,7 @@ def write_package(
     pkg = generate(
         module, name, source_name, provenance=provenance, pipeline=pipeline,
         fuse_submissions=fuse_submissions, merge_runs=merge_runs, loop_chains=loop_chains,
+        host_path=host_path,
     )
     source = format_source(pkg.source) if format_code else pkg.source
     files = {"__init__.py": source.encode("utf-8"), "rodata.bin": pkg.rodata}

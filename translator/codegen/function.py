@@ -18,9 +18,9 @@ from translator.cconv import CConv
 from translator.analyses import cfg
 from translator.analyses.layout import parameter_names
 from translator.analyses.liveness import RefLiveness
-from translator.analyses import arguments, chains, one_shots, submissions
+from translator.analyses import arguments, chains, one_shots, queue_regions, submissions
 from translator.codegen.hal_enums import const_notes
-from translator.codegen.ops import OpRenderer, Terminator
+from translator.codegen.ops import Edge, OpRenderer, Terminator
 from translator.analyses.regkinds import HIGH, RegisterKinds
 from translator.codegen.stmt import (
     Assign,
@@ -107,6 +107,34 @@ class FunctionEmitter:
             if not g.ending.terminal:
                 self.one_shot_steps[ending[-1].pc] = (g, "call", (ending[-1],))
         self.in_chain |= {op.pc for g in shots for _, ops in g.steps for op in ops[1:]}
+        # Queue programs: each region's call where its first op was; its other ops lower
+        # to nothing, and a terminator it crosses goes straight on (its fail arm is the
+        # program's check).
+        self.sites: dict[int, object] = {}  # first op's pc -> ProgramSite
+        self.site_terms: dict[int, tuple[list[Stmt], int]] = {}  # block -> (pre, successor)
+        self.in_site: set[int] = set()  # the regions' other ops
+        if renderer.programs is not None:
+            self._find_sites()
+
+    def _find_sites(self) -> None:
+        fn, r = self.fn, self.r
+
+        def locate(pc: int):
+            return r.locations(fn.ordinal, pc)
+
+        block_of = {op.pc: b.index for b in fn.blocks for op in b.ops}
+        for region in queue_regions.find(r.module, fn, self.live, self.info, locate):
+            first = region.ops[0]
+            site = r.programs.site(fn.name, region, r.reg, r.provenance(fn, first))
+            if site is None:
+                continue
+            self.sites[first.pc] = site
+            self.in_site |= {op.pc for op in region.ops[1:]}
+            for op in region.ops:
+                if op.spec.is_terminator:
+                    b = block_of[op.pc]
+                    pre = site.stmts if op is first else []
+                    self.site_terms[b] = (pre, queue_regions.continuing(fn, self.info, b))
 
     # -- pieces shared by both strategies --------------------------------------------
     def block_ops(self, index: int) -> list[Stmt]:
@@ -117,7 +145,11 @@ class FunctionEmitter:
             ops = ops[: len(ops) - 1 - len(group.ops)] + [group.ops[0]]
         out: list[Stmt] = []
         for op, nxt in zip(ops[:-1], ops[1:]):
-            if op.pc in self.in_chain:
+            if op.pc in self.in_chain or op.pc in self.in_site:
+                continue
+            site = self.sites.get(op.pc)
+            if site is not None:
+                out += site.stmts
                 continue
             chain = self.chains.get(op.pc)
             if chain is not None:
@@ -133,7 +165,11 @@ class FunctionEmitter:
                 continue
             overwritten = (
                 _overwritten_by(nxt)
-                if nxt is not (group and group.ops[0]) and nxt.pc not in self.chains and nxt.pc not in self.arguments
+                if nxt is not (group and group.ops[0])
+                and nxt.pc not in self.chains
+                and nxt.pc not in self.arguments
+                and nxt.pc not in self.sites
+                and nxt.pc not in self.in_site
                 else frozenset()
             )
             stmts = self.r.lower_op(self.fn, op, overwritten, self.live.dies_at(op))
@@ -149,7 +185,11 @@ class FunctionEmitter:
             op = self.fn.blocks[index].ops[-1]
             group = self.groups.get(index)
             one_shot = self.one_shots.get(index)
-            if one_shot is not None:
+            crossed = self.site_terms.get(index)
+            if crossed is not None:  # (a queue program's: it goes on, nothing to copy)
+                pre, successor = crossed
+                term = Terminator(self.r.provenance(self.fn, op), list(pre), None, [Edge(None, successor, ())])
+            elif one_shot is not None:
                 term = self.r.lower_one_shot(self.fn, one_shot, self.live.dies_at, self.index_of)
             elif group is not None:
                 term = self.r.lower_submission(self.fn, group, self.live.dies_at, self.index_of)

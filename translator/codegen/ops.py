@@ -46,6 +46,10 @@ HELPER_MODULES = {
     "globals": "runtime_support.vm.globals",
     "fused": "runtime_support.hal.fused",
     "one_shot": "runtime_support.hal.one_shot",
+    # queue programs (codegen/queue_programs.py)
+    "program": "runtime_support.exec.program",
+    "steps": "runtime_support.exec.steps",
+    "general": "runtime_support.exec.general",
 }
 
 # The local a one-shot group's steps are appended to (analyses/one_shots.py).
@@ -115,6 +119,9 @@ class OpRenderer:
         self.fuse_submissions = True
         # Fused helper kind -> the local `_bind` builds it into (module-wide).
         self.fused: dict[str, str] = {}
+        # Queue programs (codegen/queue_programs.py): a ProgramTable where queue regions
+        # become programs (then fuse_submissions is off), else None.
+        self.programs = None
 
     def use(self, module: str, name: str) -> str:
         self.helpers[module].add(name)

@@ -11,7 +11,7 @@ reads: the contract between generated code and runtime.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -74,3 +74,7 @@ class ModuleView:
     kernel: object = None
     # Host package: its VMVX kernels as (executable sha256, kernel file name).
     vmvx_kernels: tuple = ()
+    # Queue programs (codegen/queue_programs.py): (constant name, source text), and
+    # (local, constant) pairs `_bind` binds.
+    programs: list = field(default_factory=list)
+    program_locals: list = field(default_factory=list)

@@ -1,0 +1,88 @@
+"""A queue program: the steps of one queue region as a module constant (docs/design/host-path.md §2).
+
+The translator writes one `QueueProgram` per queue region of a function and one call
+where the region was; `general.py` runs it. A program is data, built from the classes
+here and the step classes of steps.py, never source text:
+
+    QUEUE_0 = QueueProgram(
+        function="main",
+        inputs=("r0", "i22"),                 # the call's arguments: registers live on entry
+        steps=(
+            CommandBufferCreate(out="cmd0", device="r3", modes=1, ...),
+            CommandBufferDispatch(command_buffer="cmd0", workgroup_x="t0", ...),
+            ...
+            FailIf(test="status0", status="status0", message="failed to wait on timepoint"),
+        ),
+        outputs=("buffer0", "status0"),      # what the call returns, in this order
+    )
+
+A field's value is a *reference* or a constant:
+
+- a `str` names a value: one of `inputs` (a register's name, `r3`, `i22`) or one a step
+  made (`cmd0`, `fence1`, `t0`: a step's `out`);
+- an `int` or a `float` is that constant (the translator folds registers that dataflow
+  proves constant); `None` is a null ref;
+- `Rodata(k)` is the module's rodata segment `k` (a buffer of the context);
+- a `tuple` is a variadic span: of references, or, where each item has several operands
+  (a dispatch's bindings), of tuples of references.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Rodata:
+    """The module's rodata segment `ordinal` (resolved to the context's buffer at bind);
+    `name` is the segment's name in the generated module, for the reader."""
+
+    ordinal: int
+    name: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Compute:
+    """A VM op that cannot fail, computed from the program's values: `out = op(*args)`
+    with `op` the VM mnemonic (`mul.i64`, `select.i32`...) as runtime_support.vm.numerics
+    implements it. These are the integer ops IREE interleaves with the queue calls (tile
+    counts, truncations, shifts): the program computes them where they were."""
+
+    out: str
+    op: str
+    args: tuple
+
+
+@dataclass(frozen=True, kw_only=True)
+class FailIf:
+    """A fail exit: the region's branch whose other arm only fails. When `test` is
+    non-zero (zero, with `negate`) the call raises what `vm.fail` raises there: `status`,
+    `message` and the source `location`."""
+
+    test: object
+    status: object
+    message: str
+    location: str | None = None
+    negate: bool = False
+
+
+@dataclass(frozen=True)
+class QueueProgram:
+    """One queue region of `function`: the call's `inputs` (names), its `steps` in
+    program order, and the `outputs` the call returns (names of values, in order)."""
+
+    function: str
+    inputs: tuple[str, ...]
+    steps: tuple
+    outputs: tuple[str, ...]
+
+    @property
+    def packed(self) -> bool:
+        """Whether the call passes its inputs as one tuple (more than 10 of them)."""
+        return len(self.inputs) > MAX_POSITIONAL
+
+
+# A call passes at most this many positional arguments; more travel as one tuple.
+MAX_POSITIONAL = 10
+
+__all__ = ["Compute", "FailIf", "MAX_POSITIONAL", "QueueProgram", "Rodata"]

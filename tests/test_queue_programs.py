@@ -1,0 +1,188 @@
+"""Queue programs (issue #25, docs/design/host-path.md): every queue region written as a
+`QueueProgram` and run by runtime_support/exec gives what iree.runtime gives.
+
+The property suite of the design's migration step 2: each corpus program translated with
+`host_path="programs"` (the fused mechanisms off) against iree.runtime on the same vmfb,
+results bit-identical and errors with the same status, on both local devices; and random
+HAL queue programs (tests/random_programs.py) under both host paths against iree.runtime.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conftest import CompileError, load_manifest
+from iree_oracle import IreeSession
+from random_programs import queue_functions, queue_inputs, queue_module_text
+from runtime_support.errors import VMError
+from runtime_support.hal.buffer_view import HalBufferView
+from test_translate_run import DEVICE_CASES, _same, check_against_iree, iree_status, load_package
+from translator.codegen import write_package
+from translator.reader import read_module_file
+
+pytest.importorskip("iree.runtime")
+
+
+@pytest.mark.parametrize("case,device", DEVICE_CASES, ids=[f"{c.id}-{d}" for c, d in DEVICE_CASES])
+def test_programs_match_iree_runtime(case, device, compile_mlir, tmp_path):
+    check_against_iree(case, device, compile_mlir, tmp_path, host_path="programs")
+
+
+# The general path alone (PYREE_QUEUE_FAST=0): what the fast path must equal.
+GENERAL_CASES = [(c, d) for c, d in DEVICE_CASES if d == "local-sync"]
+
+
+@pytest.mark.parametrize("case,device", GENERAL_CASES, ids=[f"{c.id}-{d}" for c, d in GENERAL_CASES])
+def test_general_path_matches_iree_runtime(case, device, compile_mlir, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYREE_QUEUE_FAST", "0")
+    check_against_iree(case, device, compile_mlir, tmp_path, host_path="programs")
+
+
+def test_fast_path_runs_one_shot_recordings_as_plans(compile_mlir, tmp_path, monkeypatch):
+    """A dynamic-shape program records a one-shot command buffer per call: the first call
+    of a shape records it through the imports (and builds the plan), the next calls of
+    that shape run the plan, a new shape records again; results equal iree.runtime's."""
+    import numpy as np
+
+    from conftest import corpus_cases
+    from iree_oracle import IreeSession
+    from runtime_support.exec import fast
+    from test_translate_run import load_package
+    from translator.codegen import write_package
+    from translator.reader import read_module_file
+
+    (case,) = [c for c in corpus_cases(variants=("embedded-elf",)) if c.id.startswith("dyn_shape_2d@")]
+    vmfb = compile_mlir(case.source, case.flags)
+    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+    ran = []
+    real = fast.FastProgram._run_plan
+
+    def counted(self, span, env, args, key, buffers):
+        result = real(self, span, env, args, key, buffers)
+        ran.append(result)
+        return result
+
+    monkeypatch.setattr(fast.FastProgram, "_run_plan", counted)
+    ctx = pkg.load(device="local-sync")
+    session = IreeSession(vmfb)
+    rng = np.random.default_rng(0)
+    for m, k, n in [(2, 3, 4), (2, 3, 4), (5, 7, 3), (2, 3, 4), (5, 7, 3)]:
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        b = rng.standard_normal((k, n)).astype(np.float32)
+        got = ctx.call("dyn_matmul", a, b)
+        (want,) = session.call("dyn_matmul", [a, b], session.signature("dyn_matmul"))
+        assert got.tobytes() == np.asarray(want).tobytes()
+    assert ran == [False, True, False, True, True]
+
+
+# --- random HAL queue programs ------------------------------------------------------------------
+#
+# tests/random_programs.py's queue programs (several dispatches and barriers per command
+# buffer, dynamic lengths, readbacks in scf.if / scf.while / scf.for, a call of a function
+# that is not inlined, cf.assert failures, arguments of the wrong length or shape), each
+# translated with host_path="fused" and with host_path="programs" and run on both local
+# devices against iree.runtime on the same vmfb. More:
+#
+#     PYREE_QUEUE_MODULES=40 PYREE_RANDOM_SEED=7 python -m pytest -q tests/test_queue_programs.py -k random
+
+QUEUE_MODULES = int(os.environ.get("PYREE_QUEUE_MODULES", "6"))
+QUEUE_FUNCTIONS = 4  # per module
+QUEUE_SEED = int(os.environ.get("PYREE_RANDOM_SEED", "0"))
+QUEUE_FLAGS = tuple(load_manifest()["variants"]["embedded-elf"]["flags"])
+HOST_PATHS = ("fused", "programs")
+
+
+def _compile_queue_functions(functions, tmp_path, compile_mlir, seed):
+    """(vmfb, names): the module of all `functions`, or where iree-compile rejects it (it has
+    internal errors on some of these programs), of as many as compile together, in order."""
+    src = tmp_path / f"queue_{seed}.mlir"
+    src.write_text(queue_module_text(functions))
+    try:
+        return compile_mlir(src, QUEUE_FLAGS), [name for name, _ in functions]
+    except CompileError:
+        pass
+    kept, vmfb = [], None
+    for k, (name, text) in enumerate(functions):
+        part = tmp_path / f"queue_{seed}_{k}.mlir"
+        part.write_text(queue_module_text(kept + [(name, text)]))
+        try:
+            vmfb = compile_mlir(part, QUEUE_FLAGS)
+            kept.append((name, text))
+        except CompileError:
+            print(
+                f"iree-compile rejects {name} (python -m tests.random_programs --queue {seed} "
+                f"{QUEUE_FUNCTIONS})"
+            )
+    if not kept:
+        pytest.skip(f"iree-compile rejects every function of queue module {seed}")
+    return vmfb, [name for name, _ in kept]
+
+
+def _as_views(args):
+    """pyree's arguments: an array of the wrong static shape goes in as a buffer view, so that
+    the module's own check decides (as it does in iree.runtime, which gets a buffer view of the
+    array's shape); the numpy wrapper would reject it before the call."""
+    x, y, w = args
+    return (x, y, w) if w.shape == (4,) else (x, y, HalBufferView.from_numpy(w))
+
+
+def _outcome(fn, args):
+    try:
+        return fn(*args), None
+    except Exception as e:  # noqa: BLE001 - a failure is an outcome to compare
+        return None, e
+
+
+def _differs(expected, expected_error, actual, actual_error) -> str | None:
+    if expected_error is not None:
+        if actual_error is None:
+            return f"IREE failed ({expected_error}) but pyree returned"
+        want = iree_status(expected_error)
+        got = actual_error.code.name if isinstance(actual_error, VMError) else None
+        if got != want:
+            return (
+                f"IREE failed with {want} ({' '.join(str(expected_error).split())[:200]}) but "
+                f"pyree with {got or type(actual_error).__name__} ({actual_error})"
+            )
+        return None
+    if actual_error is not None:
+        return f"pyree failed: {actual_error!r}"
+    actual = actual if isinstance(actual, tuple) else (actual,)
+    if len(actual) != len(expected):
+        return f"{len(actual)} results, IREE {len(expected)}"
+    for i, (e, a) in enumerate(zip(expected, actual)):
+        if not _same(e, a):
+            return f"result {i}: IREE {e!r} != pyree {a!r}"
+    return None
+
+
+@pytest.mark.parametrize("host_path", HOST_PATHS)
+@pytest.mark.parametrize("module", range(QUEUE_MODULES))
+def test_random_queue_programs_match_iree(module, host_path, compile_mlir, tmp_path):
+    seed = QUEUE_SEED * 100003 + module
+    vmfb, names = _compile_queue_functions(
+        queue_functions(seed, QUEUE_FUNCTIONS), tmp_path, compile_mlir, seed
+    )
+    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path=host_path))
+    contexts = {device: pkg.load(device=device) for device in ("local-sync", "local")}
+    session = IreeSession(vmfb)
+    problems, compared, failed = [], 0, 0
+    for k, name in enumerate(names):
+        for args in queue_inputs(seed * 1000 + k):
+            expected, expected_error = _outcome(lambda *a: session.call(name, list(a)), args)
+            failed += expected_error is not None
+            compared += expected_error is None
+            for device, ctx in contexts.items():
+                actual, actual_error = _outcome(getattr(ctx, name), _as_views(args))
+                why = _differs(expected, expected_error, actual, actual_error)
+                if why:
+                    problems.append(f"{name}(lengths {[a.shape[0] for a in args]}) {device}: {why}")
+    where = f"python -m tests.random_programs --queue {seed} {QUEUE_FUNCTIONS}"
+    print(
+        f"queue module {seed} ({host_path}): {len(names)} functions, {compared} calls equal, "
+        f"{failed} failing on every side ({where})"
+    )
+    assert not problems, f"host_path={host_path!r}, module: {where}\n" + "\n".join(problems)
+    assert compared > 0
