@@ -1,39 +1,41 @@
-"""The fast path of the queue-program executor: one-shot command buffers as cached native plans.
+"""The fast path of the queue-program executor (docs/design/host-path.md §5.2).
 
-A queue program that records a command buffer and submits it (`CommandBufferCreate` ..
-`CommandBufferFinalize`, `DeviceQueueExecute`) spends the general path's time on the
-recording: one import call per dispatch, each validating its bindings, then the commands
-run one by one. Here the recording is *deferred*: the steps that only build the command
-buffer are skipped, and at its `DeviceQueueExecute` the executor looks up a native plan
-(hal/plan.py) for what the recording would have held. The plan is keyed by every value the
-recording reads except the buffers (executables, function ordinals, counts, constants,
-offsets, lengths, flags) and by which buffer fields name the same buffer; the buffers fill
-the plan's binding table (one slot per distinct buffer). Everything else (allocations,
-fences, waits, checks, reads) runs through the imports as on the general path.
+Two things the general path spends its time on are skipped where nothing can tell:
 
-Fast only where provably the same:
-- the plan runs only where the submission could run at once: its wait fence reached, and
-  the device's queue free (`LocalQueue.run_now`); the signal fence is signaled (or failed
-  with the plan's error) as the queue would;
-- the plan's per-slot checks (range, writability, alignment) run before any command;
-- in every other case (a plan declines, the queue is busy, the wait fence is pending,
-  the device is not a local one) the deferred steps are replayed through the imports in
-  their order, with the values they would have had, and the submission goes through the
-  `hal.device.queue.execute` import: the general path exactly. A miss builds the plan
-  from that replay's recording, for the next call.
+*Private fences.* A fence the program makes (`FenceCreate`, `FenceJoin`) and does not
+return is seen by its own steps alone. While a queue step's wait is reached and the
+device's queue is free, the step runs here and now, as `LocalQueue` would run it on this
+thread, and its private signal fence is not made at all: it is a state (`_PENDING`,
+`_DONE`, or failed with an error) in the values dict. An `Await` of reached states reads
+0. Any step this path does not take (another thread runs the queue, a wait is pending,
+an operand of an unexpected type, a device that is not a LocalDevice, an import that is
+not the hal module's own) first gets real `Fence` objects in the same states for the
+private fences it reads, then runs through its import: the general path exactly, from
+there on.
 
-The plans of a program are bounded (MAX_PLANS per span, least recently used dropped).
+*One-shot recordings.* A command buffer recorded and submitted in the program
+(`CommandBufferCreate` .. `CommandBufferFinalize`, `DeviceQueueExecute`) is recorded
+lazily: its steps are skipped, and at the submission a native plan (hal/plan.py) keyed by
+every value the recording reads except the buffers (executables, ordinals, counts,
+constants, offsets, lengths, flags) and by which buffer fields name the same buffer runs
+under `LocalQueue.run_now`, the buffers filling its binding table. Where it cannot (a
+plan declines, the queue is busy, the wait is pending, a new shape) the recording is
+replayed through the imports in order and submitted through the import; a miss builds the
+plan from that replay's recording for the next call. Plans are bounded (MAX_PLANS per
+span, least recently used dropped).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 
-from ..hal.buffer import WHOLE_BUFFER, HalBuffer
-from ..hal.command_buffer import BufferRef
-from ..hal.fence import REACHED
+from ..hal.buffer import WHOLE_BUFFER, HalBuffer, fresh_buffer
+from ..hal.command_buffer import BufferRef, HalCommandBuffer
+from ..hal.device import LocalDevice
+from ..hal.fence import REACHED, Fence
+from ..hal.module import HalModule
 from ..hal.queue import BUSY
-from .general import GeneralProgram, run_step
+from .general import GeneralProgram
 from .steps import (
     CommandBufferCopyBuffer,
     CommandBufferCreate,
@@ -41,7 +43,14 @@ from .steps import (
     CommandBufferExecutionBarrier,
     CommandBufferFillBuffer,
     CommandBufferFinalize,
+    DeviceQueueAlloca,
+    DeviceQueueBarrier,
+    DeviceQueueDealloca,
     DeviceQueueExecute,
+    DeviceQueueExecuteIndirect,
+    FenceAwait,
+    FenceCreate,
+    FenceJoin,
 )
 
 MAX_PLANS = 16
@@ -67,6 +76,7 @@ class _Span:
         self.key_fields: list = []  # getters of every non-buffer value the recording reads
         self.buffer_fields: list = []  # getters of every buffer field, in recording order
         self.plans: OrderedDict = OrderedDict()
+        self.fields: dict = {}  # the submission's field getters
 
 
 def _spans(program) -> list[_Span]:
@@ -98,24 +108,301 @@ def _spans(program) -> list[_Span]:
 
 
 def has_fast_path(program) -> bool:
-    """Whether `program` records a command buffer the fast path can defer."""
-    return bool(_spans(program))
+    """Whether `program` has steps the fast path can take: a private fence or a one-shot
+    recording it can defer."""
+    return bool(_private_fences(program)) or bool(_spans(program))
+
+
+# -- private fences ------------------------------------------------------------------------
+
+
+class _State:
+    """A private fence's state, in place of a Fence object nobody else can see."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error=None) -> None:
+        self.error = error
+
+    def fence(self) -> Fence:
+        """A real fence in this state (for a step that goes through its import)."""
+        if self is _DONE:
+            return Fence.reached()
+        fence = Fence()
+        if self is not _PENDING:
+            fence.fail(self.error)
+        return fence
+
+
+_PENDING = _State()  # made, not yet signaled
+_DONE = _State()  # reached
+_M32 = 0xFFFFFFFF
+_TABLE_TYPES = frozenset({HalBuffer, type(None)})
+
+
+def _ready(fence) -> bool:
+    """Whether a wait on `fence` (None, a private state or a Fence) is over now."""
+    return (
+        fence is None
+        or fence is _DONE
+        or (type(fence) is Fence and (fence.state == REACHED or fence.reached_now()))
+    )
+
+
+def _private_fences(program) -> set[str]:
+    """The fences the program makes and does not return: no one else can see them."""
+    made = {
+        step.out for step in program.steps
+        if type(step) in (FenceCreate, FenceJoin) and isinstance(step.out, str)
+    }
+    return made - set(program.outputs)
+
+
+def _names_in(value, names: set[str], found: list[str]) -> None:
+    if isinstance(value, str):
+        if value in names and value not in found:
+            found.append(value)
+    elif isinstance(value, tuple):
+        for v in value:
+            _names_in(v, names, found)
+
+
+def _own(imports: dict, step) -> bool:
+    """Whether the import `step` calls is the hal module's own method, whose behaviour
+    the handlers below reproduce (not a tracing wrapper or an override)."""
+    bound = imports.get(step.IMPORT)
+    owner = getattr(bound, "__self__", None)
+    return isinstance(owner, HalModule) and getattr(bound, "__func__", None) is getattr(
+        HalModule, HalModule.method_name(step.IMPORT), None
+    )
+
+
+def _materialised(op, reads: tuple):
+    """`op` (a step through its import) after the private fences it reads get real
+    Fence objects in their states."""
+    if not reads:
+        return op
+
+    def run(env) -> None:
+        for name in reads:
+            value = env[name]
+            if type(value) is _State:
+                env[name] = value.fence()
+        op(env)
+
+    return run
+
+
+# The handlers: per step kind, a function (step, field getters, private fences, the
+# step's general op) -> the step's op, or None where the step never qualifies. An op does
+# the step here where it can and calls `general` otherwise.
+
+
+def _fence_create(step, get, private, general):
+    if step.out not in private:
+        return None
+    device_of, out = get["device"], step.out
+
+    def fence_create(env) -> None:
+        if type(device_of(env)) is LocalDevice:
+            env[out] = _PENDING
+        else:
+            general(env)
+
+    return fence_create
+
+
+def _alloca(step, get, private, general):
+    signal = step.signal_fence
+    if signal not in private:
+        return None
+    device_of, wait_of, pool_of = get["device"], get["wait_fence"], get["pool"]
+    size_of, types_of, usage_of = get["allocation_size"], get["memory_types"], get["buffer_usage"]
+    out = step.out
+
+    def alloca(env) -> None:
+        device, wait = device_of(env), wait_of(env)
+        if (
+            type(device) is LocalDevice
+            and env[signal] is _PENDING
+            and (wait is None or wait is _DONE or (type(wait) is Fence and wait.reached_now()))
+            and pool_of(env) == 0
+            and device.queue.idle()  # (else the import queues it behind the other thread)
+        ):
+            size = size_of(env)
+            if size >= 0:
+                allocator = device.allocator
+                buffer = fresh_buffer(size, types_of(env) & _M32, usage_of(env) & _M32, allocator)
+                allocator.bytes_allocated += size
+                if out is not None:
+                    env[out] = buffer
+                env[signal] = _DONE
+                return
+        general(env)  # (and the import's own error where an operand is wrong)
+
+    return alloca
+
+
+def _signal_only(step, get, private, general):
+    """Dealloca (host memory is freed with the object) and barrier: only the signal."""
+    signal = step.signal_fence
+    if signal not in private:
+        return None
+    device_of, wait_of, buffer_of = get["device"], get["wait_fence"], get.get("buffer")
+
+    def signal_only(env) -> None:
+        device, wait = device_of(env), wait_of(env)
+        if (
+            type(device) is LocalDevice
+            and env[signal] is _PENDING
+            and (wait is None or wait is _DONE or (type(wait) is Fence and wait.reached_now()))
+            and (buffer_of is None or type(buffer_of(env)) is HalBuffer)
+            and device.queue.idle()
+        ):
+            env[signal] = _DONE
+        else:
+            general(env)
+
+    return signal_only
+
+
+_execute_command_buffer = HalCommandBuffer.execute
+
+
+def _execute(step, get, private, general):
+    """`queue.execute` and `queue.execute.indirect`: the command buffer run now, as
+    LocalQueue runs a submission whose wait is reached, under `run_now`."""
+    signal = step.signal_fence
+    if signal not in private:
+        return None
+    device_of, wait_of, cmd_of = get["device"], get["wait_fence"], get["command_buffer"]
+    table_of = get.get("binding_table")
+    name = step.IMPORT[len("hal."):]
+
+    def execute(env) -> None:
+        device, wait, cmd = device_of(env), wait_of(env), cmd_of(env)
+        if (
+            type(device) is LocalDevice
+            and type(cmd) is HalCommandBuffer
+            and env[signal] is _PENDING
+            and (wait is None or wait is _DONE or (type(wait) is Fence and wait.reached_now()))
+        ):
+            table = None
+            if table_of is not None:
+                table = table_of(env)
+                for entry in table:
+                    if type(entry[0]) not in _TABLE_TYPES:
+                        general(env)  # (the import's operand check raises)
+                        return
+            error = device.queue.run_now(_execute_command_buffer, cmd, table, name)
+            if error is not BUSY:
+                env[signal] = _DONE if error is None else _State(error)
+                return
+        general(env)
+
+    return execute
+
+
+def _fence_join(step, get, private, general):
+    if step.out not in private:
+        return None
+    fences_of, out = get["fences"], step.out
+
+    def fence_join(env) -> None:
+        fences = fences_of(env)
+        for fence in fences:
+            if not _ready(fence):
+                general(env)
+                return
+        env[out] = _DONE if any(f is not None for f in fences) else None
+
+    return fence_join
+
+
+def _fence_await(step, get, private, general):
+    fences_of, out = get["fences"], step.out
+
+    def fence_await(env) -> None:
+        for fence in fences_of(env):
+            if not (
+                fence is None
+                or fence is _DONE
+                or (type(fence) is Fence and fence.reached_now())
+            ):
+                general(env)  # (pending or failed: the import waits or raises)
+                return
+        if out is not None:
+            env[out] = 0
+
+    return fence_await
+
+
+_HANDLERS = {
+    FenceCreate: _fence_create,
+    FenceJoin: _fence_join,
+    FenceAwait: _fence_await,
+    DeviceQueueAlloca: _alloca,
+    DeviceQueueDealloca: _signal_only,
+    DeviceQueueBarrier: _signal_only,
+    DeviceQueueExecuteIndirect: _execute,
+    DeviceQueueExecute: _execute,
+}
 
 
 class FastProgram(GeneralProgram):
-    """A queue program whose one-shot recordings run as cached native plans (above)."""
+    """A queue program run with private fences elided and one-shot recordings as cached
+    native plans (above), the general path for every step it does not take."""
 
     def __init__(self, program, imports: dict, rodata) -> None:
         super().__init__(program, imports, rodata)
-        self.spans = _spans(program)
-        self._deferred: dict[int, _Span] = {}
-        self._submit: dict[int, _Span] = {}
-        for span in self.spans:
-            self._prepare(span)
-            self._deferred[span.create] = span
-            for k in span.members:
-                self._deferred[k] = span
-            self._submit[span.execute] = span
+        private = _private_fences(program)
+        values = self._values
+        self.spans = _spans(program) if _own(imports, DeviceQueueExecute) else []
+        deferred = {k for span in self.spans for k in (span.create, *span.members)}
+        submits = {span.execute: span for span in self.spans}
+        ops = []
+        for k, (step, _fn, _fetch, _outs) in enumerate(self._steps):
+            if k in deferred:
+                continue  # (recorded at its submission, if at all)
+            found: list[str] = []
+            for p in getattr(step, "PARAMS", ()):
+                _names_in(getattr(step, p), private, found)
+            general = _materialised(self._ops[k], tuple(found))
+            span = submits.get(k)
+            if span is not None:
+                span.fields = {p: values.getter(getattr(step, p)) for p in step.PARAMS}
+                self._prepare(span)
+                ops.append(self._submission(span, general))
+                continue
+            make = _HANDLERS.get(type(step))
+            op = None
+            if make is not None and _own(imports, step):
+                get = {p: values.getter(getattr(step, p)) for p in step.PARAMS}
+                op = make(step, get, private, general)
+            ops.append(general if op is None else op)
+        self._fast_ops = ops
+
+    def __call__(self, *args):
+        env = self._env(args)
+        for op in self._fast_ops:
+            op(env)
+        return None if self._outputs is None else self._outputs(env)
+
+    def resume(self, env: dict, start: int):
+        raise NotImplementedError("a fast program runs whole; GeneralProgram.resume hands over")
+
+    def _submission(self, span: "_Span", general):
+        """The op of a deferred recording's submission: its plan, or the recording
+        replayed through the imports and the submission's import."""
+
+        def run(env) -> None:
+            key, buffers = self._key(span, env)  # (what the recording would hold)
+            if self._run_plan(span, env, key, buffers):
+                return
+            self._replay(span, env, key, buffers)
+            general(env)
+
+        return run
 
     def _prepare(self, span: _Span) -> None:
         """The getters of the recording's values: buffers apart from the rest, every
@@ -130,12 +417,12 @@ class FastProgram(GeneralProgram):
                 if name == "command_buffer":
                     continue  # (the deferred command buffer itself)
                 if name in buffers:
-                    span.buffer_fields.append(self._get(value))
+                    span.buffer_fields.append(self._values.getter(value))
                 elif name == "bindings" and type(step) is CommandBufferDispatch:
                     for row in value:
                         for j, v in enumerate(row):
                             if j == _BINDING_BUFFER:
-                                span.buffer_fields.append(self._get(v))
+                                span.buffer_fields.append(self._values.getter(v))
                             else:
                                 self._key_field(span, v)
                 else:
@@ -143,37 +430,18 @@ class FastProgram(GeneralProgram):
 
     def _key_field(self, span: _Span, value) -> None:
         if isinstance(value, str):
-            span.key_fields.append(self._get(value))
+            span.key_fields.append(self._values.getter(value))
         elif isinstance(value, tuple):
             for v in value:
                 self._key_field(span, v)
 
     # -- running -----------------------------------------------------------------------
 
-    def resume(self, env: dict, start: int):
-        function = self.program.function
-        deferred, submit = self._deferred, self._submit
-        for k in range(start, len(self._steps)):
-            if k in deferred:
-                continue  # (recorded at its submission, if at all)
-            entry = self._steps[k]
-            span = submit.get(k)
-            if span is not None:
-                key, buffers = self._key(span, env)  # (what the recording would hold)
-                if self._run_plan(span, env, entry[2], key, buffers):
-                    continue
-                self._replay(span, env, key, buffers)
-            run_step(entry, env, function)
-        return None if self._outputs is None else self._outputs(env)
-
     def _replay(self, span: _Span, env: dict, key, buffers) -> None:
         """The deferred recording, through the imports (the general path's calls, in
         order); a plan for the next call of this shape (`key`) is built from it."""
         for k in [span.create, *span.members]:
-            _step, fn, args, outs = self._steps[k]
-            result = fn(*[a(env) for a in args])
-            if isinstance(outs, str):
-                env[outs] = result
+            self._ops[k](env)
         if key is not None and key not in span.plans:
             cmd = env[self.program.steps[span.create].out]
             span.plans[key] = _plan_of(cmd, buffers)
@@ -198,18 +466,16 @@ class FastProgram(GeneralProgram):
             layout.append(slot)
         return (tuple(layout), *[get(env) for get in span.key_fields]), buffers
 
-    def _run_plan(self, span: _Span, env: dict, args, key, buffers) -> bool:
-        """The submission as a native plan run now; False where it must go the general way."""
-        # (device, queue_affinity, wait_fence, signal_fence, command_buffer, flags): the
-        # command buffer was never made
-        device, wait, signal = args[0](env), args[2](env), args[3](env)
-        if wait is not None and not (wait.state == REACHED or wait.reached_now()):
+    def _run_plan(self, span: _Span, env: dict, key, buffers) -> bool:
+        """The submission as a native plan run now; False where it must go the general way
+        (the command buffer was never made)."""
+        get = span.fields
+        device, wait = get["device"](env), get["wait_fence"](env)
+        if type(device) is not LocalDevice or not _ready(wait) or key is None:
             return False
-        queue = getattr(device, "queue", None)
-        workers = getattr(device, "worker_count", None)
-        if queue is None or workers is None or not hasattr(queue, "run_now"):
-            return False
-        if key is None:
+        signal_name = self.program.steps[span.execute].signal_fence
+        signal = get["signal_fence"](env)
+        if signal is not None and type(signal) is not Fence and signal is not _PENDING:
             return False
         plan = span.plans.get(key)
         if not plan:
@@ -217,10 +483,12 @@ class FastProgram(GeneralProgram):
         span.plans.move_to_end(key)
         table = [(b, 0, WHOLE_BUFFER) for b in buffers]
         ran = []
-        error = queue.run_now(_run, plan, (table, workers, ran), "device.queue.execute")
+        error = device.queue.run_now(_run, plan, (table, device.worker_count, ran), "device.queue.execute")
         if error is BUSY or (error is None and not ran):
             return False  # (the queue was busy, or the plan declined: nothing ran)
-        if signal is not None:
+        if signal is _PENDING:
+            env[signal_name] = _DONE if error is None else _State(error)
+        elif signal is not None:
             if error is None:
                 signal.signal()
             else:

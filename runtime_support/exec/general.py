@@ -8,9 +8,10 @@ and returns the outputs (a fast path that declines after step k hands over there
     run = bind_program(QUEUE_0, ctx, _IMPORTS)     # once per program and context, at load
     buffer0, status0 = run(r3, i22)                  # per call: the inputs, in order
 
-Each step is prepared once at bind: its import resolved by name, each field turned into a
-getter over the values dict (a name), a constant, or a rodata buffer; nothing is looked
-up by name per call but the values themselves.
+Each step is prepared once at bind into a closure: its import resolved by name, its
+fields turned into one getter over the values dict, where constants and rodata segments
+sit under int keys beside the named values; nothing is looked up by name per call but
+the values themselves.
 """
 
 from __future__ import annotations
@@ -38,30 +39,103 @@ def compute_function(mnemonic: str):
     return fn
 
 
-class _Getter:
-    """Turns a field's value (program.py: a name, a constant, a rodata segment, a span)
-    into a function of the values dict."""
+class _Values:
+    """The keys of a program's values dict and the getters over it, made at bind.
+
+    A name (`"r3"`, `"fence0"`) is its own key; a constant or a rodata segment gets an
+    int key (names are str: no clash) whose value `constants` holds, copied into each
+    call's dict, so that every scalar field is one C-level `itemgetter` lookup and a
+    step's whole argument list is one `itemgetter` call where it has no spans."""
 
     def __init__(self, names: set[str], rodata) -> None:
         self.names, self.rodata = names, rodata
+        self.constants: dict = {}
+        self._by_value: dict = {}
 
-    def __call__(self, value):
+    def key(self, value):
+        """The dict key of a scalar field's value."""
         if isinstance(value, str):
             if value not in self.names:
                 raise VMError(StatusCode.INVALID_ARGUMENT, f"queue program: {value!r} is read before it is made")
-            return itemgetter(value)
-        if isinstance(value, tuple):
-            items = [self(v) for v in value]
-            if value and all(isinstance(v, tuple) for v in value):
-                # (rows of several operands, a dispatch's bindings: tuples, as the VM passes them)
-                return lambda env: [tuple(g(env)) for g in items]
-            return lambda env: [g(env) for g in items]
+            return value
         if isinstance(value, Rodata):
             if not 0 <= value.ordinal < len(self.rodata):
                 raise VMError(StatusCode.OUT_OF_RANGE, f"queue program: rodata {value.ordinal} out of range")
-            segment = self.rodata[value.ordinal]
-            return lambda env: segment
-        return lambda env: value
+            value = self.rodata[value.ordinal]
+        # (by identity and type: 1 and 1.0 and True are different constants)
+        ident = (type(value), value) if isinstance(value, (int, float, type(None))) else id(value)
+        key = self._by_value.get(ident)
+        if key is None:
+            key = self._by_value[ident] = len(self.constants)
+            self.constants[key] = value
+        return key
+
+    def getter(self, value):
+        """A function of the values dict giving the field's value: a span is a list (of
+        tuples where its items have several operands), as the VM passes it."""
+        if not isinstance(value, tuple):
+            return itemgetter(self.key(value))
+        if value and all(isinstance(v, tuple) for v in value):
+            rows = [self._row(v) for v in value]
+            return lambda env: [row(env) for row in rows]
+        keys = [self.key(v) for v in value]
+        if not keys:
+            return lambda env: []
+        if len(keys) == 1:
+            (k,) = keys
+            return lambda env: [env[k]]
+        get = itemgetter(*keys)
+        return lambda env: list(get(env))
+
+    def _row(self, value: tuple):
+        keys = [self.key(v) for v in value]
+        if len(keys) == 1:
+            (k,) = keys
+            return lambda env: (env[k],)
+        return itemgetter(*keys)
+
+    def fetch(self, values):
+        """A function of the values dict giving a step's argument tuple."""
+        if any(isinstance(v, tuple) for v in values):
+            getters = [self.getter(v) for v in values]
+            return lambda env: [g(env) for g in getters]
+        keys = [self.key(v) for v in values]
+        if not keys:
+            return lambda env: ()
+        if len(keys) == 1:
+            (k,) = keys
+            return lambda env: (env[k],)
+        return itemgetter(*keys)
+
+
+def _operation(step, fn, fetch, outs, function: str):
+    """The closure that runs one prepared step on the values dict, through its import
+    (or its numerics function, or its fail check)."""
+    if isinstance(step, FailIf):
+        test, status = fetch
+        negate, message, location = step.negate, step.message, step.location
+
+        def fail_if(env) -> None:
+            if bool(test(env)) != negate:
+                raise VMError(status(env), message, function=function, location=location)
+
+        return fail_if
+    if outs is None:
+
+        def call(env) -> None:
+            fn(*fetch(env))
+
+    elif isinstance(outs, str):
+
+        def call(env) -> None:
+            env[outs] = fn(*fetch(env))
+
+    else:
+
+        def call(env) -> None:
+            env.update(zip(outs, fn(*fetch(env))))
+
+    return call
 
 
 class GeneralProgram:
@@ -70,14 +144,16 @@ class GeneralProgram:
     def __init__(self, program: QueueProgram, imports: dict, rodata) -> None:
         self.program = program
         names = set(program.inputs)
-        get = self._get = _Getter(names, rodata)
-        self._steps = []
+        values = self._values = _Values(names, rodata)
+        self._steps = []  # (step, function, argument fetch, output names) per step
+        self._ops = []  # per step: the closure that runs it through its import
         for k, step in enumerate(program.steps):
             if isinstance(step, Compute):
-                fn, args = compute_function(step.op), [get(a) for a in step.args]
-                outs = step.out
+                fn, fields, outs = compute_function(step.op), step.args, step.out
+                fetch = values.fetch(fields)
             elif isinstance(step, FailIf):
-                fn, args, outs = None, [get(step.test), get(step.status)], None
+                fn, outs = None, None
+                fetch = (values.getter(step.test), values.getter(step.status))
             elif isinstance(step, Step):
                 fn = imports.get(step.IMPORT)
                 if fn is None:
@@ -85,46 +161,40 @@ class GeneralProgram:
                         StatusCode.NOT_FOUND,
                         f"queue program of {program.function}: import {step.IMPORT} is not bound",
                     )
-                args = [get(getattr(step, p)) for p in step.PARAMS]
+                fetch = values.fetch([getattr(step, p) for p in step.PARAMS])
                 outs = step.out
             else:
                 raise VMError(StatusCode.INVALID_ARGUMENT, f"queue program: step {k} is not a step")
             for name in (outs,) if isinstance(outs, str) else outs or ():
                 names.add(name)
-            self._steps.append((step, fn, args, outs))
+            self._steps.append((step, fn, fetch, outs))
+            self._ops.append(_operation(step, fn, fetch, outs, program.function))
         for name in program.outputs:
             if name not in names:
                 raise VMError(StatusCode.INVALID_ARGUMENT, f"queue program: output {name!r} is never made")
         self._outputs = itemgetter(*program.outputs) if program.outputs else None
+        self._constants = values.constants
+        self._inputs = program.inputs
 
-    def __call__(self, *args):
+    def _env(self, args) -> dict:
         if self.program.packed:
             (args,) = args
-        return self.resume(dict(zip(self.program.inputs, args)), 0)
+        env = self._constants.copy()
+        env.update(zip(self._inputs, args))
+        return env
+
+    def __call__(self, *args):
+        env = self._env(args)
+        for op in self._ops:
+            op(env)
+        return None if self._outputs is None else self._outputs(env)
 
     def resume(self, env: dict, start: int):
         """Runs steps `start`.. on the values in `env`; returns the outputs (one value,
         a tuple of several, or None)."""
-        function = self.program.function
-        for entry in self._steps[start:]:
-            run_step(entry, env, function)
+        for op in self._ops[start:]:
+            op(env)
         return None if self._outputs is None else self._outputs(env)
-
-
-def run_step(entry, env: dict, function: str) -> None:
-    """One prepared step (step, function, argument getters, output names) on `env`."""
-    step, fn, args, outs = entry
-    if fn is None:  # FailIf
-        if bool(args[0](env)) != step.negate:
-            raise VMError(args[1](env), step.message, function=function, location=step.location)
-        return
-    result = fn(*[a(env) for a in args])
-    if outs is None:
-        return
-    if isinstance(outs, str):
-        env[outs] = result
-    else:
-        env.update(zip(outs, result))
 
 
 def bind_program(program: QueueProgram, ctx, imports) -> GeneralProgram:
@@ -141,4 +211,4 @@ def bind_program(program: QueueProgram, ctx, imports) -> GeneralProgram:
     return GeneralProgram(program, by_name, ctx.rodata)
 
 
-__all__ = ["GeneralProgram", "bind_program", "compute_function", "run_step"]
+__all__ = ["GeneralProgram", "bind_program", "compute_function"]

@@ -122,6 +122,12 @@ class LocalQueue:
         if error is not None:
             raise error
 
+    def idle(self) -> bool:
+        """Whether no thread is running this queue's work now (a hint: the answer may
+        go stale at once; callers that act on it still go through `run_now` or the
+        imports, which decide under the lock)."""
+        return not self._draining
+
     def run_now(self, fn: Callable[[object, object], None], a, b, name: str):
         """`fn(a, b)` run here and now, as `call` runs work whose wait fence is reached,
         for callers that signal nothing (runtime_support/hal/fused.py: their fences are
