@@ -9,7 +9,10 @@ INVALID_ARGUMENT "buffer overflow for NAME"; the span (size0-1)*stride0 +
 (size1-1)*stride1 + 1 elements from the offset, computed modulo 2**64, must lie in the
 buffer, else OUT_OF_RANGE; an output needs a mutable buffer, else PERMISSION_DENIED).
 Beyond IREE, every element a loop would touch must lie in the buffer (negative strides
-can pass IREE's span check and then read outside it: here OUT_OF_RANGE).
+can pass IREE's span check and then read outside it: here OUT_OF_RANGE), and a tile
+whose zero or overlapping strides make it more than 2**24 elements and more than its
+buffer holds is RESOURCE_EXHAUSTED (IREE loops over every element; pyree would first
+allocate an index per element the operand claims).
 
 Element loops run row-major, each element read then written, as IREE's C loops do: where
 the output overlaps an input (or writes one element twice) the numpy form would differ,
@@ -35,6 +38,9 @@ MODULE_NAME = "vmvx"
 M64 = (1 << 64) - 1
 _HIGH32 = 0xFFFFFFFF00000000
 _TINY32 = np.float32(2.0**-126)
+# Elements an operand whose strides revisit elements (zero or overlapping strides) may
+# span beyond its buffer's own element count: every one costs an index (8 bytes).
+_MAX_REPEATED = 1 << 24
 
 # Argument shapes (IREE's fixed argument structs) -> calling convention.
 SHAPES = {
@@ -224,10 +230,23 @@ class _Operand:
                 f"{where}: {name}: out-of-bounds access (offset={byte_offset}, length={length}, "
                 f"buffer length={buf.length})",
             )
-        rows = np.arange(size0, dtype=np.int64)[:, None] * _signed64(s0)
-        cols = np.arange(size1, dtype=np.int64)[None, :] * _signed64(s1)
-        index = rows + cols
         count = (buf.length - byte_offset) // elem
+        elements = size0 * size1
+        if elements > max(count, _MAX_REPEATED):
+            # (only strides that revisit elements get here: a zero or overlapping stride)
+            raise VMError(
+                StatusCode.RESOURCE_EXHAUSTED,
+                f"{where}: {name}: a {size0}x{size1} tile ({elements} elements) with strides "
+                f"({_signed64(s0)}, {_signed64(s1)}) revisits the {count} elements its buffer "
+                f"holds from the offset; pyree maps at most {max(count, _MAX_REPEATED)} "
+                f"elements per operand (IREE would loop over all {elements})",
+            )
+        if elements:
+            rows = np.arange(size0, dtype=np.int64)[:, None] * _signed64(s0)
+            cols = np.arange(size1, dtype=np.int64)[None, :] * _signed64(s1)
+            index = rows + cols
+        else:  # (an empty tile: no index per row or column of the other size)
+            index = np.empty((size0, size1), np.int64)
         if index.size and (index.min() < 0 or index.max() >= count):
             raise VMError(
                 StatusCode.OUT_OF_RANGE,

@@ -159,8 +159,10 @@ def mmt4d(where, lb, lo, ls, rb, ro, rs, ob, oo, os_, m, n, k, m0, n0, k0, flags
     _in_range(where, (("M", M), ("N", N), ("K", K)), 31)
     _in_range(where, (("M0", M0), ("N0", N0), ("K0", K0)), 15)
     accumulate = bool(flags & _MMT4D_ACCUMULATE)
-    if M == 0 or N == 0 or (K == 0 and accumulate):
-        return
+    if M == 0 or N == 0 or M0 == 0 or N0 == 0 or (K * K0 == 0 and accumulate):
+        return  # (nothing to write: an empty tile, or nothing added to it)
+    if K0 == 0:
+        K = 0  # (K empty steps: lhs and rhs hold no element, however large K is)
     fused = kind == _MMT4D_F32 and _f32_arch_tile(M0, N0, K0)
     if not fused and not (flags & _MMT4D_FALLBACK) and not (kind == _MMT4D_S8S8S32 and _s8_arch_tile(M0, N0, K0)):
         raise _bad(where, f"no tile function for {M0}x{N0}x{K0} and no generic fallback flag")
