@@ -575,6 +575,8 @@ def _h_list_get_ref(k: _Kernel, op) -> None:
     lst, idx = k.read(op["list"]), k.read(op["index"])
     if lst.ref != "list" or idx.const is None:
         raise NotVectorizable("a binding taken from the list by a varying index")
+    if not 0 <= idx.const < 1 << 31:
+        raise NotVectorizable(f"a binding taken from the list at index {idx.const}")
     k.write(op["result"], Val(f"b{idx.const}", "ref", ref=("binding", idx.const)))
     k.bindings_used.add(idx.const)
 
@@ -874,6 +876,9 @@ def _assemble(k: _Kernel, guards: list[str]) -> list[str]:
     out.append(f"NDIM = {k.ndim}")
     for axis, g in enumerate(GRID):
         out.append(f"_{g} = A.axis_range(0, 1, {_COUNTS[g]}, {axis}, NDIM)")
+    if k.bindings_used:  # (fewer bindings than the kernel takes: the scalar path's VMError)
+        out.append(f"if len(bindings) <= {max(k.bindings_used)}:")
+        out.append("    return False")
     for b in sorted(k.bindings_used):
         out.append(f"b{b} = bindings[{b}]")
     for n in sorted(k.rodata_used):
