@@ -56,3 +56,29 @@ def test_fuzz_vmvx_ci(seeds, tmp_path):
         assert counts.get(cls, 0) > 0, counts
     ops = {k.removeprefix("op ") for k in report["by_mutation"] if k.startswith("op ")}
     assert {"mmt4d", "pack", "unpack", "query_tile_sizes.2d", "divs.2d.i32", "copy.2d.x64"} <= ops, ops
+
+
+def test_found_tile_operand_bugs_are_vm_errors():
+    """What the tile family found: an operand whose strides revisit elements claims more
+    elements than pyree maps (was a MemoryError), an empty tile with a huge other size
+    (was one), an mmt4d with K0 = 0 and a huge K (was a 2**31-step loop)."""
+    import time
+
+    from runtime_support.errors import StatusCode, VMError
+    from runtime_support.modules.vmvx import VmvxModule
+    from runtime_support.vm.buffer import VMBuffer
+
+    vmvx = VmvxModule()
+
+    def buf(n):
+        return VMBuffer(bytearray(n))
+
+    with pytest.raises(VMError) as e:
+        vmvx.copy_2d_x8(buf(8), 0, 0, 0, buf(8), 0, 0, 0, 2**32 - 1, 2**32 - 1)
+    assert e.value.code == StatusCode.RESOURCE_EXHAUSTED and "vmvx.copy.2d.x8: in:" in str(e.value)
+    vmvx.neg_2d_f32(buf(256), 0, 2**31 - 2, 1, buf(16), 0, 2**31 - 2, 1, 0, 2**31 - 1)  # (empty)
+    t0 = time.monotonic()
+    out = buf(64)
+    out.data[0] = 5
+    vmvx.mmt4d(buf(64), 0, 0, buf(64), 0, 0, out, 0, 1, 1, 1, 2**31 - 1, 1, 1, 0, 0x201)
+    assert out.data[0] == 0 and time.monotonic() - t0 < 5
