@@ -166,6 +166,59 @@ def test_fast_path_queues_behind_another_thread(compile_mlir, tmp_path, monkeypa
     assert calls.get("device_queue_execute_indirect", 0) >= 1
 
 
+def test_segment_failure_raises_as_the_general_path(compile_mlir, tmp_path, monkeypatch):
+    """A command buffer whose execution fails inside a segment's plan: the call raises
+    the error the general path raises for the same failure (its await of the failed
+    fence), and the next call runs the plan again."""
+    import numpy as np
+
+    from runtime_support.errors import StatusCode
+    from runtime_support.exec import segments
+
+    src = tmp_path / "mul.mlir"
+    src.write_text(_MUL_MLIR)
+    vmfb = compile_mlir(src, QUEUE_FLAGS)
+    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+    a = np.arange(4, dtype=np.float32)
+    b = np.full(4, 1.5, np.float32)
+    want = load_package(write_package(read_module_file(vmfb), tmp_path, "ref", host_path="programs"))
+    want = want.load(device="local-sync").call("mul", a, b).tobytes()
+    real_run = segments._run
+    failures = []
+
+    def failing(shape, packed):
+        if not failures:
+            failures.append(True)
+            raise VMError(StatusCode.DATA_LOSS, "kernel failed on purpose")
+        real_run(shape, packed)
+
+    monkeypatch.setattr(segments, "_run", failing)
+    ctx = pkg.load(device="local-sync")
+    with pytest.raises(VMError) as fast_error:
+        ctx.call("mul", a, b)
+    assert failures
+    assert ctx.call("mul", a, b).tobytes() == want
+
+    # The general path, its command buffer failing the same way.
+    from runtime_support.hal.command_buffer import HalCommandBuffer
+
+    monkeypatch.setenv("PYREE_QUEUE_FAST", "0")
+    real_execute = HalCommandBuffer.execute
+
+    def failing_execute(self, table=None, workers=None):
+        raise VMError(StatusCode.DATA_LOSS, "kernel failed on purpose")
+
+    monkeypatch.setattr(HalCommandBuffer, "execute", failing_execute)
+    general = pkg.load(device="local-sync")
+    with pytest.raises(VMError) as general_error:
+        general.call("mul", a, b)
+    monkeypatch.setattr(HalCommandBuffer, "execute", real_execute)
+    assert (fast_error.value.code, str(fast_error.value)) == (
+        general_error.value.code,
+        str(general_error.value),
+    )
+
+
 # --- random HAL queue programs ------------------------------------------------------------------
 #
 # tests/random_programs.py's queue programs (several dispatches and barriers per command

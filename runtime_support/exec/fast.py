@@ -36,6 +36,8 @@ from ..hal.fence import REACHED, Fence
 from ..hal.module import HalModule
 from ..hal.queue import BUSY
 from .general import GeneralProgram
+from .segments import MAX_PLANS as SEGMENT_PLANS
+from .segments import _Decline, build_shape, find_segments, ready, run_shape
 from .steps import (
     CommandBufferCopyBuffer,
     CommandBufferCreate,
@@ -175,6 +177,36 @@ def _own(imports: dict, step) -> bool:
     return isinstance(owner, HalModule) and getattr(bound, "__func__", None) is getattr(
         HalModule, HalModule.method_name(step.IMPORT), None
     )
+
+
+def _segment_op(segment, inner: list, general_ops: list, getters: list, await_import):
+    """The op of a segment: its plan for this call's shape (built at the shape's first
+    call), or its steps' own ops where the call or the shape declines."""
+    shapes = segment.shapes
+
+    def run_segment(env) -> None:
+        if ready(segment, env, _DONE):
+            try:
+                key = segment.key_of(env)
+                shape = shapes.get(key)
+            except TypeError:  # (an unhashable value: no shape)
+                shape = key = None
+            if shape is None and key is not None:
+                try:
+                    shape = build_shape(segment, env, general_ops, getters, (_PENDING, _DONE))
+                except _Decline:
+                    shape = False
+                shapes[key] = shape
+                if len(shapes) > SEGMENT_PLANS:
+                    shapes.popitem(last=False)
+            if shape:
+                shapes.move_to_end(key)
+                if run_shape(segment, shape, env, await_import):
+                    return
+        for op in inner:
+            op(env)
+
+    return run_segment
 
 
 def _materialised(op, reads: tuple):
@@ -360,7 +392,7 @@ class FastProgram(GeneralProgram):
         self.spans = _spans(program) if _own(imports, DeviceQueueExecute) else []
         deferred = {k for span in self.spans for k in (span.create, *span.members)}
         submits = {span.execute: span for span in self.spans}
-        ops = []
+        ops: dict[int, object] = {}  # step index -> its op
         for k, (step, _fn, _fetch, _outs) in enumerate(self._steps):
             if k in deferred:
                 continue  # (recorded at its submission, if at all)
@@ -372,15 +404,28 @@ class FastProgram(GeneralProgram):
             if span is not None:
                 span.fields = {p: values.getter(getattr(step, p)) for p in step.PARAMS}
                 self._prepare(span)
-                ops.append(self._submission(span, general))
+                ops[k] = self._submission(span, general)
                 continue
             make = _HANDLERS.get(type(step))
             op = None
             if make is not None and _own(imports, step):
                 get = {p: values.getter(getattr(step, p)) for p in step.PARAMS}
                 op = make(step, get, private, general)
-            ops.append(general if op is None else op)
-        self._fast_ops = ops
+            ops[k] = general if op is None else op
+        # Segments (segments.py): one op each, its steps' ops where a call declines.
+        await_import = imports.get(FenceAwait.IMPORT)
+        for segment in find_segments(
+            program, deferred | set(submits), private, lambda step: _own(imports, step)
+        ):
+            indices = range(segment.first, segment.last + 1)
+            inner = [ops.pop(k) for k in indices]
+            getters = [
+                {p: values.getter(getattr(program.steps[k], p)) for p in getattr(program.steps[k], "PARAMS", ())}
+                for k in indices
+            ]
+            general_ops = [self._ops[k] for k in indices]
+            ops[segment.first] = _segment_op(segment, inner, general_ops, getters, await_import)
+        self._fast_ops = [ops[k] for k in sorted(ops)]
 
     def __call__(self, *args):
         env = self._env(args)

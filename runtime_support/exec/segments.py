@@ -1,0 +1,489 @@
+"""Queue segments: a run of queue steps up to an await, run as one native plan.
+
+A *segment* is a stretch of a queue program made of integer computations, private fence
+creations and joins, queue allocas, deallocas, barriers and executions of reusable command
+buffers, ending at the `FenceAwait` that waits for them (and the `FailIf` on its status).
+IREE writes one per submission (alloca, execute.indirect, await) and one per chain of
+them: on the general path each step is an import call, each execution one plan run.
+
+Here the whole segment is one plan (hal/plan.py) of every command of every command buffer
+it executes, in order, each execution's binding-table entries table slots of that plan.
+The plan is built at the first call of a *shape*: the values of everything the segment
+reads except the buffers it binds and the fences it waits on (the device, the command
+buffers, sizes, offsets, lengths, scalars); it is kept (MAX_PLANS per segment, least
+recently used dropped) with what the segment leaves behind: which buffers it allocates
+(sizes, memory types, usage), and the values of what later steps read (statuses 0,
+private fences reached, integer results). A later call of the same shape allocates the
+buffers, fills the table and runs the plan under `LocalQueue.run_now`.
+
+Fast only where provably the same, decided when the plan is built and checked per call:
+- the segment's queue operations form one chain: each waits, through private fences, on
+  every execution before it, and the await covers them all; so a failure stops every
+  later operation, as the plan does, and the await raises that failure;
+- each command buffer is a reusable, finalized HalCommandBuffer whose commands a plan can
+  hold; every binding-table row names a buffer; every `FailIf` passes;
+- per call: each fence it waits on is reached, each buffer it binds or releases is a
+  HalBuffer, the queue is free, and the plan's per-slot checks pass; otherwise it runs
+  step by step (fast.py's ops), nothing of it done.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections import OrderedDict
+from operator import itemgetter
+
+from ..hal.buffer import ALIGNMENT, WHOLE_BUFFER, HalBuffer, fresh_buffer
+from ..hal.command_buffer import BufferRef, HalCommandBuffer
+from ..hal.device import LocalDevice
+from ..hal.fence import Fence
+from ..hal.queue import BUSY
+from .program import Compute, FailIf
+from .steps import (
+    DeviceQueueAlloca,
+    DeviceQueueBarrier,
+    DeviceQueueDealloca,
+    DeviceQueueExecute,
+    DeviceQueueExecuteIndirect,
+    FenceAwait,
+    FenceCreate,
+    FenceJoin,
+)
+
+MAX_PLANS = 16
+_memset = ctypes.memset
+_M32 = 0xFFFFFFFF
+_QUEUE_OPS = (DeviceQueueAlloca, DeviceQueueDealloca, DeviceQueueBarrier,
+              DeviceQueueExecute, DeviceQueueExecuteIndirect)
+_EXECUTES = (DeviceQueueExecute, DeviceQueueExecuteIndirect)
+# The commands a segment plan holds (as fast.py's one-shot plans).
+_PLANNABLE = frozenset({"_Dispatch", "_Fill", "_Copy"})
+
+
+class _Decline(Exception):
+    """This shape of the segment runs step by step."""
+
+
+class _Alloc:
+    """A buffer the segment allocates, while its plan is built: the k-th one it returns
+    (`k`), or a transient one (`k` None) at `offset` in arena `arena`."""
+
+    __slots__ = ("k", "arena", "offset", "size")
+
+    def __init__(self, k, arena=None, offset=0, size=0) -> None:
+        self.k, self.arena, self.offset, self.size = k, arena, offset, size
+
+
+class _Shape:
+    """A segment's plan for one shape, and what it leaves behind.
+
+    Table slots: one per arena (the transient buffers of one memory type and usage, at
+    fixed offsets; the commands' refs into them composed with their rows, checked when
+    the plan was built), then one per binding-table row of a buffer from outside or of
+    one the segment returns (`rows`: (slot, name | returned index, offset, length))."""
+
+    __slots__ = ("plan", "fresh", "arenas", "template", "rows", "results", "await_args")
+
+    def __init__(self, plan, fresh, arenas, template, rows, results, await_args) -> None:
+        self.plan = plan
+        self.fresh = fresh  # (size, memory types, usage) per buffer returned
+        self.arenas = arenas  # the arena buffers (zeroed per call, as a fresh alloca is)
+        self.template = template  # the table with the arena slots filled
+        self.rows = rows
+        self.results = results  # (name, returned index | None, value) per value read later
+        self.await_args = await_args  # (timeout, flags) of the await, for its error
+
+
+class Segment:
+    """One segment of a program: steps `first`..`last` (indices into program.steps)."""
+
+    def __init__(self, program, first: int, last: int, live_after: set[str]) -> None:
+        self.program = program
+        self.first, self.last = first, last
+        steps = program.steps[first : last + 1]
+        made: set[str] = set()
+        waits: set[str] = set()
+        buffers: set[str] = set()
+        keyed: list[str] = []
+
+        def read(value, role: str) -> None:
+            if isinstance(value, tuple):
+                for v in value:
+                    read(v, role)
+            elif isinstance(value, str) and value not in made:
+                if role == "wait":
+                    waits.add(value)
+                elif role == "buffer":
+                    buffers.add(value)
+                else:
+                    keyed.append(value)
+
+        device = None
+        for step in steps:
+            if isinstance(step, Compute):
+                read(step.args, "key")
+            elif isinstance(step, FailIf):
+                read((step.test, step.status), "key")
+            else:
+                if device is None and "device" in step.PARAMS:
+                    device = step.device
+                for p in step.PARAMS:
+                    value = getattr(step, p)
+                    if p in ("wait_fence", "fences"):
+                        read(value, "wait")
+                    elif p == "buffer":
+                        read(value, "buffer")
+                    elif p == "binding_table":
+                        for row in value:
+                            read(row[0], "buffer")
+                            read(row[1:], "key")
+                    else:
+                        read(value, "key")
+            outs = getattr(step, "out", None)
+            for name in (outs,) if isinstance(outs, str) else outs or ():
+                made.add(name)
+        if not isinstance(device, str):
+            raise ValueError("a segment's device is a value of the program")
+        self.device = device  # (a keyed name: a shape's device is the same object)
+        keyed = list(dict.fromkeys(keyed))
+        self.waits = sorted(waits)  # checked per call (keyed or not)
+        self.buffers = sorted(buffers)  # each a HalBuffer per call
+        self.keyed = keyed
+        self.key_of = itemgetter(*keyed) if len(keyed) > 1 else itemgetter(keyed[0])
+        self.results = sorted(made & live_after)
+        self.shapes: OrderedDict = OrderedDict()
+
+
+def find_segments(program, skip: set[int], private: set[str], own) -> list[Segment]:
+    """The program's segments: maximal runs of segment steps (not in `skip`, on private
+    fences, through the hal module's own imports: `own(step)`), awaits and fail checks,
+    up to the last await (or the fail check after it), with at least one execution."""
+    steps = program.steps
+    out = []
+    k, n = 0, len(steps)
+    while k < n:
+        first = end = k
+        executes = 0
+        last = None  # (the segment's last step: an await, or the check after it)
+        while end < n and end not in skip:
+            step = steps[end]
+            if type(step) is FenceAwait:
+                if not (own(step) and isinstance(step.out, str)):
+                    break
+                last = end
+            elif isinstance(step, FailIf):
+                if last == end - 1:
+                    last = end
+            elif _inner(step, private, own):
+                executes += type(step) in _EXECUTES
+            else:
+                break
+            end += 1
+        if last is not None and any(type(steps[j]) in _EXECUTES for j in range(first, last + 1)):
+            out.append(Segment(program, first, last, _live_after(program, last)))
+            k = last + 1
+        else:
+            k = max(end, first + 1)
+    return out
+
+
+def _inner(step, private: set[str], own) -> bool:
+    if isinstance(step, Compute):
+        return True
+    if type(step) in (FenceCreate, FenceJoin):
+        return step.out in private and own(step)
+    if type(step) in _QUEUE_OPS:
+        return step.signal_fence in private and own(step)
+    return False
+
+
+def _live_after(program, last: int) -> set[str]:
+    """The names the steps after `last` or the outputs read."""
+    names = set(program.outputs)
+
+    def read(value) -> None:
+        if isinstance(value, tuple):
+            for v in value:
+                read(v)
+        elif isinstance(value, str):
+            names.add(value)
+
+    for step in program.steps[last + 1 :]:
+        if isinstance(step, Compute):
+            read(step.args)
+        elif isinstance(step, FailIf):
+            read((step.test, step.status))
+        else:
+            for p in step.PARAMS:
+                read(getattr(step, p))
+    return names
+
+
+# -- building a shape's plan ----------------------------------------------------------------
+
+
+def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -> _Shape:
+    """The plan of the segment for the values in `env` (a copy is stepped through);
+    raises _Decline where this shape must run step by step. `ops[i]`/`getters[i]`: the
+    general op and the field getters of the segment's i-th step; `states`: fast.py's
+    (PENDING, DONE) private fence states."""
+    from ..hal.plan import build_plan
+
+    pending, done = states
+    sim = dict(env)
+    deps: dict[str, frozenset] = {}  # private fence -> the executions it follows
+    fresh: list = []  # (size, types, usage) per buffer the segment returns
+    arenas: dict = {}  # (types, usage) -> [arena index, bytes so far]
+    rows: list = []  # (slot, name | returned index, offset, length)
+    row_slots: dict = {}  # (one slot per distinct row)
+    commands: list = []
+    executed = 0
+    awaited: frozenset = frozenset()
+    device = None
+    await_args = None
+    steps = segment.program.steps[segment.first : segment.last + 1]
+
+    for i, step in enumerate(steps):
+        get = getters[i]
+        if isinstance(step, Compute):
+            ops[i](sim)
+            continue
+        if isinstance(step, FailIf):
+            try:
+                ops[i](sim)
+            except Exception:  # noqa: BLE001 - the check fails: the general path raises it
+                raise _Decline from None
+            continue
+        kind = type(step)
+        if kind is FenceCreate or kind in _QUEUE_OPS:
+            dev = get["device"](sim)
+            if type(dev) is not LocalDevice or (device is not None and dev is not device):
+                raise _Decline
+            device = dev
+        if kind is FenceCreate:
+            sim[step.out] = pending
+            deps[step.out] = frozenset()
+            continue
+        if kind is FenceJoin or kind is FenceAwait:
+            covered = frozenset()
+            for name, value in zip(step.fences, get["fences"](sim)):
+                covered |= _follows(name, value, deps, done)
+            if kind is FenceJoin:
+                sim[step.out] = done
+                deps[step.out] = covered
+                continue
+            if len(covered | awaited) != executed:
+                raise _Decline  # (an execution the await does not wait for)
+            sim[step.out] = 0  # (a failure raises at the first await after it, as here)
+            awaited = covered | awaited  # (the host goes on after these: all that follows does)
+            await_args = (get["timeout_millis"](sim), get["flags"](sim))
+            continue
+        # a queue operation
+        signal = step.signal_fence
+        if sim[signal] is not pending:
+            raise _Decline
+        follows = _follows(step.wait_fence, get["wait_fence"](sim), deps, done) | awaited
+        if len(follows) != executed:
+            raise _Decline  # (not one chain: a failure would not stop it)
+        if kind is DeviceQueueAlloca:
+            size = get["allocation_size"](sim)
+            if get["pool"](sim) != 0 or not 0 <= size:
+                raise _Decline
+            types, usage = get["memory_types"](sim) & _M32, get["buffer_usage"](sim) & _M32
+            if step.out in segment.results:
+                sim[step.out] = _Alloc(len(fresh))
+                fresh.append((size, types, usage))
+            else:
+                arena = arenas.setdefault((types, usage), [len(arenas), 0])
+                sim[step.out] = _Alloc(None, arena[0], arena[1], size)
+                arena[1] += -(-size // ALIGNMENT) * ALIGNMENT  # (aligned as a fresh one)
+        elif kind is DeviceQueueDealloca:
+            if type(get["buffer"](sim)) not in (HalBuffer, _Alloc):
+                raise _Decline
+        elif kind in _EXECUTES:
+            cmd = get["command_buffer"](sim)
+            if (
+                type(cmd) is not HalCommandBuffer
+                or cmd.recording
+                or cmd.one_shot
+                or any(type(c).__name__ not in _PLANNABLE for c in cmd.commands)
+            ):
+                raise _Decline
+            table = []  # per row of this execution: ("arena", index, offset, length) | slot
+            if kind is DeviceQueueExecuteIndirect:
+                for name, (buffer, offset, length) in zip(
+                    (row[0] for row in step.binding_table), get["binding_table"](sim)
+                ):
+                    if type(buffer) is _Alloc and buffer.k is None:
+                        # (the row's range in its transient buffer, as the import checks it)
+                        length = buffer.size - offset if length == WHOLE_BUFFER else length
+                        if offset < 0 or length < 0 or offset + length > buffer.size:
+                            raise _Decline
+                        table.append(("arena", buffer.arena, buffer.offset + offset, length))
+                        continue
+                    if type(buffer) is _Alloc:
+                        source = buffer.k
+                    elif type(buffer) is HalBuffer and isinstance(name, str):
+                        source = name
+                    else:
+                        raise _Decline  # (a null or constant row: the general path's checks)
+                    slot = row_slots.get((source, offset, length))
+                    if slot is None:  # (numbered after the arenas' slots below)
+                        slot = row_slots[source, offset, length] = -1 - len(rows)
+                        rows.append((slot, source, offset, length))
+                    table.append(slot)
+            elif cmd.binding_count:
+                raise _Decline
+            if cmd.binding_count > len(table):
+                raise _Decline
+            for c in cmd.commands:
+                commands.append(_rebased(c, table))
+            executed += 1
+        deps[signal] = follows | ({executed} if kind in _EXECUTES else frozenset())
+        sim[signal] = done
+    if await_args is None:
+        raise _Decline
+    # Slots: arenas 0..A-1, then the rows (their provisional numbers -1, -2... mapped).
+    count = len(arenas)
+    commands = [_numbered(c, count) for c in commands]
+    plan = build_plan(commands, device.worker_count)
+    if plan is None:
+        raise _Decline
+    allocator = device.allocator
+    arena_buffers = [None] * count
+    for (types, usage), (index, size) in arenas.items():
+        arena_buffers[index] = fresh_buffer(size, types, usage, allocator)
+    template = [(b, 0, WHOLE_BUFFER) for b in arena_buffers] + [None] * len(rows)
+    rows = [(count - 1 - slot, source, offset, length) for slot, source, offset, length in rows]
+    results = []
+    for name in segment.results:
+        value = sim[name]
+        if type(value) is _Alloc:
+            results.append((name, value.k, None))
+        else:
+            results.append((name, None, value))
+    return _Shape(plan, fresh, arena_buffers, template, rows, results, await_args)
+
+
+def _follows(name, value, deps: dict, done) -> frozenset:
+    """The executions a wait on the fence `name` (its value `value`) follows; raises
+    _Decline where the wait is not over (a private fence nothing signals, an outside
+    fence pending or failed)."""
+    if value is None:
+        return frozenset()
+    if value is done:
+        return deps.get(name, frozenset()) if isinstance(name, str) else frozenset()
+    if type(value) is Fence and value.reached_now():
+        return frozenset()
+    raise _Decline
+
+
+def _rebased(command, table: list):
+    """`command` with its table refs moved to the segment's slots: a row of a transient
+    buffer becomes its arena's slot at the composed offset (the ref's range checked in
+    the row, as resolve_ref checks it), any other row its own (provisional) slot."""
+    kind = type(command).__name__
+    if kind == "_Dispatch":
+        if isinstance(command.workgroups, BufferRef):
+            raise _Decline
+        return command._replace(bindings=tuple(_ref(r, table) for r in command.bindings), direct=None)
+    if kind == "_Fill":
+        return command._replace(target=_ref(command.target, table))
+    if kind == "_Copy":
+        return command._replace(source=_ref(command.source, table), target=_ref(command.target, table))
+    raise _Decline
+
+
+def _ref(ref: BufferRef, table: list) -> BufferRef:
+    if ref.buffer is not None:
+        return ref
+    if not 0 <= ref.slot < len(table):
+        raise _Decline
+    row = table[ref.slot]
+    if type(row) is int:
+        return BufferRef(None, row, ref.offset, ref.length)
+    _, arena, base, row_length = row
+    length = row_length - ref.offset if ref.length == WHOLE_BUFFER else ref.length
+    if ref.offset < 0 or length < 0 or ref.offset + length > row_length:
+        raise _Decline
+    return BufferRef(None, _ARENA - arena, base + ref.offset, length)
+
+
+# (arena slots while building: _ARENA - index, below every row's provisional -1, -2..)
+_ARENA = -(1 << 40)
+
+
+def _numbered(command, arenas: int):
+    """`command` with provisional slots numbered: arena a -> a, row -1 - r -> arenas + r."""
+
+    def slot(ref):
+        if ref.buffer is not None:
+            return ref
+        s = ref.slot
+        s = _ARENA - s if s <= _ARENA // 2 else arenas - 1 - s
+        return ref._replace(slot=s)
+
+    kind = type(command).__name__
+    if kind == "_Dispatch":
+        return command._replace(bindings=tuple(slot(r) for r in command.bindings))
+    if kind == "_Fill":
+        return command._replace(target=slot(command.target))
+    return command._replace(source=slot(command.source), target=slot(command.target))
+
+
+# -- running a shape ------------------------------------------------------------------------
+
+
+def _run(shape, packed) -> None:
+    """(Under the queue:) the arenas zeroed, as fresh allocas are, and the plan run."""
+    table, workers, ran = packed
+    for arena in shape.arenas:
+        _memset(arena.address, 0, arena.length)
+    if shape.plan.run(table, workers):
+        ran.append(True)
+
+
+def ready(segment: Segment, env: dict, done) -> bool:
+    """The per-call conditions of any shape: every fence waited on is over, every buffer
+    bound or released is a HalBuffer, and the device's queue is free."""
+    for name in segment.waits:
+        fence = env[name]
+        if not (fence is None or fence is done or (type(fence) is Fence and fence.reached_now())):
+            return False
+    for name in segment.buffers:
+        if type(env[name]) is not HalBuffer:
+            return False
+    device = env[segment.device]
+    return type(device) is LocalDevice and device.queue.idle()
+
+
+def run_shape(segment: Segment, shape: _Shape, env: dict, await_import) -> bool:
+    """Runs `shape`'s plan for the call's values in `env` (`ready` holds); False (nothing
+    done) where another thread took the queue or the plan's slot checks decline."""
+    device = env[segment.device]
+    allocator = device.allocator
+    fresh = []
+    for size, types, usage in shape.fresh:
+        fresh.append(fresh_buffer(size, types, usage, allocator))
+        allocator.bytes_allocated += size
+    table = shape.template.copy()
+    for slot, source, offset, length in shape.rows:
+        table[slot] = ((env[source] if type(source) is str else fresh[source]), offset, length)
+    ran: list = []
+    error = device.queue.run_now(
+        _run, shape, (table, device.worker_count, ran), "device.queue.execute.indirect"
+    )
+    if error is BUSY or (error is None and not ran):
+        return False
+    if error is not None:
+        # The chain's await sees the failed execution: the import raises its error.
+        fence = Fence()
+        fence.fail(error)
+        await_import(shape.await_args[0], shape.await_args[1], [fence])
+        raise error  # (not reached: an await of a failed fence raises)
+    for name, k, value in shape.results:
+        env[name] = fresh[k] if k is not None else value
+    return True
+
+
+__all__ = ["MAX_PLANS", "Segment", "build_shape", "find_segments", "ready", "run_shape"]
