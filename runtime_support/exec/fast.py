@@ -29,7 +29,9 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from ..hal.allocator import HalAllocator
 from ..hal.buffer import WHOLE_BUFFER, HalBuffer, fresh_buffer
+from ..hal.buffer_view import HalBufferView
 from ..hal.command_buffer import BufferRef, HalCommandBuffer
 from ..hal.device import LocalDevice
 from ..hal.fence import REACHED, Fence
@@ -39,6 +41,10 @@ from .general import GeneralProgram
 from .segments import MAX_PLANS as SEGMENT_PLANS
 from .segments import _Decline, build_shape, find_segments, ready, run_shape
 from .steps import (
+    BufferAssert,
+    BufferViewAssert,
+    BufferViewBuffer,
+    DeviceAllocator,
     CommandBufferCopyBuffer,
     CommandBufferCreate,
     CommandBufferDispatch,
@@ -369,6 +375,77 @@ def _fence_await(step, get, private, general):
     return fence_await
 
 
+# Argument checks: each passes here where its operand is of the type the import takes
+# and the check holds; otherwise the import runs and raises its own error.
+
+
+def _view_assert(step, get, private, general):
+    view_of, types_of, encoding_of, shape_of = (
+        get["buffer_view"], get["element_type"], get["encoding_type"], get["shape"]
+    )
+
+    def view_assert(env) -> None:
+        view = view_of(env)
+        if not (
+            type(view) is HalBufferView
+            and view.element_type == types_of(env) & _M32
+            and view.encoding_type == encoding_of(env) & _M32
+            and view.shape == tuple(shape_of(env))
+        ):
+            general(env)
+
+    return view_assert
+
+
+def _view_buffer(step, get, private, general):
+    view_of, out = get["buffer_view"], step.out
+    if not isinstance(out, str):
+        return None
+
+    def view_buffer(env) -> None:
+        view = view_of(env)
+        if type(view) is HalBufferView:
+            env[out] = view.buffer
+        else:
+            general(env)
+
+    return view_buffer
+
+
+def _device_allocator(step, get, private, general):
+    device_of, out = get["device"], step.out
+    if not isinstance(out, str):
+        return None
+
+    def device_allocator(env) -> None:
+        device = device_of(env)
+        if type(device) is LocalDevice:
+            env[out] = device.allocator
+        else:
+            general(env)
+
+    return device_allocator
+
+
+def _buffer_assert(step, get, private, general):
+    buffer_of, allocator_of, length_of = get["buffer"], get["allocator"], get["minimum_length"]
+    types_of, usage_of = get["memory_types"], get["buffer_usage"]
+
+    def buffer_assert(env) -> None:
+        buffer, allocator = buffer_of(env), allocator_of(env)
+        types, usage = types_of(env) & _M32, usage_of(env) & _M32
+        if not (
+            type(buffer) is HalBuffer
+            and (allocator is None or isinstance(allocator, HalAllocator))
+            and buffer.length >= length_of(env)
+            and buffer.memory_types & types == types
+            and buffer.allowed_usage & usage == usage
+        ):
+            general(env)
+
+    return buffer_assert
+
+
 _HANDLERS = {
     FenceCreate: _fence_create,
     FenceJoin: _fence_join,
@@ -378,6 +455,10 @@ _HANDLERS = {
     DeviceQueueBarrier: _signal_only,
     DeviceQueueExecuteIndirect: _execute,
     DeviceQueueExecute: _execute,
+    BufferViewAssert: _view_assert,
+    BufferViewBuffer: _view_buffer,
+    DeviceAllocator: _device_allocator,
+    BufferAssert: _buffer_assert,
 }
 
 

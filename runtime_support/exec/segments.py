@@ -82,23 +82,25 @@ class _Shape:
     the plan was built), then one per binding-table row of a buffer from outside or of
     one the segment returns (`rows`: (slot, name | returned index, offset, length))."""
 
-    __slots__ = ("plan", "fresh", "arenas", "template", "rows", "results", "await_args")
+    __slots__ = ("plan", "fresh", "arenas", "template", "rows", "results", "await_args", "fences")
 
-    def __init__(self, plan, fresh, arenas, template, rows, results, await_args) -> None:
+    def __init__(self, plan, fresh, arenas, template, rows, results, await_args, fences) -> None:
         self.plan = plan
         self.fresh = fresh  # (size, memory types, usage) per buffer returned
         self.arenas = arenas  # the arena buffers (zeroed per call, as a fresh alloca is)
         self.template = template  # the table with the arena slots filled
         self.rows = rows
         self.results = results  # (name, returned index | None, value) per value read later
-        self.await_args = await_args  # (timeout, flags) of the await, for its error
+        self.await_args = await_args  # (timeout, flags) of an await, for its error (or None)
+        self.fences = fences  # (name, signalled here) per returned fence the segment makes
 
 
 class Segment:
     """One segment of a program: steps `first`..`last` (indices into program.steps)."""
 
-    def __init__(self, program, first: int, last: int, live_after: set[str]) -> None:
+    def __init__(self, program, first: int, last: int, live_after: set[str], public=frozenset()) -> None:
         self.program = program
+        self.public = public  # (fences the program makes and returns)
         self.first, self.last = first, last
         steps = program.steps[first : last + 1]
         made: set[str] = set()
@@ -155,16 +157,18 @@ class Segment:
 
 
 def find_segments(program, skip: set[int], private: set[str], own) -> list[Segment]:
-    """The program's segments: maximal runs of segment steps (not in `skip`, on private
-    fences, through the hal module's own imports: `own(step)`), awaits and fail checks,
-    up to the last await (or the fail check after it), with at least one execution."""
+    """The program's segments: maximal runs of segment steps (not in `skip`, through the
+    hal module's own imports: `own(step)`), awaits and fail checks, up to the last await
+    (or the fail check after it) or the last queue operation signalling a fence the
+    program returns, with at least one execution."""
     steps = program.steps
+    public = _made_fences(program) - private  # (fences made here and returned)
+    fences = private | public
     out = []
     k, n = 0, len(steps)
     while k < n:
         first = end = k
-        executes = 0
-        last = None  # (the segment's last step: an await, or the check after it)
+        last = None  # (where the segment can end)
         while end < n and end not in skip:
             step = steps[end]
             if type(step) is FenceAwait:
@@ -172,28 +176,40 @@ def find_segments(program, skip: set[int], private: set[str], own) -> list[Segme
                     break
                 last = end
             elif isinstance(step, FailIf):
-                if last == end - 1:
+                if last == end - 1 and type(steps[end - 1]) is FenceAwait:
                     last = end
-            elif _inner(step, private, own):
-                executes += type(step) in _EXECUTES
+            elif _inner(step, private, fences, own):
+                if type(step) in _QUEUE_OPS and step.signal_fence in public:
+                    last = end
             else:
                 break
             end += 1
         if last is not None and any(type(steps[j]) in _EXECUTES for j in range(first, last + 1)):
-            out.append(Segment(program, first, last, _live_after(program, last)))
+            out.append(Segment(program, first, last, _live_after(program, last), public))
             k = last + 1
         else:
             k = max(end, first + 1)
     return out
 
 
-def _inner(step, private: set[str], own) -> bool:
+def _made_fences(program) -> set[str]:
+    return {
+        step.out for step in program.steps
+        if type(step) in (FenceCreate, FenceJoin) and isinstance(step.out, str)
+    }
+
+
+def _inner(step, private: set[str], fences: set[str], own) -> bool:
+    """Whether `step` can be inside a segment: an integer op, a fence made (joins of
+    private ones only), or a queue operation signalling a fence the program makes."""
     if isinstance(step, Compute):
         return True
-    if type(step) in (FenceCreate, FenceJoin):
+    if type(step) is FenceJoin:
         return step.out in private and own(step)
+    if type(step) is FenceCreate:
+        return step.out in fences and own(step)
     if type(step) in _QUEUE_OPS:
-        return step.signal_fence in private and own(step)
+        return step.signal_fence in fences and own(step)
     return False
 
 
@@ -241,6 +257,8 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
     awaited: frozenset = frozenset()
     device = None
     await_args = None
+    new_fences: list = []  # returned fences made here: a real Fence each per call
+    signalled: list = []  # (returned fence, executions before its signal)
     steps = segment.program.steps[segment.first : segment.last + 1]
 
     for i, step in enumerate(steps):
@@ -263,6 +281,8 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
         if kind is FenceCreate:
             sim[step.out] = pending
             deps[step.out] = frozenset()
+            if step.out in segment.public:
+                new_fences.append(step.out)
             continue
         if kind is FenceJoin or kind is FenceAwait:
             covered = frozenset()
@@ -341,8 +361,10 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
             executed += 1
         deps[signal] = follows | ({executed} if kind in _EXECUTES else frozenset())
         sim[signal] = done
-    if await_args is None:
-        raise _Decline
+        if signal in segment.public:
+            signalled.append((signal, executed))
+    if any(count != executed for _, count in signalled):
+        raise _Decline  # (a returned fence signalled before an execution that may fail)
     # Slots: arenas 0..A-1, then the rows (their provisional numbers -1, -2... mapped).
     count = len(arenas)
     commands = [_numbered(c, count) for c in commands]
@@ -357,12 +379,16 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
     rows = [(count - 1 - slot, source, offset, length) for slot, source, offset, length in rows]
     results = []
     for name in segment.results:
+        if name in new_fences:
+            continue  # (made per call)
         value = sim[name]
         if type(value) is _Alloc:
             results.append((name, value.k, None))
         else:
             results.append((name, None, value))
-    return _Shape(plan, fresh, arena_buffers, template, rows, results, await_args)
+    signals = {name for name, _ in signalled}
+    fences = [(name, name in signals) for name in new_fences]
+    return _Shape(plan, fresh, arena_buffers, template, rows, results, await_args, fences)
 
 
 def _follows(name, value, deps: dict, done) -> frozenset:
@@ -475,7 +501,15 @@ def run_shape(segment: Segment, shape: _Shape, env: dict, await_import) -> bool:
     )
     if error is BUSY or (error is None and not ran):
         return False
-    if error is not None:
+    for name, signalled in shape.fences:
+        if not signalled:
+            env[name] = Fence()
+        elif error is None:
+            env[name] = Fence.reached()
+        else:
+            env[name] = fence = Fence()
+            fence.fail(error)  # (it follows the failed execution)
+    if error is not None and shape.await_args is not None:
         # The chain's await sees the failed execution: the import raises its error.
         fence = Fence()
         fence.fail(error)
