@@ -42,8 +42,9 @@ def test_general_path_matches_iree_runtime(case, device, compile_mlir, tmp_path,
 
 def test_fast_path_runs_one_shot_recordings_as_plans(compile_mlir, tmp_path, monkeypatch):
     """A dynamic-shape program records a one-shot command buffer per call: the first call
-    of a shape records it through the imports (and builds the plan), the next calls of
-    that shape run the plan, a new shape records again; results equal iree.runtime's."""
+    of a shape records it through the imports into a scratch command buffer and builds
+    the segment's plan, every call of a known shape runs the plan (nothing recorded), a
+    new shape builds again; results equal iree.runtime's."""
     import numpy as np
 
     from conftest import corpus_cases
@@ -56,15 +57,19 @@ def test_fast_path_runs_one_shot_recordings_as_plans(compile_mlir, tmp_path, mon
     (case,) = [c for c in corpus_cases(variants=("embedded-elf",)) if c.id.startswith("dyn_shape_2d@")]
     vmfb = compile_mlir(case.source, case.flags)
     pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
-    ran = []
-    real = fast.FastProgram._run_plan
+    builds, runs = [], []
+    real_build, real_run = fast.build_shape, fast.run_shape
 
-    def counted(self, span, env, key, buffers):
-        result = real(self, span, env, key, buffers)
-        ran.append(result)
-        return result
+    def counted_build(*args):
+        builds.append(True)
+        return real_build(*args)
 
-    monkeypatch.setattr(fast.FastProgram, "_run_plan", counted)
+    def counted_run(*args):
+        runs.append(real_run(*args))
+        return runs[-1]
+
+    monkeypatch.setattr(fast, "build_shape", counted_build)
+    monkeypatch.setattr(fast, "run_shape", counted_run)
     ctx = pkg.load(device="local-sync")
     session = IreeSession(vmfb)
     rng = np.random.default_rng(0)
@@ -74,7 +79,7 @@ def test_fast_path_runs_one_shot_recordings_as_plans(compile_mlir, tmp_path, mon
         got = ctx.call("dyn_matmul", a, b)
         (want,) = session.call("dyn_matmul", [a, b], session.signature("dyn_matmul"))
         assert got.tobytes() == np.asarray(want).tobytes()
-    assert ran == [False, True, False, True, True]
+    assert len(builds) == 2 and runs == [True] * 5
 
 
 _MUL_MLIR = """
@@ -217,6 +222,56 @@ def test_segment_failure_raises_as_the_general_path(compile_mlir, tmp_path, monk
         general_error.value.code,
         str(general_error.value),
     )
+
+
+_OFFSET_MLIR = """
+func.func @window(%t: tensor<64xf32>, %i: index) -> tensor<4xf32> {
+  %s = tensor.extract_slice %t[%i] [4] [1] : tensor<64xf32> to tensor<4xf32>
+  %e = tensor.empty() : tensor<4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
+                       iterator_types = ["parallel"]} ins(%s : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %m = arith.mulf %a, %a : f32
+    linalg.yield %m : f32
+  } -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+"""
+
+
+def test_dispatch_constants_are_value_slots(compile_mlir, tmp_path, monkeypatch):
+    """A dispatch constant that changes per call (an offset, a decode step's index) is
+    written into the segment's plan per call, not a plan per value: one plan for every
+    offset, each call's result equal to iree.runtime's."""
+    import numpy as np
+
+    from runtime_support.exec import fast
+
+    src = tmp_path / "window.mlir"
+    src.write_text(_OFFSET_MLIR)
+    vmfb = compile_mlir(src, QUEUE_FLAGS)
+    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+    builds, runs = [], []
+    real_build, real_run = fast.build_shape, fast.run_shape
+
+    def counted_build(*args):
+        builds.append(True)
+        return real_build(*args)
+
+    def counted_run(*args):
+        runs.append(real_run(*args))
+        return runs[-1]
+
+    monkeypatch.setattr(fast, "build_shape", counted_build)
+    monkeypatch.setattr(fast, "run_shape", counted_run)
+    ctx = pkg.load(device="local-sync")
+    session = IreeSession(vmfb)
+    t = np.arange(64, dtype=np.float32) / 7
+    for i in [0, 5, 60, 5, 33, 0]:
+        got = ctx.call("window", t, i)
+        (want,) = session.call("window", [t, i], session.signature("window"))
+        assert got.tobytes() == np.asarray(want).tobytes(), i
+    assert len(builds) == 1 and runs == [True] * 6
 
 
 # --- random HAL queue programs ------------------------------------------------------------------

@@ -83,6 +83,9 @@ class _Span:
         self.execute = execute  # step index of DeviceQueueExecute
         self.key_fields: list = []  # getters of every non-buffer value the recording reads
         self.buffer_fields: list = []  # getters of every buffer field, in recording order
+        # per dispatch: the getter of its constants, written into the plan per call (a
+        # value slot: a greedy decode's step index does not make a plan per step)
+        self.value_fields: list = []
         self.plans: OrderedDict = OrderedDict()
         self.fields: dict = {}  # the submission's field getters
 
@@ -185,13 +188,15 @@ def _own(imports: dict, step) -> bool:
     )
 
 
-def _segment_op(segment, inner: list, general_ops: list, getters: list, await_import):
+def _segment_op(segment, inner: list, general_ops: list, getters: list, computes: list, await_import):
     """The op of a segment: its plan for this call's shape (built at the shape's first
     call), or its steps' own ops where the call or the shape declines."""
     shapes = segment.shapes
 
     def run_segment(env) -> None:
         if ready(segment, env, _DONE):
+            for op in computes:  # (this call's integer results: constants, values read later)
+                op(env)
             try:
                 key = segment.key_of(env)
                 shape = shapes.get(key)
@@ -206,7 +211,8 @@ def _segment_op(segment, inner: list, general_ops: list, getters: list, await_im
                 if len(shapes) > SEGMENT_PLANS:
                     shapes.popitem(last=False)
             if shape:
-                shapes.move_to_end(key)
+                if len(shapes) > 1:
+                    shapes.move_to_end(key)
                 if run_shape(segment, shape, env, await_import):
                     return
         for op in inner:
@@ -495,17 +501,19 @@ class FastProgram(GeneralProgram):
             ops[k] = general if op is None else op
         # Segments (segments.py): one op each, its steps' ops where a call declines.
         await_import = imports.get(FenceAwait.IMPORT)
-        for segment in find_segments(
-            program, deferred | set(submits), private, lambda step: _own(imports, step)
-        ):
+        recorded = [(span.create, span.members, span.execute) for span in self.spans]
+        for segment in find_segments(program, recorded, private, lambda step: _own(imports, step)):
             indices = range(segment.first, segment.last + 1)
-            inner = [ops.pop(k) for k in indices]
+            inner = [ops.pop(k) for k in indices if k in ops]
             getters = [
                 {p: values.getter(getattr(program.steps[k], p)) for p in getattr(program.steps[k], "PARAMS", ())}
                 for k in indices
             ]
             general_ops = [self._ops[k] for k in indices]
-            ops[segment.first] = _segment_op(segment, inner, general_ops, getters, await_import)
+            computes = [self._ops[k] for k in segment.computes]
+            ops[segment.first] = _segment_op(
+                segment, inner, general_ops, getters, computes, await_import
+            )
         self._fast_ops = [ops[k] for k in sorted(ops)]
 
     def __call__(self, *args):
@@ -531,9 +539,9 @@ class FastProgram(GeneralProgram):
         return run
 
     def _prepare(self, span: _Span) -> None:
-        """The getters of the recording's values: buffers apart from the rest, every
-        span flattened into its items (so the key is a flat tuple); constants left out
-        (the same in every call)."""
+        """The getters of the recording's values: buffers and dispatch constants apart
+        from the rest, every span flattened into its items (so the key is a flat tuple);
+        literal values left out (the same in every call)."""
         steps = self.program.steps
         for k in [span.create, *span.members]:
             step = steps[k]
@@ -544,6 +552,8 @@ class FastProgram(GeneralProgram):
                     continue  # (the deferred command buffer itself)
                 if name in buffers:
                     span.buffer_fields.append(self._values.getter(value))
+                elif name == "constants" and type(step) is CommandBufferDispatch:
+                    span.value_fields.append(self._values.getter(value))
                 elif name == "bindings" and type(step) is CommandBufferDispatch:
                     for row in value:
                         for j, v in enumerate(row):
@@ -570,7 +580,10 @@ class FastProgram(GeneralProgram):
             self._ops[k](env)
         if key is not None and key not in span.plans:
             cmd = env[self.program.steps[span.create].out]
-            span.plans[key] = _plan_of(cmd, buffers)
+            plan = _plan_of(cmd, buffers)
+            if plan and len(plan.constants) != len(span.value_fields):
+                plan = False  # (its dispatches are not the recording's steps one for one)
+            span.plans[key] = plan
             if len(span.plans) > MAX_PLANS:
                 span.plans.popitem(last=False)
 
@@ -608,8 +621,11 @@ class FastProgram(GeneralProgram):
             return False
         span.plans.move_to_end(key)
         table = [(b, 0, WHOLE_BUFFER) for b in buffers]
+        constants = [get(env) for get in span.value_fields]
         ran = []
-        error = device.queue.run_now(_run, plan, (table, device.worker_count, ran), "device.queue.execute")
+        error = device.queue.run_now(
+            _run, plan, (table, device.worker_count, ran, constants), "device.queue.execute"
+        )
         if error is BUSY or (error is None and not ran):
             return False  # (the queue was busy, or the plan declined: nothing ran)
         if signal is _PENDING:
@@ -625,7 +641,11 @@ class FastProgram(GeneralProgram):
 
 
 def _run(plan, packed) -> None:
-    table, workers, ran = packed
+    """(Under the queue:) this call's dispatch constants written, the plan run."""
+    table, workers, ran, constants = packed
+    for target, values in zip(plan.constants, constants):
+        if target is not None:
+            target[:] = [v & 0xFFFFFFFF for v in values]
     if plan.run(table, workers):
         ran.append(True)
 

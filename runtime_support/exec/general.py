@@ -175,9 +175,10 @@ class GeneralProgram:
         self._outputs = itemgetter(*program.outputs) if program.outputs else None
         self._constants = values.constants
         self._inputs = program.inputs
+        self._packed = program.packed
 
     def _env(self, args) -> dict:
-        if self.program.packed:
+        if self._packed:
             (args,) = args
         env = self._constants.copy()
         env.update(zip(self._inputs, args))

@@ -40,6 +40,13 @@ from ..hal.fence import Fence
 from ..hal.queue import BUSY
 from .program import Compute, FailIf
 from .steps import (
+    CommandBufferCopyBuffer,
+    CommandBufferCreate,
+    CommandBufferDispatch,
+    CommandBufferExecutionBarrier,
+    CommandBufferFillBuffer,
+    CommandBufferFinalize,
+    ExecutableLookupFunction,
     DeviceQueueAlloca,
     DeviceQueueBarrier,
     DeviceQueueDealloca,
@@ -56,6 +63,8 @@ _M32 = 0xFFFFFFFF
 _QUEUE_OPS = (DeviceQueueAlloca, DeviceQueueDealloca, DeviceQueueBarrier,
               DeviceQueueExecute, DeviceQueueExecuteIndirect)
 _EXECUTES = (DeviceQueueExecute, DeviceQueueExecuteIndirect)
+_RECORDING = (CommandBufferCreate, CommandBufferDispatch, CommandBufferExecutionBarrier,
+              CommandBufferFillBuffer, CommandBufferCopyBuffer, CommandBufferFinalize)
 # The commands a segment plan holds (as fast.py's one-shot plans).
 _PLANNABLE = frozenset({"_Dispatch", "_Fill", "_Copy"})
 
@@ -82,7 +91,9 @@ class _Shape:
     the plan was built), then one per binding-table row of a buffer from outside or of
     one the segment returns (`rows`: (slot, name | returned index, offset, length))."""
 
-    __slots__ = ("plan", "fresh", "arenas", "template", "rows", "results", "await_args", "fences")
+    __slots__ = (
+        "plan", "fresh", "arenas", "template", "rows", "results", "await_args", "fences", "values",
+    )
 
     def __init__(self, plan, fresh, arenas, template, rows, results, await_args, fences) -> None:
         self.plan = plan
@@ -103,75 +114,105 @@ class Segment:
         self.public = public  # (fences the program makes and returns)
         self.first, self.last = first, last
         steps = program.steps[first : last + 1]
-        made: set[str] = set()
-        waits: set[str] = set()
-        buffers: set[str] = set()
-        keyed: list[str] = []
+        # Each name a step reads, by role: "wait" (a fence waited on: reached per call),
+        # "buffer" (bound or released: a HalBuffer per call, a table slot), "value" (a
+        # dispatch constant: written into the plan per call) or "key" (everything else:
+        # its value decides the plan). An integer op's operands take its result's roles.
+        uses: list[tuple[int, object, str]] = []  # (step, value, role)
+        for i, step in enumerate(steps):
+            if isinstance(step, Compute):
+                continue
+            if isinstance(step, FailIf):
+                uses.append((i, (step.test, step.status), "key"))
+                continue
+            for p in step.PARAMS:
+                value = getattr(step, p)
+                if p in ("wait_fence", "fences"):
+                    uses.append((i, value, "wait"))
+                elif p in ("buffer", "source_buffer", "target_buffer"):
+                    uses.append((i, value, "buffer"))
+                elif p == "binding_table":
+                    for row in value:
+                        uses.append((i, row[0], "buffer"))
+                        uses.append((i, row[1:], "key"))
+                elif p == "bindings":  # (a recorded dispatch's: ordinal, slot, buffer, ...)
+                    for row in value:
+                        uses.append((i, row[2], "buffer"))
+                        uses.append((i, row[:2] + row[3:], "key"))
+                elif p == "constants" and type(step) is CommandBufferDispatch:
+                    uses.append((i, value, "value"))
+                else:
+                    uses.append((i, value, "key"))
+        roles: dict[str, set] = {}
 
-        def read(value, role: str) -> None:
+        def note(value, role) -> None:
             if isinstance(value, tuple):
                 for v in value:
-                    read(v, role)
-            elif isinstance(value, str) and value not in made:
-                if role == "wait":
-                    waits.add(value)
-                elif role == "buffer":
-                    buffers.add(value)
-                else:
-                    keyed.append(value)
+                    note(v, role)
+            elif isinstance(value, str):
+                roles.setdefault(value, set()).add(role)
 
-        device = None
+        for _, value, role in uses:
+            note(value, role)
+        for step in reversed(steps):  # (a result's roles flow to the operands)
+            if isinstance(step, Compute):
+                for role in roles.get(step.out, ()):
+                    note(step.args, role)
+        made: set[str] = set()
+        computed: set[str] = set()
         for step in steps:
             if isinstance(step, Compute):
-                read(step.args, "key")
-            elif isinstance(step, FailIf):
-                read((step.test, step.status), "key")
-            else:
-                if device is None and "device" in step.PARAMS:
-                    device = step.device
-                for p in step.PARAMS:
-                    value = getattr(step, p)
-                    if p in ("wait_fence", "fences"):
-                        read(value, "wait")
-                    elif p == "buffer":
-                        read(value, "buffer")
-                    elif p == "binding_table":
-                        for row in value:
-                            read(row[0], "buffer")
-                            read(row[1:], "key")
-                    else:
-                        read(value, "key")
+                for a in step.args:
+                    if isinstance(a, str) and a in made and a not in computed:
+                        raise ValueError("an integer op of a segment reads a step's result")
+                computed.add(step.out)
             outs = getattr(step, "out", None)
             for name in (outs,) if isinstance(outs, str) else outs or ():
                 made.add(name)
+        external = {name: r for name, r in roles.items() if name not in made}
+        device = next(
+            (getattr(step, "device") for step in steps if "device" in getattr(step, "PARAMS", ())),
+            None,
+        )
         if not isinstance(device, str):
             raise ValueError("a segment's device is a value of the program")
         self.device = device  # (a keyed name: a shape's device is the same object)
-        keyed = list(dict.fromkeys(keyed))
-        self.waits = sorted(waits)  # checked per call (keyed or not)
-        self.buffers = sorted(buffers)  # each a HalBuffer per call
+        keyed = sorted(name for name, r in external.items() if "key" in r)
+        if device not in keyed:
+            keyed.append(device)
+        self.waits = sorted(name for name, r in external.items() if "wait" in r)
+        self.buffers = sorted(name for name, r in external.items() if "buffer" in r)
         self.keyed = keyed
         self.key_of = itemgetter(*keyed) if len(keyed) > 1 else itemgetter(keyed[0])
-        self.results = sorted(made & live_after)
+        self.results = sorted((made - computed) & live_after)
+        # Per call, before the plan: the integer ops (their results: this call's values).
+        self.computes = [first + i for i, step in enumerate(steps) if isinstance(step, Compute)]
         self.shapes: OrderedDict = OrderedDict()
 
 
-def find_segments(program, skip: set[int], private: set[str], own) -> list[Segment]:
-    """The program's segments: maximal runs of segment steps (not in `skip`, through the
-    hal module's own imports: `own(step)`), awaits and fail checks, up to the last await
-    (or the fail check after it) or the last queue operation signalling a fence the
-    program returns, with at least one execution."""
+def find_segments(program, spans: list, private: set[str], own) -> list[Segment]:
+    """The program's segments: maximal runs of segment steps (through the hal module's own
+    imports: `own(step)`), awaits and fail checks, up to the last await (or the fail
+    check after it) or the last queue operation signalling a fence the program returns,
+    with at least one execution. `spans`: (create, members, execute) of each command
+    buffer the program records and submits once: inside a segment only whole."""
     steps = program.steps
     public = _made_fences(program) - private  # (fences made here and returned)
     fences = private | public
+    recorded = {k: span for span in spans for k in (span[0], *span[1], span[2])}
     out = []
     k, n = 0, len(steps)
     while k < n:
         first = end = k
         last = None  # (where the segment can end)
-        while end < n and end not in skip:
+        while end < n:
             step = steps[end]
-            if type(step) is FenceAwait:
+            if end in recorded or type(step) is ExecutableLookupFunction:
+                if not own(step):
+                    break
+                if end in recorded and type(step) in _QUEUE_OPS and step.signal_fence in public:
+                    last = end
+            elif type(step) is FenceAwait:
                 if not (own(step) and isinstance(step.out, str)):
                     break
                 last = end
@@ -184,8 +225,16 @@ def find_segments(program, skip: set[int], private: set[str], own) -> list[Segme
             else:
                 break
             end += 1
-        if last is not None and any(type(steps[j]) in _EXECUTES for j in range(first, last + 1)):
-            out.append(Segment(program, first, last, _live_after(program, last), public))
+        whole = last is not None and all(
+            first <= j <= last
+            for i in range(first, last + 1) if i in recorded
+            for j in (recorded[i][0], *recorded[i][1], recorded[i][2])
+        )
+        if whole and any(type(steps[j]) in _EXECUTES for j in range(first, last + 1)):
+            try:
+                out.append(Segment(program, first, last, _live_after(program, last), public))
+            except ValueError:  # (a shape this module does not take: step by step)
+                pass
             k = last + 1
         else:
             k = max(end, first + 1)
@@ -259,7 +308,39 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
     await_args = None
     new_fences: list = []  # returned fences made here: a real Fence each per call
     signalled: list = []  # (returned fence, executions before its signal)
+    alloc_of: dict[int, _Alloc] = {}  # id(scratch buffer) -> what it stands for
+    keep: list = []  # (the scratch buffers, alive while ids name them)
+    recordings: dict[str, list] = {}  # command buffer recorded here -> constants getters
+    values: list = []  # per dispatch of the plan: its constants' getter, or None
+    names = {}  # id(buffer) -> the name it came in as (buffers from outside)
+    for name in segment.buffers:
+        if id(env[name]) in names:
+            raise _Decline  # (one buffer under two names: which one is it per call?)
+        names[id(env[name])] = name
     steps = segment.program.steps[segment.first : segment.last + 1]
+
+    def row_of(buffer, offset, length):
+        """A binding row (buffer, offset, length) as a slot of the plan: a transient
+        buffer's arena at the composed offset ("arena", index, offset, length), or the
+        (provisional) slot of a buffer from outside or one the segment returns."""
+        alloc = alloc_of.get(id(buffer))
+        if alloc is not None and alloc.k is None:
+            # (the row's range in its transient buffer, as the import checks it)
+            length = alloc.size - offset if length == WHOLE_BUFFER else length
+            if offset < 0 or length < 0 or offset + length > alloc.size:
+                raise _Decline
+            return ("arena", alloc.arena, alloc.offset + offset, length)
+        if alloc is not None:
+            source = alloc.k
+        elif type(buffer) is HalBuffer and id(buffer) in names:
+            source = names[id(buffer)]
+        else:
+            raise _Decline  # (a null or constant row: the general path's checks)
+        slot = row_slots.get((source, offset, length))
+        if slot is None:  # (numbered after the arenas' slots below)
+            slot = row_slots[source, offset, length] = -1 - len(rows)
+            rows.append((slot, source, offset, length))
+        return slot
 
     for i, step in enumerate(steps):
         get = getters[i]
@@ -273,6 +354,18 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
                 raise _Decline from None
             continue
         kind = type(step)
+        if kind in _RECORDING or kind is ExecutableLookupFunction:
+            # A command buffer recorded here: recorded through the imports into a scratch
+            # one (their checks are the general path's), its commands joining the plan.
+            try:
+                ops[i](sim)
+            except Exception:  # noqa: BLE001 - the general path raises it
+                raise _Decline from None
+            if kind is CommandBufferCreate:
+                recordings[step.out] = []
+            elif kind is CommandBufferDispatch:
+                recordings[step.command_buffer].append(get["constants"])
+            continue
         if kind is FenceCreate or kind in _QUEUE_OPS:
             dev = get["device"](sim)
             if type(dev) is not LocalDevice or (device is not None and dev is not device):
@@ -311,21 +404,26 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
                 raise _Decline
             types, usage = get["memory_types"](sim) & _M32, get["buffer_usage"](sim) & _M32
             if step.out in segment.results:
-                sim[step.out] = _Alloc(len(fresh))
+                alloc = _Alloc(len(fresh))
                 fresh.append((size, types, usage))
             else:
                 arena = arenas.setdefault((types, usage), [len(arenas), 0])
-                sim[step.out] = _Alloc(None, arena[0], arena[1], size)
+                alloc = _Alloc(None, arena[0], arena[1], size)
                 arena[1] += -(-size // ALIGNMENT) * ALIGNMENT  # (aligned as a fresh one)
+            # (a real buffer while building: the recordings' imports check it as theirs)
+            sim[step.out] = scratch = fresh_buffer(size, types, usage, device.allocator)
+            alloc_of[id(scratch)] = alloc
+            keep.append(scratch)
         elif kind is DeviceQueueDealloca:
-            if type(get["buffer"](sim)) not in (HalBuffer, _Alloc):
+            if type(get["buffer"](sim)) is not HalBuffer:
                 raise _Decline
         elif kind in _EXECUTES:
             cmd = get["command_buffer"](sim)
+            recorded = recordings.get(step.command_buffer)  # (recorded here: per call)
             if (
                 type(cmd) is not HalCommandBuffer
                 or cmd.recording
-                or cmd.one_shot
+                or (cmd.one_shot and recorded is None)
                 or any(type(c).__name__ not in _PLANNABLE for c in cmd.commands)
             ):
                 raise _Decline
@@ -334,29 +432,21 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
                 for name, (buffer, offset, length) in zip(
                     (row[0] for row in step.binding_table), get["binding_table"](sim)
                 ):
-                    if type(buffer) is _Alloc and buffer.k is None:
-                        # (the row's range in its transient buffer, as the import checks it)
-                        length = buffer.size - offset if length == WHOLE_BUFFER else length
-                        if offset < 0 or length < 0 or offset + length > buffer.size:
-                            raise _Decline
-                        table.append(("arena", buffer.arena, buffer.offset + offset, length))
-                        continue
-                    if type(buffer) is _Alloc:
-                        source = buffer.k
-                    elif type(buffer) is HalBuffer and isinstance(name, str):
-                        source = name
-                    else:
-                        raise _Decline  # (a null or constant row: the general path's checks)
-                    slot = row_slots.get((source, offset, length))
-                    if slot is None:  # (numbered after the arenas' slots below)
-                        slot = row_slots[source, offset, length] = -1 - len(rows)
-                        rows.append((slot, source, offset, length))
-                    table.append(slot)
+                    table.append(row_of(buffer, offset, length))
             elif cmd.binding_count:
                 raise _Decline
             if cmd.binding_count > len(table):
                 raise _Decline
+            dispatches = [c for c in cmd.commands if type(c).__name__ == "_Dispatch"]
+            if recorded is not None:
+                if len(recorded) != len(dispatches):
+                    raise _Decline
+                values.extend(recorded)  # (this call's constants, written per call)
+            else:
+                values.extend([None] * len(dispatches))
             for c in cmd.commands:
+                if recorded is not None:
+                    c = _direct_to_table(c, table, row_of)
                 commands.append(_rebased(c, table))
             executed += 1
         deps[signal] = follows | ({executed} if kind in _EXECUTES else frozenset())
@@ -369,7 +459,7 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
     count = len(arenas)
     commands = [_numbered(c, count) for c in commands]
     plan = build_plan(commands, device.worker_count)
-    if plan is None:
+    if plan is None or len(plan.constants) != len(values):
         raise _Decline
     allocator = device.allocator
     arena_buffers = [None] * count
@@ -382,13 +472,18 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
         if name in new_fences:
             continue  # (made per call)
         value = sim[name]
-        if type(value) is _Alloc:
-            results.append((name, value.k, None))
+        alloc = alloc_of.get(id(value))
+        if alloc is not None and alloc.k is not None:
+            results.append((name, alloc.k, None))
+        elif alloc is not None or type(value) is HalCommandBuffer:
+            raise _Decline  # (a transient buffer or a recording read later)
         else:
             results.append((name, None, value))
     signals = {name for name, _ in signalled}
     fences = [(name, name in signals) for name in new_fences]
-    return _Shape(plan, fresh, arena_buffers, template, rows, results, await_args, fences)
+    shape = _Shape(plan, fresh, arena_buffers, template, rows, results, await_args, fences)
+    shape.values = values if any(v is not None for v in values) else None
+    return shape
 
 
 def _follows(name, value, deps: dict, done) -> frozenset:
@@ -417,6 +512,27 @@ def _rebased(command, table: list):
         return command._replace(target=_ref(command.target, table))
     if kind == "_Copy":
         return command._replace(source=_ref(command.source, table), target=_ref(command.target, table))
+    raise _Decline
+
+
+def _direct_to_table(command, table: list, row_of):
+    """A command recorded here (its refs name this call's buffers) with each buffer ref
+    a row appended to `table` (the buffer's slot or arena place), so `_rebased` moves
+    it as an execution's table ref."""
+
+    def ref(r: BufferRef) -> BufferRef:
+        if r.buffer is None:
+            raise _Decline  # (a recorded table ref: no binding table here)
+        table.append(row_of(r.buffer, 0, WHOLE_BUFFER))
+        return BufferRef(None, len(table) - 1, r.offset, r.length)
+
+    kind = type(command).__name__
+    if kind == "_Dispatch":
+        return command._replace(bindings=tuple(ref(r) for r in command.bindings))
+    if kind == "_Fill":
+        return command._replace(target=ref(command.target))
+    if kind == "_Copy":
+        return command._replace(source=ref(command.source), target=ref(command.target))
     raise _Decline
 
 
@@ -461,10 +577,15 @@ def _numbered(command, arenas: int):
 
 
 def _run(shape, packed) -> None:
-    """(Under the queue:) the arenas zeroed, as fresh allocas are, and the plan run."""
-    table, workers, ran = packed
+    """(Under the queue:) the arenas zeroed, as fresh allocas are, this call's dispatch
+    constants written, and the plan run."""
+    table, workers, ran, constants = packed
     for arena in shape.arenas:
         _memset(arena.address, 0, arena.length)
+    if constants is not None:
+        for target, values in zip(shape.plan.constants, constants):
+            if target is not None and values is not None:
+                target[:] = [v & 0xFFFFFFFF for v in values]
     if shape.plan.run(table, workers):
         ran.append(True)
 
@@ -495,9 +616,12 @@ def run_shape(segment: Segment, shape: _Shape, env: dict, await_import) -> bool:
     table = shape.template.copy()
     for slot, source, offset, length in shape.rows:
         table[slot] = ((env[source] if type(source) is str else fresh[source]), offset, length)
+    constants = None
+    if shape.values is not None:
+        constants = [None if get is None else get(env) for get in shape.values]
     ran: list = []
     error = device.queue.run_now(
-        _run, shape, (table, device.worker_count, ran), "device.queue.execute.indirect"
+        _run, shape, (table, device.worker_count, ran, constants), "device.queue.execute"
     )
     if error is BUSY or (error is None and not ran):
         return False

@@ -58,6 +58,9 @@ class Plan:
         self.keep: list = []
         self.workers = max(1, workers)
         self.parallel = False  # some dispatch may have more than one workgroup
+        # per dispatch, in order: its u32 constants in the dispatch state (None: none),
+        # for runners that write a call's constants before a run (exec/fast.py)
+        self.constants: list = []
         self._workers = 1  # the `workers` the runner arguments are set for (parallel plans)
         self._pool = None  # the process's pool they name (a fork() replaces it)
         self.run_plan = native.native_runtime().run_plan_args
@@ -367,6 +370,10 @@ def _build_states(plan: Plan, blocks, max_local: int) -> None:
         nb = exe.exports[ordinal].binding_count
         address = base + offset
         layout.pack_into(view, offset, cx, cy, cz, 1, address, *constants, *([0] * (2 * nb)))
+        nc = exe.exports[ordinal].constant_count
+        plan.constants.append(
+            (ctypes.c_uint32 * nc).from_address(address + layout.constants_offset) if nc else None
+        )
         plan.words[start + native.D_DS] = address
         plan.words[start + native.D_PTRS] = address + layout.ptrs_offset
         plan.words[start + native.D_LENS] = address + layout.lengths_offset
