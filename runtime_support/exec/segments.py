@@ -185,8 +185,16 @@ class Segment:
         self.keyed = keyed
         self.key_of = itemgetter(*keyed) if len(keyed) > 1 else itemgetter(keyed[0])
         self.results = sorted((made - computed) & live_after)
-        # Per call, before the plan: the integer ops (their results: this call's values).
-        self.computes = [first + i for i, step in enumerate(steps) if isinstance(step, Compute)]
+        # Per call, before the plan: the integer ops whose results are this call's values
+        # (dispatch constants, values read later); the others only decide the plan.
+        needed = {name for name, r in roles.items() if "value" in r} | set(live_after)
+        wanted = []
+        for i in range(len(steps) - 1, -1, -1):
+            step = steps[i]
+            if isinstance(step, Compute) and step.out in needed:
+                wanted.append(first + i)
+                needed.update(a for a in step.args if isinstance(a, str))
+        self.computes = wanted[::-1]
         self.shapes: OrderedDict = OrderedDict()
 
 
@@ -215,6 +223,11 @@ def find_segments(program, spans: list, private: set[str], own) -> list[Segment]
             elif type(step) is FenceAwait:
                 if not (own(step) and isinstance(step.out, str)):
                     break
+                if not any(
+                    isinstance(f, str) and f in fences and _made_in(steps, first, end, f)
+                    for f in step.fences
+                ):
+                    break  # (it waits on no fence of the run: it ends before it)
                 last = end
             elif isinstance(step, FailIf):
                 if last == end - 1 and type(steps[end - 1]) is FenceAwait:
@@ -239,6 +252,10 @@ def find_segments(program, spans: list, private: set[str], own) -> list[Segment]
         else:
             k = max(end, first + 1)
     return out
+
+
+def _made_in(steps, first: int, end: int, name: str) -> bool:
+    return any(getattr(steps[j], "out", None) == name for j in range(first, end))
 
 
 def _made_fences(program) -> set[str]:
