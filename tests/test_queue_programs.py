@@ -40,23 +40,10 @@ def test_general_path_matches_iree_runtime(case, device, compile_mlir, tmp_path,
     check_against_iree(case, device, compile_mlir, tmp_path, host_path="programs")
 
 
-def test_fast_path_runs_one_shot_recordings_as_plans(compile_mlir, tmp_path, monkeypatch):
-    """A dynamic-shape program records a one-shot command buffer per call: the first call
-    of a shape records it through the imports into a scratch command buffer and builds
-    the segment's plan, every call of a known shape runs the plan (nothing recorded), a
-    new shape builds again; results equal iree.runtime's."""
-    import numpy as np
-
-    from conftest import corpus_cases
-    from iree_oracle import IreeSession
+def _count_shapes(monkeypatch) -> tuple[list, list]:
+    """(builds, runs): one entry per segment plan built, and run_shape's answer per run."""
     from runtime_support.exec import fast
-    from test_translate_run import load_package
-    from translator.codegen import write_package
-    from translator.reader import read_module_file
 
-    (case,) = [c for c in corpus_cases(variants=("embedded-elf",)) if c.id.startswith("dyn_shape_2d@")]
-    vmfb = compile_mlir(case.source, case.flags)
-    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
     builds, runs = [], []
     real_build, real_run = fast.build_shape, fast.run_shape
 
@@ -70,6 +57,26 @@ def test_fast_path_runs_one_shot_recordings_as_plans(compile_mlir, tmp_path, mon
 
     monkeypatch.setattr(fast, "build_shape", counted_build)
     monkeypatch.setattr(fast, "run_shape", counted_run)
+    return builds, runs
+
+
+def test_fast_path_runs_one_shot_recordings_as_plans(compile_mlir, tmp_path, monkeypatch):
+    """A dynamic-shape program records a one-shot command buffer per call: the first call
+    of a shape records it through the imports into a scratch command buffer and builds
+    the segment's plan, every call of a known shape runs the plan (nothing recorded), a
+    new shape builds again; results equal iree.runtime's."""
+    import numpy as np
+
+    from conftest import corpus_cases
+    from iree_oracle import IreeSession
+    from test_translate_run import load_package
+    from translator.codegen import write_package
+    from translator.reader import read_module_file
+
+    (case,) = [c for c in corpus_cases(variants=("embedded-elf",)) if c.id.startswith("dyn_shape_2d@")]
+    vmfb = compile_mlir(case.source, case.flags)
+    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+    builds, runs = _count_shapes(monkeypatch)
     ctx = pkg.load(device="local-sync")
     session = IreeSession(vmfb)
     rng = np.random.default_rng(0)
@@ -245,25 +252,11 @@ def test_dispatch_constants_are_value_slots(compile_mlir, tmp_path, monkeypatch)
     offset, each call's result equal to iree.runtime's."""
     import numpy as np
 
-    from runtime_support.exec import fast
-
     src = tmp_path / "window.mlir"
     src.write_text(_OFFSET_MLIR)
     vmfb = compile_mlir(src, QUEUE_FLAGS)
     pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
-    builds, runs = [], []
-    real_build, real_run = fast.build_shape, fast.run_shape
-
-    def counted_build(*args):
-        builds.append(True)
-        return real_build(*args)
-
-    def counted_run(*args):
-        runs.append(real_run(*args))
-        return runs[-1]
-
-    monkeypatch.setattr(fast, "build_shape", counted_build)
-    monkeypatch.setattr(fast, "run_shape", counted_run)
+    builds, runs = _count_shapes(monkeypatch)
     ctx = pkg.load(device="local-sync")
     session = IreeSession(vmfb)
     t = np.arange(64, dtype=np.float32) / 7
