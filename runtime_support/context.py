@@ -196,10 +196,13 @@ def make_devices(device, modules: dict, workers: int | None = None) -> list:
     devices = []
     for i, d in enumerate(device_list(device)):
         try:
-            devices.append(make_device(_shared_device(d, modules, i), workers))
+            made = make_device(shared := _shared_device(d, modules, i), workers)
         except DeviceError as e:
             e.device = d if isinstance(d, str) else None  # which one, for pyree-run's line
             raise
+        if isinstance(shared, str) and hasattr(made, "pool_ordinal"):
+            made.pool_ordinal = i  # (a device made here: the i-th worker pool, its own)
+        devices.append(made)
     return devices
 
 

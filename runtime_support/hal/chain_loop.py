@@ -260,8 +260,10 @@ class ChainLoop:
                 try:
                     r.take()  # (IndexError: another thread is running this plan)
                     try:
-                        if r.parallel and (r.workers != plan._workers
-                                           or native._pool is not plan._pool):
+                        if r.parallel and (
+                            r.workers != plan._workers
+                            or native._pool is not plan._pool and plan._pool_moved()
+                        ):
                             plan._use_workers(r.workers)
                         block, address, run_steps = r.block, r.block_address, r.run_steps
                         cb = r.command_buffer

@@ -2,7 +2,15 @@
 
 A device holds its allocator, its queue and a worker count (the workgroup parallelism a
 dispatch may use: `local-task` defaults to $PYREE_WORKERS or the cores this process may
-run on; the threads are the process-wide native pool of loaders/native.py), and answers `hal.device.query.i64` (hal-abi.md §A.2).
+run on), and answers `hal.device.query.i64` (hal-abi.md §A.2). Its threads are the native
+worker pool of loaders/native.py numbered `pool_ordinal`: 0 (the first device of a
+context, or one made on its own) unless the context made it as its k-th device, which
+then has pool k of its own, as each `--device=local-task` of iree-run-module creates its
+own driver and task executor (iree/tooling/device_util.c creates each device with
+iree_hal_create_device, which creates a driver per call; the local-task driver factory
+creates its executors in iree/hal/drivers/local_task/registration/driver_module.c). The
+pool is made at the device's first grid split across workers; a one-worker device
+(`local-sync`, workers=1) never makes one.
 """
 
 from __future__ import annotations
@@ -108,6 +116,7 @@ class LocalDevice(HalDevice):
         self._formats = None if executable_formats is None else tuple(executable_formats)
         self.allocator = HalAllocator(self)
         self.queue = LocalQueue()
+        self.pool_ordinal = 0  # whose worker pool its grids split on (context.make_devices)
 
     def __repr__(self) -> str:
         return f"<LocalDevice {self.identifier} workers={self.worker_count}>"

@@ -57,7 +57,7 @@ class HalExecutable:
         counts = tuple(workgroup_count)
         one = self._on_one_thread(ordinal, counts, workers)
         if one is None:
-            self.native.dispatch(ordinal, counts, constants, bindings, workers)
+            self._pooled(ordinal, counts, constants, bindings, workers)
         elif one:
             start = time.perf_counter_ns()
             self.native.dispatch(ordinal, counts, constants, bindings)
@@ -79,14 +79,22 @@ class HalExecutable:
         one = self._on_one_thread(ordinal, counts, workers)
         if one is None:
             n = len(flat) // 2
-            self.native.dispatch(ordinal, counts, constants, list(zip(flat[:n], flat[n:])),
-                                 workers)
+            self._pooled(ordinal, counts, constants, list(zip(flat[:n], flat[n:])), workers)
         elif one:
             start = time.perf_counter_ns()
             inline(ordinal, counts, constants, flat)
             self._tile_ns[ordinal] = (time.perf_counter_ns() - start) / _tiles(counts)
         else:
             inline(ordinal, counts, constants, flat)
+
+    def _pooled(self, ordinal: int, counts, constants, bindings, workers: int) -> None:
+        """A grid split on the pool of this executable's device (a context's later devices
+        each have their own: LocalDevice.pool_ordinal)."""
+        k = getattr(self.device, "pool_ordinal", 0)
+        if k:
+            self.native.dispatch(ordinal, counts, constants, bindings, workers, pool_ordinal=k)
+        else:
+            self.native.dispatch(ordinal, counts, constants, bindings, workers)
 
     def _on_one_thread(self, ordinal: int, counts: tuple, workers: int):
         """How a grid runs: None on the pool; True on the calling thread, timed; False

@@ -63,6 +63,8 @@ class Plan:
         self.constants: list = []
         self._workers = 1  # the `workers` the runner arguments are set for (parallel plans)
         self._pool = None  # the process's pool they name (a fork() replaces it)
+        # whose pool: the device's `pool_ordinal` (native.worker_pool; 0 is native._pool)
+        self.pool_ordinal = 0
         self.run_plan = native.native_runtime().run_plan_args
         self._token = [True]  # taken while a thread runs the plan (plan_runner)
         # fused.py's compiled submits, by the call site's `slots` (plan_runner.compile_submit)
@@ -162,10 +164,19 @@ class Plan:
         changes: the native runner takes the pool per grid, or runs a grid inline while
         another caller's grid holds it)."""
         width = min(workers, self.workers)
-        pool = native.worker_pool(width) if width > 1 else None
+        k = self.pool_ordinal
+        pool = native.worker_pool(width, k) if width > 1 else None
         self.args[3] = pool.address if pool is not None else 0
         self.args[4] = width if pool is not None else 1
-        self._workers, self._pool = workers, native._pool
+        self._workers, self._pool = workers, native.current_pool(k)
+
+    def _pool_moved(self) -> bool:
+        """Whether the pool the runner arguments name is no longer this plan's device's (a
+        fork() forgot it). Asked only where it is not native._pool (the first device's),
+        so a first device's plan checks nothing more than that; a later device's always
+        asks."""
+        k = self.pool_ordinal
+        return not k or native.current_pool(k) is not self._pool
 
     def run_values(self, workers: int, values: tuple) -> bool:
         """Runs the plan with its table written from `values` (address, length per slot,
@@ -182,7 +193,10 @@ class Plan:
                 if exe._closed:  # (its code is unmapped)
                     return False
             self.fill(self.table, 0, *values)
-            if self.parallel and (workers != self._workers or native._pool is not self._pool):
+            if self.parallel and (
+                workers != self._workers
+                or native._pool is not self._pool and self._pool_moved()
+            ):
                 self._use_workers(workers)
             if statistics.enabled:
                 self._run_counted()
@@ -296,6 +310,7 @@ def _record(plan: Plan, commands, blocks) -> int | None:
 def _add_dispatch(plan: Plan, command, blocks) -> int:
     hal_executable = command.executable
     exe = getattr(hal_executable, "native", None)
+    plan.pool_ordinal = getattr(getattr(hal_executable, "device", None), "pool_ordinal", 0)
     if not isinstance(exe, _NativeExecutable) or exe.closed:
         raise _Unsupported
     ordinal = command.ordinal

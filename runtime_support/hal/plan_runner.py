@@ -117,8 +117,11 @@ def _launch_lines(plan) -> list[str]:
     command raises its error."""
     lines = []
     if plan.parallel:
+        # (the first device's pool by name, as ever; a later device's by its ordinal)
+        current = (f"native.current_pool({plan.pool_ordinal})" if plan.pool_ordinal
+                   else "native._pool")
         lines += [
-            "if workers != plan._workers or native._pool is not plan._pool:",
+            f"if workers != plan._workers or {current} is not plan._pool:",
             "    plan._use_workers(workers)",
         ]
     return lines + [

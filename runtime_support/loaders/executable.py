@@ -391,13 +391,15 @@ class Executable:
         workers: int = 1,
         *,
         native: bool | None = None,
+        pool_ordinal: int = 0,
     ) -> None:
         """Runs every workgroup of `workgroup_count` = (x, y, z) through export `ordinal`.
 
         `constants` are u32 values (signed ints are taken modulo 2**32); `bindings` are
         (address, length) pairs. `workers` > 1 splits the grid across that many threads.
         `native`: True requires the JIT loop, False forces the ctypes loop, None picks
-        the JIT loop when available.
+        the JIT loop when available. `pool_ordinal`: whose worker pool a split grid runs
+        on (the device's, native.worker_pool).
         """
         export = self._export(ordinal)
         try:
@@ -438,7 +440,7 @@ class Executable:
             workers = max(1, min(int(workers), total, 255))
         pool = None
         if workers > 1 and loop is not None:
-            pool = _jit.worker_pool(workers)
+            pool = _jit.worker_pool(workers, pool_ordinal)
             if pool is not None:
                 workers = min(workers, pool.threads + 1)
 

@@ -1464,16 +1464,25 @@ class WorkerPool:
 
 
 _pool: WorkerPool | None = None
+# Every pool by its device ordinal (`LocalDevice.pool_ordinal`): [0] is `_pool`, the
+# pool of a context's first device (and of any device made on its own); the k-th device
+# of a multi-device context takes pool k, as each --device of iree-run-module gets a task
+# executor of its own. Pools live until the process exits (their threads never end), so
+# they are kept by ordinal, not by device: contexts made one after another reuse them.
+_pools: list = [None]
 
 
-def worker_pool(workers: int) -> WorkerPool | None:
-    """The process-wide pool with room for `workers` participants (None: no native code)."""
+def worker_pool(workers: int, ordinal: int = 0) -> WorkerPool | None:
+    """The process's pool for devices of `ordinal` (0: the first device of a context), with
+    room for `workers` participants (None: no native code, or `workers` <= 1)."""
     global _pool
     if workers <= 1:
         return None
     runtime = native_runtime()
     if runtime is None:
         return None
+    if ordinal:
+        return _other_pool(runtime, workers, ordinal)
     if _pool is None:
         with _runtime_lock:
             if _pool is None:
@@ -1482,23 +1491,47 @@ def worker_pool(workers: int) -> WorkerPool | None:
                 # the process ends: neither may be freed at interpreter shutdown, so the
                 # pool and the runtime it holds are never released.
                 ctypes.pythonapi.Py_IncRef(ctypes.py_object(pool))
-                _pool = pool
+                _pool = _pools[0] = pool
     pool = _pool
     if pool.threads < min(workers - 1, WorkerPool._MAX_THREADS):
         pool.ensure(workers)
     return pool
 
 
+def _other_pool(runtime: NativeRuntime, workers: int, ordinal: int) -> WorkerPool:
+    """worker_pool for a device after a context's first (made at its first pooled grid)."""
+    if ordinal >= len(_pools) or _pools[ordinal] is None:
+        with _runtime_lock:
+            while len(_pools) <= ordinal:
+                _pools.append(None)
+            if _pools[ordinal] is None:
+                pool = WorkerPool(runtime)
+                ctypes.pythonapi.Py_IncRef(ctypes.py_object(pool))  # (as worker_pool's)
+                _pools[ordinal] = pool
+    pool = _pools[ordinal]
+    if pool.threads < min(workers - 1, WorkerPool._MAX_THREADS):
+        pool.ensure(workers)
+    return pool
+
+
+def current_pool(ordinal: int) -> WorkerPool | None:
+    """The pool of device `ordinal` now (None before its first pooled grid, or after a
+    fork() until the child's first): what plans compare the pool they hold against."""
+    return _pools[ordinal] if ordinal < len(_pools) else None
+
+
 def _forget_pool_in_child() -> None:
     global _pool
-    if _pool is not None:
-        # The threads did not survive fork(): the child's copy of the block says so, for
-        # runners that kept its address, and a new pool starts its own threads.
-        ctypes.c_int64.from_address(_pool.address + POOL_THREADS).value = 0
-        ctypes.c_int32.from_address(_pool.address + POOL_SLEEPERS).value = 0
-        ctypes.c_int32.from_address(_pool.address + POOL_BUSY).value = 0
-        ctypes.c_int64.from_address(_pool.address + POOL_PINNED).value = 0
-        _pool = None
+    for k, pool in enumerate(_pools):
+        if pool is not None:
+            # The threads did not survive fork(): the child's copy of the block says so,
+            # for runners that kept its address, and a new pool starts its own threads.
+            ctypes.c_int64.from_address(pool.address + POOL_THREADS).value = 0
+            ctypes.c_int32.from_address(pool.address + POOL_SLEEPERS).value = 0
+            ctypes.c_int32.from_address(pool.address + POOL_BUSY).value = 0
+            ctypes.c_int64.from_address(pool.address + POOL_PINNED).value = 0
+            _pools[k] = None
+    _pool = None
 
 
 if hasattr(os, "register_at_fork"):
