@@ -10,6 +10,7 @@ IREE's own one-line error.
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import subprocess
 from contextlib import redirect_stderr, redirect_stdout
@@ -305,3 +306,108 @@ def test_declared_affinities_are_parsed():
         ("b", TensorType((2, None), "i8", decl.arguments[1][1].element_type, None)),
     )
     assert decl.results[0][1].affinity == "gpu"
+
+
+# -- worker pools: one per device ----------------------------------------------------------
+
+# A grid of many workgroups on each device (one function per device), large enough that it
+# runs split across the device's workers.
+N_POOLED = 1 << 20
+PER_DEVICE = f"""
+func.func public @on_a(%x: tensor<{N_POOLED}xf32> {{iree.abi.affinity = #hal.device.promise<@device_a>}})
+    -> (tensor<{N_POOLED}xf32> {{iree.abi.affinity = #hal.device.promise<@device_a>}}) {{
+  %0 = arith.mulf %x, %x : tensor<{N_POOLED}xf32>
+  %1 = arith.addf %0, %x : tensor<{N_POOLED}xf32>
+  return %1 : tensor<{N_POOLED}xf32>
+}}
+func.func public @on_b(%x: tensor<{N_POOLED}xf32> {{iree.abi.affinity = #hal.device.promise<@device_b>}})
+    -> (tensor<{N_POOLED}xf32> {{iree.abi.affinity = #hal.device.promise<@device_b>}}) {{
+  %0 = arith.mulf %x, %x : tensor<{N_POOLED}xf32>
+  %1 = arith.subf %0, %x : tensor<{N_POOLED}xf32>
+  return %1 : tensor<{N_POOLED}xf32>
+}}
+"""
+
+
+def test_each_device_has_its_own_worker_pool(build):
+    """As each --device=local-task of iree-run-module creates its own driver and with it
+    its own task executor (iree/tooling/device_util.c: iree_hal_create_device per device;
+    iree/hal/drivers/local_task/registration/driver_module.c: executors made per driver),
+    the devices of a context split their grids on pools of their own; a one-worker device
+    has none. The results equal iree.runtime's."""
+    from runtime_support.loaders import native
+
+    vmfb, pkg = build("per_device", PER_DEVICE)
+    x = np.linspace(-2, 2, N_POOLED, dtype=np.float32)
+    ctx = load_package(pkg).load(device=["local", "local"], workers=2)
+    assert [d.pool_ordinal for d in ctx.devices] == [0, 1]
+    a, b = ctx.on_a(x), ctx.on_b(x)
+    ref = iree_runtime(vmfb, "on_a", ("local-task", "local-task"), [x])[0]
+    np.testing.assert_array_equal(a, ref)
+    np.testing.assert_array_equal(b, iree_runtime(vmfb, "on_b", ("local-task",) * 2, [x])[0])
+    first, second = native.current_pool(0), native.current_pool(1)
+    assert first is not None and second is not None and first is not second
+    assert first.address != second.address and second.threads >= 1
+    # a local-sync second device (one worker) splits nothing, so uses no pool
+    sync = load_package(pkg).load(device=["local", "local-sync"])
+    assert sync.devices[1].worker_count == 1
+    np.testing.assert_array_equal(sync.on_b(x), b)
+
+
+def test_grids_on_two_devices_at_once_finish(build):
+    """Two threads, each calling a function on another device of its own context, many
+    times at once: both pools run grids at the same time (on a 2-CPU machine their workers
+    share the CPUs) and every call finishes with the one-device run's result."""
+    import threading
+
+    _, pkg = build("per_device", PER_DEVICE)
+    x = np.linspace(-2, 2, N_POOLED, dtype=np.float32)
+    want = {"on_a": x * x + x, "on_b": x * x - x}
+    contexts = [load_package(pkg).load(device=["local", "local"]) for _ in range(2)]
+    for name in want:  # one device's results, as run alone
+        want[name] = np.asarray(getattr(contexts[0], name)(x))
+    errors, done = [], []
+
+    def calls(ctx, name):
+        try:
+            for _ in range(30):
+                np.testing.assert_array_equal(getattr(ctx, name)(x), want[name])
+            done.append(name)
+        except BaseException as e:  # (reported by the main thread)
+            errors.append(e)
+
+    threads = [threading.Thread(target=calls, args=(ctx, name), daemon=True)
+               for ctx, name in zip(contexts, want)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads), "grids on two devices did not finish"
+    assert not errors, errors[0]
+    assert sorted(done) == ["on_a", "on_b"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_forked_child_starts_each_devices_pool_afresh(build):
+    """After fork() every device's pool is forgotten (its threads did not survive): the
+    child's grids on both devices make new pools and finish with the same results."""
+    from runtime_support.loaders import native
+
+    _, pkg = build("per_device", PER_DEVICE)
+    x = np.linspace(-2, 2, N_POOLED, dtype=np.float32)
+    ctx = load_package(pkg).load(device=["local", "local"], workers=2)
+    a, b = np.asarray(ctx.on_a(x)), np.asarray(ctx.on_b(x))
+    parents = native.current_pool(0), native.current_pool(1)
+    assert None not in parents
+    pid = os.fork()
+    if pid == 0:  # (the child reports by its exit status only)
+        ok = False
+        try:
+            forgotten = native.current_pool(0) is None and native.current_pool(1) is None
+            same = (np.array_equal(ctx.on_a(x), a) and np.array_equal(ctx.on_b(x), b))
+            fresh = all(native.current_pool(k) not in (None, *parents) for k in (0, 1))
+            ok = forgotten and same and fresh
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
