@@ -9,6 +9,8 @@ returns numpy arrays and scalars (see ../shared/docs/contract.md).
 
 from __future__ import annotations
 
+import re
+
 import mmap
 import os
 import sys
@@ -253,6 +255,11 @@ def _explain_device_mismatch(e: VMError, device=None) -> VMError:
     dump of every target) as one sentence naming the formats and what to do."""
     from runtime_support import executable_formats as ef
 
+    named = re.search(r"HAL device `([^`]*)` not found", e.message)
+    if named and not named.group(1).startswith("__device_"):
+        # A device the program names (compiled for several: `gpu=cuda`), missing from
+        # those given: IREE's own line, as iree-run-module prints it (at `<vm>:0`).
+        return VMError(e.code, e.message, function=e.function)
     formats = [f for f in ef.formats_in_device_error(e.message) if not ef.runs_on(f, device)]
     if not formats:
         return e

@@ -135,6 +135,25 @@ def test_pyree_run_local_and_cuda_same_as_iree_cpu_only(programs, pycuda_double)
     assert out.getvalue() == _iree_cpu_only(cpu_vmfb, *args)
 
 
+def test_cpu_and_gpu_program_given_only_a_cpu_fails_as_iree_run_module(programs):
+    """The CPU+GPU program run with only a local device: IREE's own line (the missing
+    device `gpu` and its target), not pyree's explanation for a module whose only device
+    cannot run here."""
+    from runtime_support.run_cli import main as run_main
+
+    pkg, het_vmfb, _ = programs
+    args = ["--device=local-task", "--function=pipeline", "--input=4xf32=1 2 3 4"]
+    expected = subprocess.run(
+        ["iree-run-module", f"--module={het_vmfb}", *args], capture_output=True, text=True, timeout=120
+    )
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = run_main([str(pkg), *args])
+    assert expected.returncode == rc == 1
+    assert "HAL device `gpu` not found or unavailable" in err.getvalue()
+    assert (out.getvalue(), err.getvalue()) == (expected.stdout, expected.stderr)
+
+
 def test_allocator_select_picks_memory_every_device_reaches():
     """Local devices share host memory; a cuda device's managed memory is reached by
     local devices too; two GPUs here share nothing: one UNIMPLEMENTED line."""
