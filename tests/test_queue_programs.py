@@ -267,6 +267,115 @@ def test_dispatch_constants_are_value_slots(compile_mlir, tmp_path, monkeypatch)
     assert len(builds) == 1 and runs == [True] * 6
 
 
+def _segment_alone(pkg):
+    """The mul program's segment (from its first FenceCreate: alloca, execute, await)
+    as a queue program of its own, and its inputs' names."""
+    import dataclasses
+
+    from runtime_support.exec.program import QueueProgram
+    from runtime_support.exec.steps import DeviceQueueExecuteIndirect, FenceCreate
+
+    program = next(
+        value for name in ("QUEUE_0", "QUEUE_1", "QUEUE_2")
+        if isinstance(value := getattr(pkg, name, None), QueueProgram)
+        and any(type(s) is DeviceQueueExecuteIndirect for s in value.steps)
+    )
+    first = next(k for k, s in enumerate(program.steps) if type(s) is FenceCreate)
+    made, inputs = set(), []
+
+    def read(value):
+        if isinstance(value, tuple):
+            for v in value:
+                read(v)
+        elif isinstance(value, str) and value not in made and value not in inputs:
+            inputs.append(value)
+
+    for step in program.steps[first:]:
+        for p in getattr(step, "PARAMS", ()):
+            read(getattr(step, p))
+        if getattr(step, "out", None):
+            made.add(step.out)
+    return dataclasses.replace(program, steps=program.steps[first:], inputs=tuple(inputs))
+
+
+def test_segment_checks_its_buffers_and_waits_as_the_general_path(compile_mlir, tmp_path, monkeypatch):
+    """A segment called with buffers from outside: buffers of the right size give what
+    the general path gives; a buffer too small for the dispatch makes the plan decline its
+    slot checks and the call raises what the general path raises (nothing written past
+    the buffer); a wait fence still pending makes the call wait for it."""
+    import threading
+
+    import numpy as np
+
+    from runtime_support.exec.general import bind_program
+    from runtime_support.hal.buffer import HalBuffer
+    from runtime_support.hal.fence import Fence
+
+    src = tmp_path / "mul.mlir"
+    src.write_text(_MUL_MLIR)
+    vmfb = compile_mlir(src, QUEUE_FLAGS)
+    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+    ctx = pkg.load(device="local-sync")
+    program = _segment_alone(pkg)
+    builds, runs = _count_shapes(monkeypatch)
+    fast = bind_program(program, ctx, pkg._IMPORTS)
+    monkeypatch.setenv("PYREE_QUEUE_FAST", "0")
+    general = bind_program(program, ctx, pkg._IMPORTS)
+    monkeypatch.delenv("PYREE_QUEUE_FAST")
+    command_buffer = next(
+        ctx.refs.get(k) for k in range(8) if type(ctx.refs.get(k)).__name__ == "HalCommandBuffer"
+    )
+
+    def values(size, wait=None):
+        a = HalBuffer.allocate(size, 0xFFFF, 0xFFFF)
+        b = HalBuffer.allocate(size, 0xFFFF, 0xFFFF)
+        a.write(0, np.arange(size // 4, dtype=np.float32).tobytes())
+        b.write(0, np.full(size // 4, 1.5, np.float32).tobytes())
+        known = {"device": ctx.device, "wait": wait, "command_buffer": command_buffer}
+        out = []
+        for name in program.inputs:
+            step_fields = [
+                p for s in program.steps for p in getattr(s, "PARAMS", ())
+                if _reads(getattr(s, p), name)
+            ]
+            role = next(f for f in step_fields)
+            if role in ("device", "wait_fence", "command_buffer"):
+                out.append(known[{"wait_fence": "wait"}.get(role, role)])
+            else:
+                out.append(a if not out or not any(isinstance(v, HalBuffer) for v in out) else b)
+        return out
+
+    got = []
+    for run in (fast, fast, general):  # (the fast one builds its plan, then runs it)
+        result = run(*values(16))
+        result = result[0] if isinstance(result, tuple) else result
+        got.append(np.frombuffer(result.bytes_view(0, 16), np.float32).tolist())
+    assert got[0] == got[1] == got[2] == [0, 2.5, 5, 7.5]  # (a * 1.5 + a)
+    assert len(builds) == 1 and runs == [True, True]  # (the fast calls ran the plan)
+    errors = []
+    for run in (fast, general):
+        with pytest.raises(VMError) as error:
+            run(*values(8))
+        errors.append((error.value.code, str(error.value)))
+    assert errors[0] == errors[1] and runs[-1] is False  # (the plan declined its checks)
+    # A wait still pending: the call waits for it.
+    wait = Fence()
+    done = {}
+    caller = threading.Thread(target=lambda: done.setdefault("result", fast(*values(16, wait))))
+    caller.start()
+    caller.join(0.5)
+    assert caller.is_alive()
+    wait.signal()
+    caller.join(30)
+    assert "result" in done
+
+
+def _reads(value, name) -> bool:
+    if isinstance(value, tuple):
+        return any(_reads(v, name) for v in value)
+    return value == name
+
+
 # --- random HAL queue programs ------------------------------------------------------------------
 #
 # tests/random_programs.py's queue programs (several dispatches and barriers per command
