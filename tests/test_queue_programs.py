@@ -370,6 +370,70 @@ def test_segment_checks_its_buffers_and_waits_as_the_general_path(compile_mlir, 
     assert "result" in done
 
 
+def test_segment_keeps_transients_apart(compile_mlir, tmp_path, monkeypatch):
+    """A hand-written program: two transient buffers live at once (each written by one
+    execution, both read by a third; nothing reads them after). Their arena places must
+    not overlap: the fast path's result equals the general path's."""
+    import numpy as np
+
+    from runtime_support.exec.general import bind_program
+    from runtime_support.exec.program import FailIf, QueueProgram
+    from runtime_support.exec.steps import (
+        DeviceQueueAlloca, DeviceQueueExecuteIndirect, FenceAwait, FenceCreate,
+    )
+    from runtime_support.hal.buffer import HalBuffer
+
+    src = tmp_path / "mul.mlir"
+    src.write_text(_MUL_MLIR)
+    vmfb = compile_mlir(src, QUEUE_FLAGS)
+    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+    ctx = pkg.load(device="local-sync")
+    command_buffer = next(
+        ctx.refs.get(k) for k in range(8) if type(ctx.refs.get(k)).__name__ == "HalCommandBuffer"
+    )
+    queue = dict(device="device", queue_affinity=-1, flags=0)
+    steps = []
+    wait = None
+    for k, name in enumerate(("t1", "t2", "out")):
+        steps += [
+            FenceCreate(out=f"a{k}", device="device", flags=0),
+            DeviceQueueAlloca(out=name, **queue, wait_fence=wait, signal_fence=f"a{k}", pool=0,
+                              memory_types=48, buffer_usage=3075, allocation_size=16),
+        ]
+        wait = f"a{k}"
+    for k, (x, y, z) in enumerate((("x", "y", "t1"), ("y", "y", "t2"), ("t1", "t2", "out"))):
+        steps += [
+            FenceCreate(out=f"e{k}", device="device", flags=0),
+            DeviceQueueExecuteIndirect(**queue, wait_fence=wait, signal_fence=f"e{k}",
+                                       command_buffer="cmd",
+                                       binding_table=((x, 0, 16), (y, 0, 16), (z, 0, 16))),
+        ]
+        wait = f"e{k}"
+    steps += [
+        FenceAwait(out="status", timeout_millis=-1, flags=0, fences=(wait,)),
+        FailIf(test="status", status="status", message="failed to wait on timepoint"),
+    ]
+    program = QueueProgram(function="hand", inputs=("device", "cmd", "x", "y"),
+                           steps=tuple(steps), outputs=("out",))
+    builds, runs = _count_shapes(monkeypatch)
+    fast = bind_program(program, ctx, pkg._IMPORTS)
+    monkeypatch.setenv("PYREE_QUEUE_FAST", "0")
+    general = bind_program(program, ctx, pkg._IMPORTS)
+
+    def buffer(values):
+        b = HalBuffer.allocate(16, 0xFFFF, 0xFFFF)
+        b.write(0, np.asarray(values, np.float32).tobytes())
+        return b
+
+    x, y = buffer([1, 2, 3, 4]), buffer([0.5, -1, 2, 3])
+    got = [
+        np.frombuffer(run(ctx.device, command_buffer, x, y).bytes_view(0, 16), np.float32).tolist()
+        for run in (fast, fast, general)
+    ]
+    assert got[0] == got[1] == got[2]
+    assert len(builds) == 1 and runs == [True, True]
+
+
 def _reads(value, name) -> bool:
     if isinstance(value, tuple):
         return any(_reads(v, name) for v in value)
