@@ -272,7 +272,7 @@ def _segment_alone(pkg):
     as a queue program of its own, and its inputs' names."""
     import dataclasses
 
-    from runtime_support.exec.program import QueueProgram
+    from runtime_support.exec.program import QueueProgram, fields_read, names_in
     from runtime_support.exec.steps import DeviceQueueExecuteIndirect, FenceCreate
 
     program = next(
@@ -282,17 +282,10 @@ def _segment_alone(pkg):
     )
     first = next(k for k, s in enumerate(program.steps) if type(s) is FenceCreate)
     made, inputs = set(), []
-
-    def read(value):
-        if isinstance(value, tuple):
-            for v in value:
-                read(v)
-        elif isinstance(value, str) and value not in made and value not in inputs:
-            inputs.append(value)
-
     for step in program.steps[first:]:
-        for p in getattr(step, "PARAMS", ()):
-            read(getattr(step, p))
+        for name in names_in(fields_read(step)):
+            if name not in made and name not in inputs:
+                inputs.append(name)
         if getattr(step, "out", None):
             made.add(step.out)
     return dataclasses.replace(program, steps=program.steps[first:], inputs=tuple(inputs))
@@ -308,6 +301,7 @@ def test_segment_checks_its_buffers_and_waits_as_the_general_path(compile_mlir, 
     import numpy as np
 
     from runtime_support.exec.general import bind_program
+    from runtime_support.exec.program import names_in
     from runtime_support.hal.buffer import HalBuffer
     from runtime_support.hal.fence import Fence
 
@@ -336,7 +330,7 @@ def test_segment_checks_its_buffers_and_waits_as_the_general_path(compile_mlir, 
         for name in program.inputs:
             step_fields = [
                 p for s in program.steps for p in getattr(s, "PARAMS", ())
-                if _reads(getattr(s, p), name)
+                if name in names_in(getattr(s, p))
             ]
             role = next(f for f in step_fields)
             if role in ("device", "wait_fence", "command_buffer"):
@@ -432,12 +426,6 @@ def test_segment_keeps_transients_apart(compile_mlir, tmp_path, monkeypatch):
     ]
     assert got[0] == got[1] == got[2]
     assert len(builds) == 1 and runs == [True, True]
-
-
-def _reads(value, name) -> bool:
-    if isinstance(value, tuple):
-        return any(_reads(v, name) for v in value)
-    return value == name
 
 
 # --- random HAL queue programs ------------------------------------------------------------------

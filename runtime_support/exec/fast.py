@@ -38,8 +38,9 @@ from ..hal.fence import REACHED, Fence
 from ..hal.module import HalModule
 from ..hal.queue import BUSY
 from .general import GeneralProgram
+from .program import fields_read, names_in
 from .segments import MAX_PLANS as SEGMENT_PLANS
-from .segments import _Decline, build_shape, find_segments, ready, run_shape
+from .segments import _Decline, build_shape, find_segments, made_fences, ready, run_shape
 from .steps import (
     BufferAssert,
     BufferViewAssert,
@@ -162,20 +163,7 @@ def _ready(fence) -> bool:
 
 def _private_fences(program) -> set[str]:
     """The fences the program makes and does not return: no one else can see them."""
-    made = {
-        step.out for step in program.steps
-        if type(step) in (FenceCreate, FenceJoin) and isinstance(step.out, str)
-    }
-    return made - set(program.outputs)
-
-
-def _names_in(value, names: set[str], found: list[str]) -> None:
-    if isinstance(value, str):
-        if value in names and value not in found:
-            found.append(value)
-    elif isinstance(value, tuple):
-        for v in value:
-            _names_in(v, names, found)
+    return made_fences(program) - set(program.outputs)
 
 
 def _own(imports: dict, step) -> bool:
@@ -483,10 +471,8 @@ class FastProgram(GeneralProgram):
         for k, (step, _fn, _fetch, _outs) in enumerate(self._steps):
             if k in deferred:
                 continue  # (recorded at its submission, if at all)
-            found: list[str] = []
-            for p in getattr(step, "PARAMS", ()):
-                _names_in(getattr(step, p), private, found)
-            general = _materialised(self._ops[k], tuple(found))
+            reads = dict.fromkeys(n for n in names_in(fields_read(step)) if n in private)
+            general = _materialised(self._ops[k], tuple(reads))
             span = submits.get(k)
             if span is not None:
                 span.fields = {p: values.getter(getattr(step, p)) for p in step.PARAMS}

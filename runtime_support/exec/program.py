@@ -29,6 +29,7 @@ A field's value is a *reference* or a constant:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 
@@ -85,4 +86,25 @@ class QueueProgram:
 # A call passes at most this many positional arguments; more travel as one tuple.
 MAX_POSITIONAL = 10
 
-__all__ = ["Compute", "FailIf", "MAX_POSITIONAL", "QueueProgram", "Rodata"]
+
+def fields_read(step) -> tuple:
+    """The field values a step of a program reads: a Compute's operands, a FailIf's test
+    and status, a queue step's fields in cconv order."""
+    if isinstance(step, Compute):
+        return step.args
+    if isinstance(step, FailIf):
+        return (step.test, step.status)
+    return tuple(getattr(step, p) for p in step.PARAMS)
+
+
+def names_in(value) -> Iterator[str]:
+    """The names of values a field value reads (itself, or those inside a span), in order."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, tuple):
+        for v in value:
+            yield from names_in(v)
+
+__all__ = [
+    "Compute", "FailIf", "MAX_POSITIONAL", "QueueProgram", "Rodata", "fields_read", "names_in",
+]

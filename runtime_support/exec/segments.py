@@ -38,7 +38,7 @@ from ..hal.command_buffer import BufferRef, HalCommandBuffer
 from ..hal.device import LocalDevice
 from ..hal.fence import Fence
 from ..hal.queue import BUSY
-from .program import Compute, FailIf
+from .program import Compute, FailIf, fields_read, names_in
 from .steps import (
     CommandBufferCopyBuffer,
     CommandBufferCreate,
@@ -146,11 +146,8 @@ class Segment:
         roles: dict[str, set] = {}
 
         def note(value, role) -> None:
-            if isinstance(value, tuple):
-                for v in value:
-                    note(v, role)
-            elif isinstance(value, str):
-                roles.setdefault(value, set()).add(role)
+            for name in names_in(value):
+                roles.setdefault(name, set()).add(role)
 
         for _, value, role in uses:
             note(value, role)
@@ -205,7 +202,7 @@ def find_segments(program, spans: list, private: set[str], own) -> list[Segment]
     with at least one execution. `spans`: (create, members, execute) of each command
     buffer the program records and submits once: inside a segment only whole."""
     steps = program.steps
-    public = _made_fences(program) - private  # (fences made here and returned)
+    public = made_fences(program) - private  # (fences made here and returned)
     fences = private | public
     recorded = {k: span for span in spans for k in (span[0], *span[1], span[2])}
     out = []
@@ -258,7 +255,8 @@ def _made_in(steps, first: int, end: int, name: str) -> bool:
     return any(getattr(steps[j], "out", None) == name for j in range(first, end))
 
 
-def _made_fences(program) -> set[str]:
+def made_fences(program) -> set[str]:
+    """The fences the program makes (creations and joins)."""
     return {
         step.out for step in program.steps
         if type(step) in (FenceCreate, FenceJoin) and isinstance(step.out, str)
@@ -282,22 +280,8 @@ def _inner(step, private: set[str], fences: set[str], own) -> bool:
 def _live_after(program, last: int) -> set[str]:
     """The names the steps after `last` or the outputs read."""
     names = set(program.outputs)
-
-    def read(value) -> None:
-        if isinstance(value, tuple):
-            for v in value:
-                read(v)
-        elif isinstance(value, str):
-            names.add(value)
-
     for step in program.steps[last + 1 :]:
-        if isinstance(step, Compute):
-            read(step.args)
-        elif isinstance(step, FailIf):
-            read((step.test, step.status))
-        else:
-            for p in step.PARAMS:
-                read(getattr(step, p))
+        names.update(names_in(fields_read(step)))
     return names
 
 
@@ -661,4 +645,6 @@ def run_shape(segment: Segment, shape: _Shape, env: dict, await_import) -> bool:
     return True
 
 
-__all__ = ["MAX_PLANS", "Segment", "build_shape", "find_segments", "ready", "run_shape"]
+__all__ = [
+    "MAX_PLANS", "Segment", "build_shape", "find_segments", "made_fences", "ready", "run_shape",
+]
