@@ -185,7 +185,6 @@ def test_segment_failure_raises_as_the_general_path(compile_mlir, tmp_path, monk
     import numpy as np
 
     from runtime_support.errors import StatusCode
-    from runtime_support.exec import segments
 
     src = tmp_path / "mul.mlir"
     src.write_text(_MUL_MLIR)
@@ -195,16 +194,18 @@ def test_segment_failure_raises_as_the_general_path(compile_mlir, tmp_path, monk
     b = np.full(4, 1.5, np.float32)
     want = load_package(write_package(read_module_file(vmfb), tmp_path, "ref", host_path="programs"))
     want = want.load(device="local-sync").call("mul", a, b).tobytes()
-    real_run = segments._run
+    from runtime_support.hal.plan import Plan
+
+    real_launch = Plan.launch
     failures = []
 
-    def failing(shape, packed):
+    def failing(plan, workers):
         if not failures:
             failures.append(True)
             raise VMError(StatusCode.DATA_LOSS, "kernel failed on purpose")
-        real_run(shape, packed)
+        return real_launch(plan, workers)
 
-    monkeypatch.setattr(segments, "_run", failing)
+    monkeypatch.setattr(Plan, "launch", failing)
     ctx = pkg.load(device="local-sync")
     with pytest.raises(VMError) as fast_error:
         ctx.call("mul", a, b)

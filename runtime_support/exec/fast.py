@@ -40,7 +40,7 @@ from ..hal.queue import BUSY
 from .general import GeneralProgram
 from .program import fields_read, names_in
 from .segments import MAX_PLANS as SEGMENT_PLANS
-from .segments import _Decline, build_shape, find_segments, made_fences, ready, run_shape
+from .segments import _Decline, build_shape, find_segments, made_fences, run_shape
 from .steps import (
     BufferAssert,
     BufferViewAssert,
@@ -120,9 +120,13 @@ def _spans(program) -> list[_Span]:
 
 
 def has_fast_path(program) -> bool:
-    """Whether `program` has steps the fast path can take: a private fence or a one-shot
-    recording it can defer."""
-    return bool(_private_fences(program)) or bool(_spans(program))
+    """Whether `program` has steps the fast path can take: a private fence, a one-shot
+    recording it can defer, or a check it can pass without its import."""
+    return (
+        bool(_private_fences(program))
+        or bool(_spans(program))
+        or any(type(step) in _CHECKS for step in program.steps)
+    )
 
 
 # -- private fences ------------------------------------------------------------------------
@@ -180,29 +184,41 @@ def _segment_op(segment, inner: list, general_ops: list, getters: list, computes
     """The op of a segment: its plan for this call's shape (built at the shape's first
     call), or its steps' own ops where the call or the shape declines."""
     shapes = segment.shapes
+    waits, buffers, device_name, key_of = segment.waits, segment.buffers, segment.device, segment.key_of
 
     def run_segment(env) -> None:
-        if ready(segment, env, _DONE):
-            for op in computes:  # (this call's integer results: constants, values read later)
-                op(env)
-            try:
-                key = segment.key_of(env)
-                shape = shapes.get(key)
-            except TypeError:  # (an unhashable value: no shape)
-                shape = key = None
-            if shape is None and key is not None:
-                try:
-                    shape = build_shape(segment, env, general_ops, getters, (_PENDING, _DONE))
-                except _Decline:
-                    shape = False
-                shapes[key] = shape
-                if len(shapes) > SEGMENT_PLANS:
-                    shapes.popitem(last=False)
-            if shape:
-                if len(shapes) > 1:
-                    shapes.move_to_end(key)
-                if run_shape(segment, shape, env, await_import):
-                    return
+        # (segments.ready, inline: every wait over, every buffer a HalBuffer, the queue free)
+        for name in waits:
+            fence = env[name]
+            if not (fence is None or fence is _DONE or (type(fence) is Fence and fence.reached_now())):
+                break
+        else:
+            for name in buffers:
+                if type(env[name]) is not HalBuffer:
+                    break
+            else:
+                device = env[device_name]
+                if type(device) is LocalDevice and device.queue.idle():
+                    for op in computes:  # (this call's integer results: constants, values read later)
+                        op(env)
+                    try:
+                        key = key_of(env)
+                        shape = shapes.get(key)
+                    except TypeError:  # (an unhashable value: no shape)
+                        shape = key = None
+                    if shape is None and key is not None:
+                        try:
+                            shape = build_shape(segment, env, general_ops, getters, (_PENDING, _DONE))
+                        except _Decline:
+                            shape = False
+                        shapes[key] = shape
+                        if len(shapes) > SEGMENT_PLANS:
+                            shapes.popitem(last=False)
+                    if shape:
+                        if len(shapes) > 1:
+                            shapes.move_to_end(key)
+                        if run_shape(segment, shape, env, await_import):
+                            return
         for op in inner:
             op(env)
 
@@ -230,7 +246,7 @@ def _materialised(op, reads: tuple):
 # the step here where it can and calls `general` otherwise.
 
 
-def _fence_create(step, get, private, general):
+def _fence_create(step, get, private, general, values):
     if step.out not in private:
         return None
     device_of, out = get["device"], step.out
@@ -244,7 +260,7 @@ def _fence_create(step, get, private, general):
     return fence_create
 
 
-def _alloca(step, get, private, general):
+def _alloca(step, get, private, general, values):
     signal = step.signal_fence
     if signal not in private:
         return None
@@ -275,7 +291,7 @@ def _alloca(step, get, private, general):
     return alloca
 
 
-def _signal_only(step, get, private, general):
+def _signal_only(step, get, private, general, values):
     """Dealloca (host memory is freed with the object) and barrier: only the signal."""
     signal = step.signal_fence
     if signal not in private:
@@ -301,7 +317,7 @@ def _signal_only(step, get, private, general):
 _execute_command_buffer = HalCommandBuffer.execute
 
 
-def _execute(step, get, private, general):
+def _execute(step, get, private, general, values):
     """`queue.execute` and `queue.execute.indirect`: the command buffer run now, as
     LocalQueue runs a submission whose wait is reached, under `run_now`."""
     signal = step.signal_fence
@@ -335,7 +351,7 @@ def _execute(step, get, private, general):
     return execute
 
 
-def _fence_join(step, get, private, general):
+def _fence_join(step, get, private, general, values):
     if step.out not in private:
         return None
     fences_of, out = get["fences"], step.out
@@ -351,7 +367,7 @@ def _fence_join(step, get, private, general):
     return fence_join
 
 
-def _fence_await(step, get, private, general):
+def _fence_await(step, get, private, general, values):
     fences_of, out = get["fences"], step.out
 
     def fence_await(env) -> None:
@@ -373,12 +389,39 @@ def _fence_await(step, get, private, general):
 # and the check holds; otherwise the import runs and raises its own error.
 
 
-def _view_assert(step, get, private, general):
-    view_of, types_of, encoding_of, shape_of = (
-        get["buffer_view"], get["element_type"], get["encoding_type"], get["shape"]
-    )
+def _folded(step, get, values, names):
+    """Per field in `names`: its value where it is a constant of the program (folded at
+    bind: most checks compare with literals), else its getter; and whether all were."""
+    out, all_known = [], True
+    for name in names:
+        known, value = values.constant(getattr(step, name))
+        out.append(value if known else get[name])
+        all_known = all_known and known
+    return out, all_known
 
-    def view_assert(env) -> None:
+
+def _view_assert(step, get, private, general, values):
+    view_of = get["buffer_view"]
+    (element, encoding, shape), known = _folded(
+        step, get, values, ("element_type", "encoding_type", "shape")
+    )
+    if known:
+        element, encoding, shape = element & _M32, encoding & _M32, tuple(shape)
+
+        def view_assert(env) -> None:
+            view = view_of(env)
+            if not (
+                type(view) is HalBufferView
+                and view.shape == shape
+                and view.element_type == element
+                and view.encoding_type == encoding
+            ):
+                general(env)
+
+        return view_assert
+    types_of, encoding_of, shape_of = get["element_type"], get["encoding_type"], get["shape"]
+
+    def view_assert_dynamic(env) -> None:
         view = view_of(env)
         if not (
             type(view) is HalBufferView
@@ -388,10 +431,10 @@ def _view_assert(step, get, private, general):
         ):
             general(env)
 
-    return view_assert
+    return view_assert_dynamic
 
 
-def _view_buffer(step, get, private, general):
+def _view_buffer(step, get, private, general, values):
     view_of, out = get["buffer_view"], step.out
     if not isinstance(out, str):
         return None
@@ -406,7 +449,7 @@ def _view_buffer(step, get, private, general):
     return view_buffer
 
 
-def _device_allocator(step, get, private, general):
+def _device_allocator(step, get, private, general, values):
     device_of, out = get["device"], step.out
     if not isinstance(out, str):
         return None
@@ -421,11 +464,29 @@ def _device_allocator(step, get, private, general):
     return device_allocator
 
 
-def _buffer_assert(step, get, private, general):
-    buffer_of, allocator_of, length_of = get["buffer"], get["allocator"], get["minimum_length"]
-    types_of, usage_of = get["memory_types"], get["buffer_usage"]
+def _buffer_assert(step, get, private, general, values):
+    buffer_of, allocator_of = get["buffer"], get["allocator"]
+    (length, types, usage), known = _folded(
+        step, get, values, ("minimum_length", "memory_types", "buffer_usage")
+    )
+    if known:
+        types, usage = types & _M32, usage & _M32
 
-    def buffer_assert(env) -> None:
+        def buffer_assert(env) -> None:
+            buffer, allocator = buffer_of(env), allocator_of(env)
+            if not (
+                type(buffer) is HalBuffer
+                and buffer.length >= length
+                and buffer.memory_types & types == types
+                and buffer.allowed_usage & usage == usage
+                and (allocator is None or isinstance(allocator, HalAllocator))
+            ):
+                general(env)
+
+        return buffer_assert
+    length_of, types_of, usage_of = get["minimum_length"], get["memory_types"], get["buffer_usage"]
+
+    def buffer_assert_dynamic(env) -> None:
         buffer, allocator = buffer_of(env), allocator_of(env)
         types, usage = types_of(env) & _M32, usage_of(env) & _M32
         if not (
@@ -437,9 +498,10 @@ def _buffer_assert(step, get, private, general):
         ):
             general(env)
 
-    return buffer_assert
+    return buffer_assert_dynamic
 
 
+_CHECKS = (BufferViewAssert, BufferViewBuffer, DeviceAllocator, BufferAssert)
 _HANDLERS = {
     FenceCreate: _fence_create,
     FenceJoin: _fence_join,
@@ -454,6 +516,74 @@ _HANDLERS = {
     DeviceAllocator: _device_allocator,
     BufferAssert: _buffer_assert,
 }
+
+
+def _argument(steps, k: int, ops: dict, values, getters) -> int:
+    """An argument's checks as one op where steps k.. are IREE's ABI sequence for it: a
+    view's assert, the view's buffer, optionally the device's allocator, the buffer's
+    assert (their fields constants but the shape). The op passes where every check
+    passes; otherwise the steps' own ops run one by one (each goes through its import
+    where its check fails and raises there). Returns the number of steps it took (0 where
+    steps k.. are not such a sequence)."""
+    kinds = [type(steps[j]) for j in range(k, min(k + 4, len(steps)))]
+    if kinds[:2] != [BufferViewAssert, BufferViewBuffer] or not all(j in ops for j in range(k, k + 2)):
+        return 0
+    with_allocator = kinds[2:3] == [DeviceAllocator]
+    n = 4 if with_allocator else 3
+    if kinds[n - 1 : n] != [BufferAssert] or not all(j in ops for j in range(k, k + n)):
+        return 0
+    check, view_step, assert_step = steps[k], steps[k + 1], steps[k + n - 1]
+    buffer = view_step.out
+    if view_step.buffer_view != check.buffer_view or assert_step.buffer != buffer or not isinstance(buffer, str):
+        return 0
+    (element, encoding), known = _folded(check, getters[k], values, ("element_type", "encoding_type"))
+    (length, types, usage), known_too = _folded(
+        assert_step, getters[k + n - 1], values, ("minimum_length", "memory_types", "buffer_usage")
+    )
+    if not (known and known_too):
+        return 0
+    element, encoding, types, usage = element & _M32, encoding & _M32, types & _M32, usage & _M32
+    (shape,), fixed = _folded(check, getters[k], values, ("shape",))
+    shape = tuple(shape) if fixed else None
+    shape_of = getters[k]["shape"]
+    view_of = getters[k]["buffer_view"]
+    allocator_of = getters[k + n - 1]["allocator"]
+    if with_allocator:
+        allocator_name = steps[k + 2].out
+        device_of = getters[k + 2]["device"]
+        if not isinstance(allocator_name, str) or assert_step.allocator != allocator_name:
+            return 0
+    parts = [ops.pop(j) for j in range(k, k + n)]
+
+    def argument(env) -> None:
+        view = view_of(env)
+        if (
+            type(view) is HalBufferView
+            and view.shape == (shape if shape is not None else tuple(shape_of(env)))
+            and view.element_type == element
+            and view.encoding_type == encoding
+        ):
+            data = view.buffer
+            if with_allocator:
+                device = device_of(env)
+                allocator = device.allocator if type(device) is LocalDevice else False
+            else:
+                allocator = allocator_of(env)
+            if (
+                data.length >= length
+                and data.memory_types & types == types
+                and data.allowed_usage & usage == usage
+                and (allocator is None or isinstance(allocator, HalAllocator))
+            ):
+                env[buffer] = data
+                if with_allocator:
+                    env[allocator_name] = allocator
+                return
+        for op in parts:  # (a check fails: its import raises)
+            op(env)
+
+    ops[k] = argument
+    return n
 
 
 class FastProgram(GeneralProgram):
@@ -483,8 +613,16 @@ class FastProgram(GeneralProgram):
             op = None
             if make is not None and _own(imports, step):
                 get = {p: values.getter(getattr(step, p)) for p in step.PARAMS}
-                op = make(step, get, private, general)
+                op = make(step, get, private, general, values)
             ops[k] = general if op is None else op
+        # Arguments: each one op where its checks pass (IREE's sequence of four imports).
+        getters = [
+            {p: values.getter(getattr(step, p)) for p in getattr(step, "PARAMS", ())}
+            for step in program.steps
+        ]
+        k = 0
+        while k < len(program.steps):
+            k += _argument(program.steps, k, ops, values, getters) or 1
         # Segments (segments.py): one op each, its steps' ops where a call declines.
         await_import = imports.get(FenceAwait.IMPORT)
         recorded = [(span.create, span.members, span.execute) for span in self.spans]

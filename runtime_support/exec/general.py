@@ -70,6 +70,19 @@ class _Values:
             self.constants[key] = value
         return key
 
+    def constant(self, value):
+        """(True, the value) of a field that names no value of the program (a literal, a
+        rodata segment, a tuple of them), else (False, None): handlers fold such fields
+        at bind."""
+        if isinstance(value, str):
+            return False, None
+        if isinstance(value, tuple):
+            items = [self.constant(v) for v in value]
+            if all(known for known, _ in items):
+                return True, tuple(v for _, v in items)
+            return False, None
+        return True, self.constants[self.key(value)]
+
     def getter(self, value):
         """A function of the values dict giving the field's value: a span is a list (of
         tuples where its items have several operands), as the VM passes it."""

@@ -37,7 +37,8 @@ from ..hal.buffer import ALIGNMENT, WHOLE_BUFFER, HalBuffer, fresh_buffer
 from ..hal.command_buffer import BufferRef, HalCommandBuffer
 from ..hal.device import LocalDevice
 from ..hal.fence import Fence
-from ..hal.queue import BUSY
+from ..errors import VMError
+from ..hal.queue import internal_error
 from .program import Compute, FailIf, fields_read, names_in
 from .steps import (
     CommandBufferCopyBuffer,
@@ -89,21 +90,25 @@ class _Shape:
     Table slots: one per arena (the transient buffers of one memory type and usage, at
     fixed offsets; the commands' refs into them composed with their rows, checked when
     the plan was built), then one per binding-table row of a buffer from outside or of
-    one the segment returns (`rows`: (slot, name | returned index, offset, length))."""
+    one the segment returns. Every word of the plan's native table that is the same in
+    every call (the arenas', explicit lengths) is written once when the shape is built;
+    per call only a row's address (and a whole-buffer row's length) is, after the checks
+    the plan's runner would make (`outside`)."""
 
-    __slots__ = (
-        "plan", "fresh", "arenas", "template", "rows", "results", "await_args", "fences", "values",
-    )
+    __slots__ = ("plan", "fresh", "arenas", "outside", "results", "await_args", "fences", "values")
 
-    def __init__(self, plan, fresh, arenas, template, rows, results, await_args, fences) -> None:
+    def __init__(self, plan, fresh, arenas, outside, results, await_args, fences) -> None:
         self.plan = plan
-        self.fresh = fresh  # (size, memory types, usage) per buffer returned
+        # per buffer returned: (size, memory types, usage, [(table word, row offset)])
+        self.fresh = fresh
         self.arenas = arenas  # the arena buffers (zeroed per call, as a fresh alloca is)
-        self.template = template  # the table with the arena slots filled
-        self.rows = rows
+        # per row of a buffer from outside: (name, table word, offset, length | -1 for
+        # the whole buffer, the end the plan needs of a whole-buffer row, writes)
+        self.outside = outside
         self.results = results  # (name, returned index | None, value) per value read later
         self.await_args = await_args  # (timeout, flags) of an await, for its error (or None)
         self.fences = fences  # (name, signalled here) per returned fence the segment makes
+        self.values = None  # per dispatch: its constants' getter (value slots), or None
 
 
 class Segment:
@@ -466,8 +471,8 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
     arena_buffers = [None] * count
     for (types, usage), (index, size) in arenas.items():
         arena_buffers[index] = fresh_buffer(size, types, usage, allocator)
-    template = [(b, 0, WHOLE_BUFFER) for b in arena_buffers] + [None] * len(rows)
     rows = [(count - 1 - slot, source, offset, length) for slot, source, offset, length in rows]
+    outside, places = _table_words(plan, arena_buffers, rows, fresh)
     results = []
     for name in segment.results:
         if name in new_fences:
@@ -482,9 +487,51 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
             results.append((name, None, value))
     signals = {name for name, _ in signalled}
     fences = [(name, name in signals) for name in new_fences]
-    shape = _Shape(plan, fresh, arena_buffers, template, rows, results, await_args, fences)
+    fresh = [(*f, p) for f, p in zip(fresh, places)]
+    shape = _Shape(plan, fresh, arena_buffers, outside, results, await_args, fences)
     shape.values = values if any(v is not None for v in values) else None
     return shape
+
+
+def _table_words(plan, arenas: list, rows: list, fresh: list):
+    """Writes the plan's native table words that every call shares and makes the checks
+    of the rest, as the plan's runner (hal/plan_runner.py) would per call: an entry's
+    range in its buffer, the end the plan's commands need of it, its alignment and
+    writability. Checks of what the shape fixes (arenas, returned buffers, offsets,
+    explicit lengths) are made here once; a failing one declines the shape (the steps'
+    imports raise it). Returns (the per-call checks of the rows of buffers from outside,
+    per returned buffer the (word, offset) of each row of it)."""
+    needs, table = plan.slots, plan.table
+    for slot, arena in enumerate(arenas):
+        need = needs.get(slot)
+        if need is not None:
+            if need.end > arena.length:
+                raise _Decline
+            table[2 * slot], table[2 * slot + 1] = arena.address, arena.length
+    outside: list = []
+    places: list = [[] for _ in fresh]
+    for slot, source, offset, length in rows:
+        need = needs.get(slot)
+        if need is None:
+            continue  # (no command uses it)
+        if offset < 0 or (length < 0 and length != WHOLE_BUFFER) or offset % need.align:
+            raise _Decline
+        word = 2 * slot
+        if type(source) is int:  # a buffer the segment returns: its size is the shape's
+            size = fresh[source][0]
+            n = size - offset if length == WHOLE_BUFFER else length
+            if n < need.end or offset + n > size:
+                raise _Decline
+            table[word + 1] = n
+            places[source].append((word, offset))
+        elif length == WHOLE_BUFFER:
+            outside.append((source, word, offset, -1, need.end, need.writable))
+        else:
+            if length < need.end:
+                raise _Decline
+            table[word + 1] = length
+            outside.append((source, word, offset, length, 0, need.writable))
+    return outside, places
 
 
 def _follows(name, value, deps: dict, done) -> frozenset:
@@ -577,55 +624,53 @@ def _numbered(command, arenas: int):
 # -- running a shape ------------------------------------------------------------------------
 
 
-def _run(shape, packed) -> None:
-    """(Under the queue:) the arenas zeroed, as fresh allocas are, this call's dispatch
-    constants written, and the plan run."""
-    table, workers, ran, constants = packed
-    for arena in shape.arenas:
-        _memset(arena.address, 0, arena.length)
-    if constants is not None:
-        for target, values in zip(shape.plan.constants, constants):
-            if target is not None and values is not None:
-                target[:] = [v & 0xFFFFFFFF for v in values]
-    if shape.plan.run(table, workers):
-        ran.append(True)
-
-
-def ready(segment: Segment, env: dict, done) -> bool:
-    """The per-call conditions of any shape: every fence waited on is over, every buffer
-    bound or released is a HalBuffer, and the device's queue is free."""
-    for name in segment.waits:
-        fence = env[name]
-        if not (fence is None or fence is done or (type(fence) is Fence and fence.reached_now())):
-            return False
-    for name in segment.buffers:
-        if type(env[name]) is not HalBuffer:
-            return False
-    device = env[segment.device]
-    return type(device) is LocalDevice and device.queue.idle()
-
-
 def run_shape(segment: Segment, shape: _Shape, env: dict, await_import) -> bool:
     """Runs `shape`'s plan for the call's values in `env` (`ready` holds); False (nothing
-    done) where another thread took the queue or the plan's slot checks decline."""
+    done) where another thread holds the queue or a row's checks decline."""
     device = env[segment.device]
-    allocator = device.allocator
-    fresh = []
-    for size, types, usage in shape.fresh:
-        fresh.append(fresh_buffer(size, types, usage, allocator))
-        allocator.bytes_allocated += size
-    table = shape.template.copy()
-    for slot, source, offset, length in shape.rows:
-        table[slot] = ((env[source] if type(source) is str else fresh[source]), offset, length)
-    constants = None
-    if shape.values is not None:
-        constants = [None if get is None else get(env) for get in shape.values]
-    ran: list = []
-    error = device.queue.run_now(
-        _run, shape, (table, device.worker_count, ran, constants), "device.queue.execute"
-    )
-    if error is BUSY or (error is None and not ran):
+    queue = device.queue
+    if not queue.hold():
         return False
+    try:  # (the plan's table is written only while this thread holds its queue)
+        plan = shape.plan
+        table = plan.table
+        for name, word, offset, length, end, writes in shape.outside:
+            buffer = env[name]
+            if length < 0:
+                length = buffer.length - offset
+                if length < end:
+                    return False
+                table[word + 1] = length
+            elif offset + length > buffer.length:
+                return False
+            if writes and buffer.allocation.readonly:
+                return False
+            table[word] = buffer.address + offset
+        allocator = device.allocator
+        fresh = []
+        for size, types, usage, places in shape.fresh:
+            buffer = fresh_buffer(size, types, usage, allocator)
+            for word, offset in places:
+                table[word] = buffer.address + offset
+            fresh.append(buffer)
+        for arena in shape.arenas:  # (zero-filled, as a fresh alloca is)
+            _memset(arena.address, 0, arena.length)
+        if shape.values is not None:
+            for target, get in zip(plan.constants, shape.values):
+                if target is not None and get is not None:
+                    target[:] = [v & _M32 for v in get(env)]
+        error = None
+        try:
+            if not plan.launch(device.worker_count):
+                return False  # (an executable was closed: the imports raise it)
+        except VMError as exc:
+            error = exc
+        except Exception as exc:  # noqa: BLE001 - a bug or a native failure: INTERNAL
+            error = internal_error("device.queue.execute", exc)
+    finally:
+        queue.release()
+    for size, _types, _usage, _places in shape.fresh:
+        allocator.bytes_allocated += size
     for name, signalled in shape.fences:
         if not signalled:
             env[name] = Fence()
@@ -646,5 +691,5 @@ def run_shape(segment: Segment, shape: _Shape, env: dict, await_import) -> bool:
 
 
 __all__ = [
-    "MAX_PLANS", "Segment", "build_shape", "find_segments", "made_fences", "ready", "run_shape",
+    "MAX_PLANS", "Segment", "build_shape", "find_segments", "made_fences", "run_shape",
 ]

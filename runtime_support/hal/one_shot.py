@@ -77,7 +77,7 @@ from .executable import HalExecutable
 from .fence import REACHED, Fence
 from .fused import ALLOCATED, _failed, _own
 from .plan_runner import MISMATCH, _compiled
-from .queue import BUSY, _internal
+from .queue import BUSY, internal_error
 from ..errors import VMError
 from ..vm.buffer import VMBuffer
 
@@ -556,7 +556,7 @@ def compile_fast(steps, signal_form: bool = False, tail=None, keep: bool = False
         "    except VMError as exc:",
         "        error = exc",
         "    except Exception as exc:  # a bug or a native failure: INTERNAL",
-        "        error = _internal(NAME, exc)",
+        "        error = internal_error(NAME, exc)",
     ]
     if signal_form:  # the queue signals the fence, or fails it (no fence: it raises)
         if new_fence:  # (made here: nothing saw it before)
@@ -671,7 +671,7 @@ _NAMESPACE = {
     "BUSY": BUSY, "M32": _M32, "MODE_ONE_SHOT": MODE_ONE_SHOT,
     "CATEGORY_DISPATCH": CATEGORY_DISPATCH, "CATEGORY_TRANSFER": CATEGORY_TRANSFER,
     "LocalDevice": LocalDevice, "HalExecutable": HalExecutable, "HalBuffer": HalBuffer,
-    "Fence": Fence, "REACHED": REACHED, "VMError": VMError, "_internal": _internal,
+    "Fence": Fence, "REACHED": REACHED, "VMError": VMError, "internal_error": internal_error,
     "NAME": _EXECUTE, "fresh_buffer": fresh_buffer, "run_direct": run_direct,
     "reached_fence": Fence.reached,
 }

@@ -153,11 +153,38 @@ class Plan:
         # between executions, so a one-thread run writes none of them.
         self.args = array("q", args.values())
         self.args_address = self.args.buffer_info()[0]
-        self.run = compile_run(self)
+
+    def __getattr__(self, name: str):
+        # `run` is written at its first use (plan_runner.compile_run): a caller that
+        # fills the table itself and calls `launch` (exec/segments.py) never needs it.
+        if name == "run" and "args" in self.__dict__:
+            self.run = compile_run(self)
+            return self.run
+        raise AttributeError(name)
 
     # -- running ---------------------------------------------------------------------------
-    # `run(table, workers) -> bool` is an instance attribute written by finish()
+    # `run(table, workers) -> bool` is an instance attribute written at its first use
     # (plan_runner.compile_run): the per-slot checks of `checks` unrolled.
+
+    def launch(self, workers: int) -> bool:
+        """Runs the plan on the native table as it stands (`table`: every slot a command
+        uses written and checked by the caller, who also holds the plan's queue, so no
+        other thread runs it). False, with nothing done, where an executable was closed;
+        a failing command raises its error."""
+        for exe in self.executables:
+            if exe._closed:  # (its code is unmapped)
+                return False
+        if self.parallel and (
+            workers != self._workers or native._pool is not self._pool and self._pool_moved()
+        ):
+            self._use_workers(workers)
+        if statistics.enabled:
+            self._run_counted()
+        else:
+            result = self.run_plan(self.args_address)
+            if result:
+                self._raise(result)
+        return True
 
     def _use_workers(self, workers: int) -> None:
         """Sets the runner's pool and width for runs with `workers` (kept until either

@@ -22,7 +22,7 @@ from ..loaders import native, statistics
 from .buffer import WHOLE_BUFFER, HalBuffer, fresh_buffer
 from .device import LocalDevice
 from .fence import REACHED, Fence
-from .queue import _internal
+from .queue import internal_error
 
 
 def _slot_lines(b: str, o: str, n: str, a: str, end: int, writable: bool, align: int,
@@ -226,7 +226,7 @@ def compile_submit(plan, entries: int, placed):
     own = dict(placed)
     allocated = max(own.values(), default=-1) + 1
     ns = _namespace(plan)
-    ns.update(HalBuffer=HalBuffer, VMError=VMError, _internal=_internal, _Decline=_Decline,
+    ns.update(HalBuffer=HalBuffer, VMError=VMError, internal_error=internal_error, _Decline=_Decline,
               TYPE=TYPE, BUSY_QUEUE=BUSY_QUEUE, MISMATCH=MISMATCH)
     targets = ", ".join(
         f"(_, o{k}, n{k})" if k in own else f"(b{k}, o{k}, n{k})" for k in range(entries)
@@ -282,9 +282,9 @@ def _execute_lines(plan, ns: dict, place: list[str], busy: str = "return BUSY_QU
     lines += ["        try:", "            cb.execute(table, workers)",
               "        except VMError as exc:", "            error = exc",
               "        except Exception as exc:  # a bug or a native failure: INTERNAL",
-              "            error = _internal(NAME, exc)",
+              "            error = internal_error(NAME, exc)",
               "    except VMError as exc:", "        error = exc",
-              "    except Exception as exc:", "        error = _internal(NAME, exc)"]
+              "    except Exception as exc:", "        error = internal_error(NAME, exc)"]
     # ... and given back as LocalQueue._stop_draining does.
     return lines + ["    finally:", "        lock.acquire()", "        if queue._ready:",
                     "            lock.release()", "            queue._drain()", "        else:",
@@ -303,7 +303,7 @@ def _execute_lines(plan, ns: dict, place: list[str], busy: str = "return BUSY_QU
 def _fast_namespace(plan) -> dict:
     """What compile_chain's and compile_alloca's functions read."""
     ns = _namespace(plan)
-    ns.update(HalBuffer=HalBuffer, VMError=VMError, _internal=_internal, _Decline=_Decline,
+    ns.update(HalBuffer=HalBuffer, VMError=VMError, internal_error=internal_error, _Decline=_Decline,
               BUSY_QUEUE=BUSY_QUEUE, MISMATCH=MISMATCH, LocalDevice=LocalDevice,
               Fence=Fence, REACHED=REACHED, fresh=fresh_buffer, new=object.__new__,
               NAME="device.queue.execute.indirect")

@@ -34,11 +34,12 @@ def _invoke(work: Callable[[], None]) -> None:
 BUSY = object()
 
 
-def _internal(name: str, exc: Exception) -> VMError:
+def internal_error(name: str, exc: Exception) -> VMError:
     """A bug or a native failure inside an operation, reported as INTERNAL."""
     error = VMError(StatusCode.INTERNAL, f"{name}: {type(exc).__name__}: {exc}")
     error.__cause__ = exc
     return error
+
 
 
 class _Op:
@@ -98,7 +99,7 @@ class LocalQueue:
                 except VMError as exc:
                     error = exc
                 except Exception as exc:  # a bug or a native failure: INTERNAL
-                    error = _internal(name, exc)
+                    error = internal_error(name, exc)
                 try:
                     if signal_fence is not None:
                         if error is None:
@@ -128,6 +129,30 @@ class LocalQueue:
         imports, which decide under the lock)."""
         return not self._draining
 
+    def hold(self) -> bool:
+        """Takes the queue for this thread's exclusive use, as `run_now` does around its
+        work: False (nothing taken) where another thread runs it. A True must be followed
+        by `release()` (in a `finally`); work in between is the queue's next operation."""
+        lock = self._lock
+        lock.acquire()
+        if self._draining:
+            lock.release()
+            return False
+        self._draining = True
+        lock.release()
+        return True
+
+    def release(self) -> None:
+        """Gives up what `hold` took (running what became ready meanwhile first)."""
+        lock = self._lock
+        lock.acquire()
+        if self._ready:
+            lock.release()
+            self._drain()
+        else:
+            self._draining = False
+            lock.release()
+
     def run_now(self, fn: Callable[[object, object], None], a, b, name: str):
         """`fn(a, b)` run here and now, as `call` runs work whose wait fence is reached,
         for callers that signal nothing (runtime_support/hal/fused.py: their fences are
@@ -148,7 +173,7 @@ class LocalQueue:
             except VMError as exc:
                 error = exc
             except Exception as exc:  # a bug or a native failure: INTERNAL
-                error = _internal(name, exc)
+                error = internal_error(name, exc)
         finally:
             self._stop_draining()
         return error
@@ -204,7 +229,7 @@ class LocalQueue:
             except VMError as exc:
                 error = exc
             except Exception as exc:  # a bug or a native failure: report it as INTERNAL
-                error = _internal(op.name, exc)
+                error = internal_error(op.name, exc)
         if op.signal_fence is not None:
             if error is None:
                 op.signal_fence.signal()
