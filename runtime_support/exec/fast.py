@@ -232,10 +232,10 @@ def _materialised(op, reads: tuple):
         return op
 
     def run(env) -> None:
-        for name in reads:
-            value = env[name]
+        for slot in reads:
+            value = env[slot]
             if type(value) is _State:
-                env[name] = value.fence()
+                env[slot] = value.fence()
         op(env)
 
     return run
@@ -249,7 +249,7 @@ def _materialised(op, reads: tuple):
 def _fence_create(step, get, private, general, values):
     if step.out not in private:
         return None
-    device_of, out = get["device"], step.out
+    device_of, out = get["device"], values.key(step.out)
 
     def fence_create(env) -> None:
         if type(device_of(env)) is LocalDevice:
@@ -266,7 +266,8 @@ def _alloca(step, get, private, general, values):
         return None
     device_of, wait_of, pool_of = get["device"], get["wait_fence"], get["pool"]
     size_of, types_of, usage_of = get["allocation_size"], get["memory_types"], get["buffer_usage"]
-    out = step.out
+    out = values.key(step.out) if isinstance(step.out, str) else None
+    signal = values.key(signal)
 
     def alloca(env) -> None:
         device, wait = device_of(env), wait_of(env)
@@ -297,6 +298,7 @@ def _signal_only(step, get, private, general, values):
     if signal not in private:
         return None
     device_of, wait_of, buffer_of = get["device"], get["wait_fence"], get.get("buffer")
+    signal = values.key(signal)
 
     def signal_only(env) -> None:
         device, wait = device_of(env), wait_of(env)
@@ -326,6 +328,7 @@ def _execute(step, get, private, general, values):
     device_of, wait_of, cmd_of = get["device"], get["wait_fence"], get["command_buffer"]
     table_of = get.get("binding_table")
     name = step.IMPORT[len("hal."):]
+    signal = values.key(signal)
 
     def execute(env) -> None:
         device, wait, cmd = device_of(env), wait_of(env), cmd_of(env)
@@ -354,7 +357,7 @@ def _execute(step, get, private, general, values):
 def _fence_join(step, get, private, general, values):
     if step.out not in private:
         return None
-    fences_of, out = get["fences"], step.out
+    fences_of, out = get["fences"], values.key(step.out)
 
     def fence_join(env) -> None:
         fences = fences_of(env)
@@ -368,7 +371,8 @@ def _fence_join(step, get, private, general, values):
 
 
 def _fence_await(step, get, private, general, values):
-    fences_of, out = get["fences"], step.out
+    fences_of = get["fences"]
+    out = values.key(step.out) if isinstance(step.out, str) else None
 
     def fence_await(env) -> None:
         for fence in fences_of(env):
@@ -438,6 +442,7 @@ def _view_buffer(step, get, private, general, values):
     view_of, out = get["buffer_view"], step.out
     if not isinstance(out, str):
         return None
+    out = values.key(out)
 
     def view_buffer(env) -> None:
         view = view_of(env)
@@ -453,6 +458,7 @@ def _device_allocator(step, get, private, general, values):
     device_of, out = get["device"], step.out
     if not isinstance(out, str):
         return None
+    out = values.key(out)
 
     def device_allocator(env) -> None:
         device = device_of(env)
@@ -554,6 +560,9 @@ def _argument(steps, k: int, ops: dict, values, getters) -> int:
         if not isinstance(allocator_name, str) or assert_step.allocator != allocator_name:
             return 0
     parts = [ops.pop(j) for j in range(k, k + n)]
+    buffer = values.key(buffer)
+    if with_allocator:
+        allocator_name = values.key(allocator_name)
 
     def argument(env) -> None:
         view = view_of(env)
@@ -601,7 +610,9 @@ class FastProgram(GeneralProgram):
         for k, (step, _fn, _fetch, _outs) in enumerate(self._steps):
             if k in deferred:
                 continue  # (recorded at its submission, if at all)
-            reads = dict.fromkeys(n for n in names_in(fields_read(step)) if n in private)
+            reads = dict.fromkeys(
+                values.key(n) for n in names_in(fields_read(step)) if n in private
+            )
             general = _materialised(self._ops[k], tuple(reads))
             span = submits.get(k)
             if span is not None:
@@ -626,7 +637,8 @@ class FastProgram(GeneralProgram):
         # Segments (segments.py): one op each, its steps' ops where a call declines.
         await_import = imports.get(FenceAwait.IMPORT)
         recorded = [(span.create, span.members, span.execute) for span in self.spans]
-        for segment in find_segments(program, recorded, private, lambda step: _own(imports, step)):
+        own = lambda step: _own(imports, step)  # noqa: E731
+        for segment in find_segments(program, recorded, private, own, values.key):
             indices = range(segment.first, segment.last + 1)
             inner = [ops.pop(k) for k in indices if k in ops]
             getters = [
@@ -703,7 +715,7 @@ class FastProgram(GeneralProgram):
         for k in [span.create, *span.members]:
             self._ops[k](env)
         if key is not None and key not in span.plans:
-            cmd = env[self.program.steps[span.create].out]
+            cmd = env[self._values.key(self.program.steps[span.create].out)]
             plan = _plan_of(cmd, buffers)
             if plan and len(plan.constants) != len(span.value_fields):
                 plan = False  # (its dispatches are not the recording's steps one for one)
@@ -736,7 +748,7 @@ class FastProgram(GeneralProgram):
         device, wait = get["device"](env), get["wait_fence"](env)
         if type(device) is not LocalDevice or not _ready(wait) or key is None:
             return False
-        signal_name = self.program.steps[span.execute].signal_fence
+        signal_name = self._values.key(self.program.steps[span.execute].signal_fence)
         signal = get["signal_fence"](env)
         if signal is not None and type(signal) is not Fence and signal is not _PENDING:
             return False

@@ -40,24 +40,43 @@ def compute_function(mnemonic: str):
 
 
 class _Values:
-    """The keys of a program's values dict and the getters over it, made at bind.
+    """The slots of a program's values list and the getters over it, made at bind.
 
-    A name (`"r3"`, `"fence0"`) is its own key; a constant or a rodata segment gets an
-    int key (names are str: no clash) whose value `constants` holds, copied into each
-    call's dict, so that every scalar field is one C-level `itemgetter` lookup and a
-    step's whole argument list is one `itemgetter` call where it has no spans."""
+    Each name (`"r3"`, `"fence0"`) and each constant or rodata segment gets a slot (an
+    index into the call's values list: the inputs first, in order, then the rest), the
+    constants' slots filled in the template every call starts from, so that every scalar
+    field is one C-level `itemgetter` lookup and a step's whole argument list is one
+    `itemgetter` call where it has no spans."""
 
-    def __init__(self, names: set[str], rodata) -> None:
-        self.names, self.rodata = names, rodata
-        self.constants: dict = {}
+    def __init__(self, inputs, rodata) -> None:
+        self.rodata = rodata
+        self.slots: dict[str, int] = {}  # name -> slot
+        self.constants: dict[int, object] = {}  # slot -> constant value
         self._by_value: dict = {}
+        for name in inputs:
+            self.add(name)
+
+    def add(self, name: str) -> int:
+        """The slot of a name the program makes (a new one at its first mention)."""
+        slot = self.slots.get(name)
+        if slot is None:
+            slot = self.slots[name] = len(self.slots) + len(self.constants)
+        return slot
+
+    def template(self, inputs: int) -> list:
+        """What follows the inputs in a call's values list: the constants in their slots."""
+        tail = [None] * (len(self.slots) + len(self.constants) - inputs)
+        for slot, value in self.constants.items():
+            tail[slot - inputs] = value
+        return tail
 
     def key(self, value):
-        """The dict key of a scalar field's value."""
+        """The slot of a field's value: a name's own, or a constant's."""
         if isinstance(value, str):
-            if value not in self.names:
+            slot = self.slots.get(value)
+            if slot is None:
                 raise VMError(StatusCode.INVALID_ARGUMENT, f"queue program: {value!r} is read before it is made")
-            return value
+            return slot
         if isinstance(value, Rodata):
             if not 0 <= value.ordinal < len(self.rodata):
                 raise VMError(StatusCode.OUT_OF_RANGE, f"queue program: rodata {value.ordinal} out of range")
@@ -66,7 +85,7 @@ class _Values:
         ident = (type(value), value) if isinstance(value, (int, float, type(None))) else id(value)
         key = self._by_value.get(ident)
         if key is None:
-            key = self._by_value[ident] = len(self.constants)
+            key = self._by_value[ident] = len(self.slots) + len(self.constants)
             self.constants[key] = value
         return key
 
@@ -138,7 +157,7 @@ def _operation(step, fn, fetch, outs, function: str):
         def call(env) -> None:
             fn(*fetch(env))
 
-    elif isinstance(outs, str):
+    elif isinstance(outs, int):
 
         def call(env) -> None:
             env[outs] = fn(*fetch(env))
@@ -146,7 +165,8 @@ def _operation(step, fn, fetch, outs, function: str):
     else:
 
         def call(env) -> None:
-            env.update(zip(outs, fn(*fetch(env))))
+            for slot, value in zip(outs, fn(*fetch(env))):
+                env[slot] = value
 
     return call
 
@@ -156,9 +176,8 @@ class GeneralProgram:
 
     def __init__(self, program: QueueProgram, imports: dict, rodata) -> None:
         self.program = program
-        names = set(program.inputs)
-        values = self._values = _Values(names, rodata)
-        self._steps = []  # (step, function, argument fetch, output names) per step
+        values = self._values = _Values(program.inputs, rodata)
+        self._steps = []  # (step, function, argument fetch, output slots) per step
         self._ops = []  # per step: the closure that runs it through its import
         for k, step in enumerate(program.steps):
             if isinstance(step, Compute):
@@ -178,23 +197,34 @@ class GeneralProgram:
                 outs = step.out
             else:
                 raise VMError(StatusCode.INVALID_ARGUMENT, f"queue program: step {k} is not a step")
-            for name in (outs,) if isinstance(outs, str) else outs or ():
-                names.add(name)
+            if isinstance(outs, str):
+                outs = values.add(outs)
+            elif outs is not None:
+                outs = tuple(values.add(name) for name in outs)
             self._steps.append((step, fn, fetch, outs))
             self._ops.append(_operation(step, fn, fetch, outs, program.function))
         for name in program.outputs:
-            if name not in names:
+            if name not in values.slots:
                 raise VMError(StatusCode.INVALID_ARGUMENT, f"queue program: output {name!r} is never made")
-        self._outputs = itemgetter(*program.outputs) if program.outputs else None
-        self._constants = values.constants
-        self._inputs = program.inputs
+        outputs = [values.slots[name] for name in program.outputs]
+        self._outputs = itemgetter(*outputs) if outputs else None
+        self._inputs = len(program.inputs)
         self._packed = program.packed
+        self._tail = None  # (the template after the inputs: made at the first call)
 
-    def _env(self, args) -> dict:
+    def _env(self, args) -> list:
         if self._packed:
             (args,) = args
-        env = self._constants.copy()
-        env.update(zip(self._inputs, args))
+        if len(args) != self._inputs:
+            raise VMError(
+                StatusCode.INVALID_ARGUMENT,
+                f"queue program of {self.program.function}: {len(args)} inputs, expected {self._inputs}",
+            )
+        tail = self._tail
+        if tail is None:  # (every slot is known once binding is over)
+            tail = self._tail = self._values.template(self._inputs)
+        env = list(args)
+        env += tail
         return env
 
     def __call__(self, *args):

@@ -114,8 +114,12 @@ class _Shape:
 class Segment:
     """One segment of a program: steps `first`..`last` (indices into program.steps)."""
 
-    def __init__(self, program, first: int, last: int, live_after: set[str], public=frozenset()) -> None:
+    def __init__(
+        self, program, first: int, last: int, live_after: set[str], public=frozenset(), slot=None
+    ) -> None:
         self.program = program
+        # name -> its slot in a call's values list (exec/general.py's _Values.key)
+        self.slot = slot = slot or (lambda name: name)
         self.public = public  # (fences the program makes and returns)
         self.first, self.last = first, last
         steps = program.steps[first : last + 1]
@@ -178,14 +182,16 @@ class Segment:
         )
         if not isinstance(device, str):
             raise ValueError("a segment's device is a value of the program")
-        self.device = device  # (a keyed name: a shape's device is the same object)
+        self.device = slot(device)  # (keyed: a shape's device is the same object)
         keyed = sorted(name for name, r in external.items() if "key" in r)
         if device not in keyed:
             keyed.append(device)
-        self.waits = sorted(name for name, r in external.items() if "wait" in r)
-        self.buffers = sorted(name for name, r in external.items() if "buffer" in r)
+        self.waits = [slot(name) for name in sorted(n for n, r in external.items() if "wait" in r)]
+        self.buffer_names = sorted(name for name, r in external.items() if "buffer" in r)
+        self.buffers = [slot(name) for name in self.buffer_names]
         self.keyed = keyed
-        self.key_of = itemgetter(*keyed) if len(keyed) > 1 else itemgetter(keyed[0])
+        keys = [slot(name) for name in keyed]
+        self.key_of = itemgetter(*keys) if len(keys) > 1 else itemgetter(keys[0])
         self.results = sorted((made - computed) & live_after)
         # Per call, before the plan: the integer ops whose results are this call's values
         # (dispatch constants, values read later); the others only decide the plan.
@@ -200,7 +206,7 @@ class Segment:
         self.shapes: OrderedDict = OrderedDict()
 
 
-def find_segments(program, spans: list, private: set[str], own) -> list[Segment]:
+def find_segments(program, spans: list, private: set[str], own, slot=None) -> list[Segment]:
     """The program's segments: maximal runs of segment steps (through the hal module's own
     imports: `own(step)`), awaits and fail checks, up to the last await (or the fail
     check after it) or the last queue operation signalling a fence the program returns,
@@ -247,7 +253,7 @@ def find_segments(program, spans: list, private: set[str], own) -> list[Segment]
         )
         if whole and any(type(steps[j]) in _EXECUTES for j in range(first, last + 1)):
             try:
-                out.append(Segment(program, first, last, _live_after(program, last), public))
+                out.append(Segment(program, first, last, _live_after(program, last), public, slot))
             except ValueError:  # (a shape this module does not take: step by step)
                 pass
             k = last + 1
@@ -301,7 +307,7 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
     from ..hal.plan import build_plan
 
     pending, done = states
-    sim = dict(env)
+    sim = list(env)
     deps: dict[str, frozenset] = {}  # private fence -> the executions it follows
     fresh: list = []  # (size, types, usage) per buffer the segment returns
     arenas: dict = {}  # (types, usage) -> [arena index, bytes so far]
@@ -319,10 +325,11 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
     recordings: dict[str, list] = {}  # command buffer recorded here -> constants getters
     values: list = []  # per dispatch of the plan: its constants' getter, or None
     names = {}  # id(buffer) -> the name it came in as (buffers from outside)
-    for name in segment.buffers:
-        if id(env[name]) in names:
+    slot = segment.slot
+    for name, k in zip(segment.buffer_names, segment.buffers):
+        if id(env[k]) in names:
             raise _Decline  # (one buffer under two names: which one is it per call?)
-        names[id(env[name])] = name
+        names[id(env[k])] = name
     steps = segment.program.steps[segment.first : segment.last + 1]
 
     def row_of(buffer, offset, length):
@@ -378,7 +385,7 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
                 raise _Decline
             device = dev
         if kind is FenceCreate:
-            sim[step.out] = pending
+            sim[slot(step.out)] = pending
             deps[step.out] = frozenset()
             if step.out in segment.public:
                 new_fences.append(step.out)
@@ -388,18 +395,18 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
             for name, value in zip(step.fences, get["fences"](sim)):
                 covered |= _follows(name, value, deps, done)
             if kind is FenceJoin:
-                sim[step.out] = done
+                sim[slot(step.out)] = done
                 deps[step.out] = covered
                 continue
             if len(covered | awaited) != executed:
                 raise _Decline  # (an execution the await does not wait for)
-            sim[step.out] = 0  # (a failure raises at the first await after it, as here)
+            sim[slot(step.out)] = 0  # (a failure raises at the first await after it, as here)
             awaited = covered | awaited  # (the host goes on after these: all that follows does)
             await_args = (get["timeout_millis"](sim), get["flags"](sim))
             continue
         # a queue operation
         signal = step.signal_fence
-        if sim[signal] is not pending:
+        if sim[slot(signal)] is not pending:
             raise _Decline
         follows = _follows(step.wait_fence, get["wait_fence"](sim), deps, done) | awaited
         if len(follows) != executed:
@@ -417,7 +424,7 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
                 alloc = _Alloc(None, arena[0], arena[1], size)
                 arena[1] += -(-size // ALIGNMENT) * ALIGNMENT  # (aligned as a fresh one)
             # (a real buffer while building: the recordings' imports check it as theirs)
-            sim[step.out] = scratch = fresh_buffer(size, types, usage, device.allocator)
+            sim[slot(step.out)] = scratch = fresh_buffer(size, types, usage, device.allocator)
             alloc_of[id(scratch)] = alloc
             keep.append(scratch)
         elif kind is DeviceQueueDealloca:
@@ -456,7 +463,7 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
                 commands.append(_rebased(c, table))
             executed += 1
         deps[signal] = follows | ({executed} if kind in _EXECUTES else frozenset())
-        sim[signal] = done
+        sim[slot(signal)] = done
         if signal in segment.public:
             signalled.append((signal, executed))
     if any(count != executed for _, count in signalled):
@@ -472,28 +479,28 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
     for (types, usage), (index, size) in arenas.items():
         arena_buffers[index] = fresh_buffer(size, types, usage, allocator)
     rows = [(count - 1 - slot, source, offset, length) for slot, source, offset, length in rows]
-    outside, places = _table_words(plan, arena_buffers, rows, fresh)
+    outside, places = _table_words(plan, arena_buffers, rows, fresh, slot)
     results = []
     for name in segment.results:
         if name in new_fences:
             continue  # (made per call)
-        value = sim[name]
+        value = sim[slot(name)]
         alloc = alloc_of.get(id(value))
         if alloc is not None and alloc.k is not None:
-            results.append((name, alloc.k, None))
+            results.append((slot(name), alloc.k, None))
         elif alloc is not None or type(value) is HalCommandBuffer:
             raise _Decline  # (a transient buffer or a recording read later)
         else:
-            results.append((name, None, value))
+            results.append((slot(name), None, value))
     signals = {name for name, _ in signalled}
-    fences = [(name, name in signals) for name in new_fences]
+    fences = [(slot(name), name in signals) for name in new_fences]
     fresh = [(*f, p) for f, p in zip(fresh, places)]
     shape = _Shape(plan, fresh, arena_buffers, outside, results, await_args, fences)
     shape.values = values if any(v is not None for v in values) else None
     return shape
 
 
-def _table_words(plan, arenas: list, rows: list, fresh: list):
+def _table_words(plan, arenas: list, rows: list, fresh: list, slot_of):
     """Writes the plan's native table words that every call shares and makes the checks
     of the rest, as the plan's runner (hal/plan_runner.py) would per call: an entry's
     range in its buffer, the end the plan's commands need of it, its alignment and
@@ -525,12 +532,12 @@ def _table_words(plan, arenas: list, rows: list, fresh: list):
             table[word + 1] = n
             places[source].append((word, offset))
         elif length == WHOLE_BUFFER:
-            outside.append((source, word, offset, -1, need.end, need.writable))
+            outside.append((slot_of(source), word, offset, -1, need.end, need.writable))
         else:
             if length < need.end:
                 raise _Decline
             table[word + 1] = length
-            outside.append((source, word, offset, length, 0, need.writable))
+            outside.append((slot_of(source), word, offset, length, 0, need.writable))
     return outside, places
 
 
