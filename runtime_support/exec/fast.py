@@ -43,6 +43,7 @@ from .segments import MAX_PLANS as SEGMENT_PLANS
 from .segments import _Decline, build_shape, find_segments, made_fences, run_shape
 from .steps import (
     BufferAssert,
+    BufferLoad,
     BufferViewAssert,
     BufferViewBuffer,
     DeviceAllocator,
@@ -507,6 +508,28 @@ def _buffer_assert(step, get, private, general, values):
     return buffer_assert_dynamic
 
 
+def _buffer_load(step, get, private, general, values):
+    """A readback (a predicate the host branches on): `HalBuffer.load` without the
+    import's wrapper where the operands are what the import takes."""
+    if not isinstance(step.out, str):
+        return None
+    buffer_of, offset_of, length_of = get["source_buffer"], get["source_offset"], get["length"]
+    out = values.key(step.out)
+
+    def buffer_load(env) -> None:
+        buffer = buffer_of(env)
+        if type(buffer) is HalBuffer:
+            offset, length = offset_of(env), length_of(env)
+            if type(offset) is int and type(length) is int and 1 <= length <= 4:
+                if 0 <= offset <= buffer.length - length:  # (else the import raises)
+                    value = buffer.load(offset, length)
+                    env[out] = value if value < 0x80000000 else value - 0x100000000
+                    return
+        general(env)
+
+    return buffer_load
+
+
 _CHECKS = (BufferViewAssert, BufferViewBuffer, DeviceAllocator, BufferAssert)
 _HANDLERS = {
     FenceCreate: _fence_create,
@@ -521,6 +544,7 @@ _HANDLERS = {
     BufferViewBuffer: _view_buffer,
     DeviceAllocator: _device_allocator,
     BufferAssert: _buffer_assert,
+    BufferLoad: _buffer_load,
 }
 
 
