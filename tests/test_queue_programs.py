@@ -538,3 +538,200 @@ def test_random_queue_programs_match_iree(module, host_path, compile_mlir, tmp_p
     )
     assert not problems, f"host_path={host_path!r}, module: {where}\n" + "\n".join(problems)
     assert compared > 0
+
+
+def _hal_bindings(ctx, pkg, steps):
+    """(import declarations, context-like object) binding each step's import to the hal
+    module of a loaded context: for hand-written queue programs that call imports the
+    package does not import."""
+    from types import SimpleNamespace
+
+    from runtime_support.hal.module import HalModule
+
+    hal = next(fn.__self__ for fn in ctx.imports if isinstance(getattr(fn, "__self__", None), HalModule))
+    names = sorted({s.IMPORT for s in steps if hasattr(s, "IMPORT")})
+    decls = [(name,) for name in names]
+    bound = [getattr(hal, HalModule.method_name(name)) for name in names]
+    return decls, SimpleNamespace(imports=bound, rodata=ctx.rodata)
+
+
+def _fast_and_general(program, decls, bound, monkeypatch):
+    from runtime_support.exec.fast import FastProgram
+    from runtime_support.exec.general import bind_program
+
+    fast = bind_program(program, bound, decls)
+    monkeypatch.setenv("PYREE_QUEUE_FAST", "0")
+    general = bind_program(program, bound, decls)
+    monkeypatch.delenv("PYREE_QUEUE_FAST")
+    assert isinstance(fast, FastProgram) and not isinstance(general, FastProgram)
+    return fast, general
+
+
+def _result(run, *args):
+    try:
+        return ("ok", run(*args))
+    except VMError as e:
+        return ("error", e.code, str(e))
+
+
+def test_segment_declines_a_read_only_buffer_it_writes(compile_mlir, tmp_path, monkeypatch):
+    """A hand-written segment filling a buffer from outside: a writable one is filled by
+    the plan as by the general path; a read-only one makes the plan decline (its row's
+    writability check) and the call raises what the general path raises."""
+    import numpy as np
+
+    from runtime_support.exec.program import FailIf, QueueProgram
+    from runtime_support.exec.steps import (
+        CommandBufferCreate,
+        CommandBufferFillBuffer,
+        CommandBufferFinalize,
+        DeviceQueueExecute,
+        FenceAwait,
+        FenceCreate,
+    )
+    from runtime_support.hal.buffer import Allocation, HalBuffer
+
+    src = tmp_path / "mul.mlir"
+    src.write_text(_MUL_MLIR)
+    pkg = load_package(write_package(read_module_file(compile_mlir(src, QUEUE_FLAGS)), tmp_path, "pkg", host_path="programs"))
+    ctx = pkg.load(device="local-sync")
+    program = QueueProgram(
+        function="fill",
+        inputs=("device", "out"),
+        steps=(
+            FenceCreate(out="f0", device="device", flags=0),
+            CommandBufferCreate(
+                out="cmd", device="device", modes=1, command_categories=3, queue_affinity=-1,
+                binding_capacity=0,
+            ),
+            CommandBufferFillBuffer(
+                command_buffer="cmd", target_buffer="out", target_offset=4, length=8,
+                target_buffer_slot=0, pattern=0x01020304, pattern_length=4, flags=0,
+            ),
+            CommandBufferFinalize(command_buffer="cmd"),
+            DeviceQueueExecute(
+                device="device", queue_affinity=-1, wait_fence=None, signal_fence="f0",
+                command_buffer="cmd", flags=0,
+            ),
+            FenceAwait(out="status", timeout_millis=-1, flags=0, fences=("f0",)),
+            FailIf(test="status", status="status", message="failed to wait on timepoint", location=None),
+        ),
+        outputs=("status",),
+    )
+    decls, bound = _hal_bindings(ctx, pkg, program.steps)
+    builds, runs = _count_shapes(monkeypatch)
+    fast, general = _fast_and_general(program, decls, bound, monkeypatch)
+    got = []
+    for run in (fast, fast, general):
+        out = HalBuffer.allocate(16, 0xFFFF, 0xFFFF)
+        assert run(ctx.device, out) == 0
+        got.append(out.read())
+    assert got[0] == got[1] == got[2] == bytes(4) + bytes([4, 3, 2, 1]) * 2 + bytes(4)
+    assert len(builds) == 1 and runs == [True, True]  # (both fast calls ran the plan)
+
+    def read_only():
+        array = np.zeros(16, np.uint8)
+        array.flags.writeable = False
+        return HalBuffer.over(Allocation.wrap(array, readonly=True), 0xFFFF, 0xFFFF)
+
+    outcomes = [_result(run, ctx.device, read_only()) for run in (fast, general)]
+    assert outcomes[0] == outcomes[1] and outcomes[0][0] == "error"
+    assert runs[-1] is False  # (the plan declined: the steps raised)
+
+
+def test_readback_raises_as_the_import(compile_mlir, tmp_path, monkeypatch):
+    """A readback (`hal.buffer.load`) on the fast path reads what the import reads, and
+    out of range, with a length the import refuses or on a null buffer raises the
+    import's own error."""
+    from runtime_support.exec.program import QueueProgram
+    from runtime_support.exec.steps import BufferLoad
+    from runtime_support.hal.buffer import HalBuffer
+
+    src = tmp_path / "mul.mlir"
+    src.write_text(_MUL_MLIR)
+    pkg = load_package(write_package(read_module_file(compile_mlir(src, QUEUE_FLAGS)), tmp_path, "pkg", host_path="programs"))
+    ctx = pkg.load(device="local-sync")
+    program = QueueProgram(
+        function="read",
+        inputs=("buffer", "offset", "length"),
+        steps=(BufferLoad(out="value", source_buffer="buffer", source_offset="offset", length="length"),),
+        outputs=("value",),
+    )
+    decls, bound = _hal_bindings(ctx, pkg, program.steps)
+    fast, general = _fast_and_general(program, decls, bound, monkeypatch)
+    buffer = HalBuffer.allocate(8, 0xFFFF, 0xFFFF)
+    buffer.write(0, bytes([0x01, 0x80, 0xFF, 0xFF, 0x05, 0x06, 0x07, 0x08]))
+    cases = [(0, 4), (0, 1), (1, 2), (4, 4), (6, 2), (7, 2), (8, 1), (-1, 1), (0, 0), (0, 5), (0, 3)]
+    for offset, length in cases:
+        want = _result(general, buffer, offset, length)
+        assert _result(fast, buffer, offset, length) == want, (offset, length)
+    assert _result(fast, buffer, 0, 4) == ("ok", -32767)  # (0xFFFF8001, as an i32)
+    assert _result(fast, None, 0, 4) == _result(general, None, 0, 4)
+    assert _result(fast, None, 0, 4)[0] == "error"
+
+
+def test_argument_checks_raise_as_the_imports(compile_mlir, tmp_path, monkeypatch):
+    """An argument's checks (IREE's view assert, view buffer, allocator, buffer assert) as
+    one fast op: a view of another shape, element type or encoding, or a buffer too short,
+    raises what the imports raise one by one."""
+    import numpy as np
+
+    from runtime_support.exec.fast import FastProgram
+    from runtime_support.exec.general import bind_program
+    from runtime_support.exec.program import QueueProgram
+    from runtime_support.exec.steps import BufferAssert, BufferViewAssert, BufferViewBuffer
+    from runtime_support.hal.buffer import HalBuffer
+
+    src = tmp_path / "mul.mlir"
+    src.write_text(_MUL_MLIR)
+    pkg = load_package(write_package(read_module_file(compile_mlir(src, QUEUE_FLAGS)), tmp_path, "pkg", host_path="programs"))
+    ctx = pkg.load(device="local-sync")
+    program = next(
+        value for name, value in vars(pkg).items()
+        if name.startswith("QUEUE_") and isinstance(value, QueueProgram)
+        and any(type(s) is BufferViewAssert for s in value.steps)
+    )
+    first = next(k for k, s in enumerate(program.steps) if type(s) is BufferViewAssert)
+    check = program.steps[first]
+    assert [type(s) for s in program.steps[first : first + 2]] == [BufferViewAssert, BufferViewBuffer]
+    fast = bind_program(program, ctx, pkg._IMPORTS)
+    monkeypatch.setenv("PYREE_QUEUE_FAST", "0")
+    general = bind_program(program, ctx, pkg._IMPORTS)
+    monkeypatch.delenv("PYREE_QUEUE_FAST")
+    assert isinstance(fast, FastProgram)
+    assert any(getattr(op, "__name__", "") == "argument" for op in fast._fast_ops)
+    minimum = next(s.minimum_length for s in program.steps if type(s) is BufferAssert)
+    element, encoding, shape = check.element_type, check.encoding_type, check.shape
+
+    def view(shape=shape, element=element, encoding=encoding, size=minimum):
+        return HalBufferView(HalBuffer.allocate(size, 0xFFFF, 0xFFFF), shape, element, encoding)
+
+    def call(run, v):
+        return _result(run, *[v if n == check.buffer_view else inputs[n] for n in program.inputs])
+
+    # The inputs of a real call, captured from the general program.
+    captured = {}
+    real_call = FastProgram.__call__
+
+    def capture(self, *args):
+        captured.setdefault(self.program.function, args)
+        return real_call(self, *args)
+
+    monkeypatch.setattr(FastProgram, "__call__", capture)
+    a = np.arange(4, dtype=np.float32)
+    ctx.call("mul", a, a)
+    monkeypatch.undo()
+    args = captured[program.function]
+    inputs = dict(zip(program.inputs, args[0] if program.packed else args))
+    assert _result(fast, *[inputs[n] for n in program.inputs])[0] == "ok"
+    bad = [
+        view(shape=tuple(d + 1 for d in shape) or (2,)),
+        view(element=element ^ 1),
+        view(encoding=encoding ^ 2),
+        view(size=minimum - 4),
+    ]  # (memory types and usage: a host buffer always has what these programs ask)
+    # (an opaque encoding passes the import's assert: the fast op hands it over)
+    assert call(fast, view(encoding=0))[0] == call(general, view(encoding=0))[0] == "ok"
+    for i, v in enumerate(bad):
+        got, want = call(fast, v), call(general, v)
+        assert got == want and got[0] == "error", (i, got[0], want[0])

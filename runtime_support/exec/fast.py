@@ -130,6 +130,10 @@ def has_fast_path(program) -> bool:
     )
 
 
+# (the steps whose handlers need neither a private fence nor a recording: checks, reads)
+_CHECKS = (BufferViewAssert, BufferViewBuffer, DeviceAllocator, BufferAssert, BufferLoad)
+
+
 # -- private fences ------------------------------------------------------------------------
 
 
@@ -530,7 +534,6 @@ def _buffer_load(step, get, private, general, values):
     return buffer_load
 
 
-_CHECKS = (BufferViewAssert, BufferViewBuffer, DeviceAllocator, BufferAssert)
 _HANDLERS = {
     FenceCreate: _fence_create,
     FenceJoin: _fence_join,
