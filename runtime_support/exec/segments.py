@@ -190,10 +190,23 @@ class Segment:
         self.keyed = keyed
         keys = [slot(name) for name in keyed]
         self.key_of = itemgetter(*keys) if len(keys) > 1 else itemgetter(keys[0])
-        self.results = sorted((made - computed) & live_after)
+        # An integer result of keyed values only is the same in every call of a shape:
+        # the plan holds it (a dispatch constant baked in, a value read later kept with
+        # the shape); only the others are computed and written per call.
+        determined = set(keyed)
+        for step in steps:
+            if isinstance(step, Compute) and all(
+                not isinstance(a, str) or a in determined for a in step.args
+            ):
+                determined.add(step.out)
+        self.determined = determined
+        self.results = sorted(((made - computed) | (computed & determined)) & live_after)
         # Per call, before the plan: the integer ops whose results are this call's values
-        # (dispatch constants, values read later); the others only decide the plan.
-        needed = {name for name, r in roles.items() if "value" in r} | set(live_after)
+        # (dispatch constants, values read later) and not the shape's.
+        needed = set(live_after) - determined
+        for step in steps:  # (a dispatch's constants are written together, or not at all)
+            if type(step) is CommandBufferDispatch and not self.fixed(step):
+                needed.update(v for v in step.constants if isinstance(v, str))
         wanted = []
         for i in range(len(steps) - 1, -1, -1):
             step = steps[i]
@@ -202,6 +215,11 @@ class Segment:
                 needed.update(a for a in step.args if isinstance(a, str))
         self.computes = wanted[::-1]
         self.shapes: OrderedDict = OrderedDict()
+
+    def fixed(self, dispatch) -> bool:
+        """Whether a recorded dispatch's constants are the same in every call of a shape
+        (the plan holds the ones it was built with)."""
+        return all(not isinstance(v, str) or v in self.determined for v in dispatch.constants)
 
 
 def find_segments(program, spans: list, private: set[str], own, slot=None) -> list[Segment]:
@@ -375,7 +393,7 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
             if kind is CommandBufferCreate:
                 recordings[step.out] = []
             elif kind is CommandBufferDispatch:
-                recordings[step.command_buffer].append(get["constants"])
+                recordings[step.command_buffer].append(None if segment.fixed(step) else get["constants"])
             continue
         if kind is FenceCreate or kind in _QUEUE_OPS:
             dev = get["device"](sim)
