@@ -106,7 +106,7 @@ class _Shape:
         self.results = results  # (name, returned index | None, value) per value read later
         self.await_args = await_args  # (timeout, flags) of an await, for its error (or None)
         self.fences = fences  # (name, signalled here) per returned fence the segment makes
-        self.values = None  # per dispatch: its constants' getter (value slots), or None
+        self.values = None  # per dispatch: its value slot (Segment.value_slot), or None
 
 
 class Segment:
@@ -205,8 +205,8 @@ class Segment:
         # (dispatch constants, values read later) and not the shape's.
         needed = set(live_after) - determined
         for step in steps:  # (a dispatch's constants are written together, or not at all)
-            if type(step) is CommandBufferDispatch and not self.fixed(step):
-                needed.update(v for v in step.constants if isinstance(v, str))
+            if type(step) is CommandBufferDispatch:
+                needed.update(self._varying(step))
         wanted = []
         for i in range(len(steps) - 1, -1, -1):
             step = steps[i]
@@ -216,10 +216,23 @@ class Segment:
         self.computes = wanted[::-1]
         self.shapes: OrderedDict = OrderedDict()
 
-    def fixed(self, dispatch) -> bool:
-        """Whether a recorded dispatch's constants are the same in every call of a shape
-        (the plan holds the ones it was built with)."""
-        return all(not isinstance(v, str) or v in self.determined for v in dispatch.constants)
+    def _varying(self, dispatch) -> list[str]:
+        """The names among a recorded dispatch's constants whose values are this call's
+        (the others are the shape's: its plan holds them)."""
+        return [v for v in dispatch.constants if isinstance(v, str) and v not in self.determined]
+
+    def value_slot(self, dispatch):
+        """What a call writes of a recorded dispatch's constants: None (nothing: all are
+        the shape's), or (their indices, or None for all of them, a getter of their values)."""
+        varying = self._varying(dispatch)
+        if not varying:
+            return None
+        keys = [self.slot(v) for v in varying]
+        get = itemgetter(*keys) if len(keys) > 1 else (lambda env, k=keys[0]: (env[k],))
+        if len(varying) == len(dispatch.constants):
+            return None, get
+        indices = [j for j, v in enumerate(dispatch.constants) if isinstance(v, str) and v not in self.determined]
+        return indices, get
 
 
 def find_segments(program, spans: list, private: set[str], own, slot=None) -> list[Segment]:
@@ -339,7 +352,7 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
     alloc_of: dict[int, _Alloc] = {}  # id(scratch buffer) -> what it stands for
     keep: list = []  # (the scratch buffers, alive while ids name them)
     recordings: dict[str, list] = {}  # command buffer recorded here -> constants getters
-    values: list = []  # per dispatch of the plan: its constants' getter, or None
+    values: list = []  # per dispatch of the plan: its value slot (Segment.value_slot), or None
     names = {}  # id(buffer) -> the name it came in as (buffers from outside)
     slot = segment.slot
     for name, k in zip(segment.buffer_names, segment.buffers):
@@ -393,7 +406,7 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
             if kind is CommandBufferCreate:
                 recordings[step.out] = []
             elif kind is CommandBufferDispatch:
-                recordings[step.command_buffer].append(None if segment.fixed(step) else get["constants"])
+                recordings[step.command_buffer].append(segment.value_slot(step))
             continue
         if kind is FenceCreate or kind in _QUEUE_OPS:
             dev = get["device"](sim)
@@ -683,9 +696,14 @@ def run_shape(segment: Segment, shape: _Shape, env: dict, await_import) -> bool:
                 table[word] = buffer.address + offset
             fresh.append(buffer)
         if shape.values is not None:
-            for target, get in zip(plan.constants, shape.values):
-                if target is not None and get is not None:
-                    target[:] = [v & _M32 for v in get(env)]
+            for target, value_slot in zip(plan.constants, shape.values):
+                if target is not None and value_slot is not None:
+                    indices, get = value_slot
+                    if indices is None:
+                        target[:] = [v & _M32 for v in get(env)]
+                    else:
+                        for j, v in zip(indices, get(env)):
+                            target[j] = v & _M32
         error = None
         try:
             if not plan.launch(device.worker_count):
