@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 
 import pytest
@@ -23,7 +22,7 @@ def test_entry_is_the_declaration(key):
     # every field is a real parameter of the method, in its order, and nothing else
     # (but `out`, the name a queue program gives the call's result)
     params = list(inspect.signature(inspect.unwrap(method)).parameters)[1:]
-    names = [f.name for f in dataclasses.fields(entry.cls) if f.name != "out"]
+    names = list(entry.cls.__slots__)  # (the class's own fields, after Step's `out`)
     assert names == params == list(entry.params)
     assert len(params) == len(cconv_arguments(cconv))
     assert issubclass(entry.cls, entry.kind) and entry.kind is steps.KINDS[full_name]
@@ -47,5 +46,13 @@ def test_bind_spans_by_segments():
     assert isinstance(step, steps.Dispatch) and step.flags == "o6"
     with pytest.raises(ValueError):
         entry.bind(ops[:-1], [0xFFFF] * 7 + [1, 2])
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):
         step.flags = 1
+    # records compared and hashed by their fields; every field required, no other
+    same = entry.cls(**fields)
+    assert same == step and hash(same) == hash(step) and same != entry.cls(**fields, out="x")
+    assert "flags='o6'" in repr(step)
+    with pytest.raises(TypeError):
+        entry.cls(**{k: v for k, v in fields.items() if k != "flags"})
+    with pytest.raises(TypeError):
+        entry.cls(**fields, colour=1)
