@@ -680,7 +680,12 @@ class FastProgram(GeneralProgram):
         self._fast_ops = [ops[k] for k in sorted(ops)]
 
     def __call__(self, *args):
-        env = self._env(args)
+        tail = self._tail
+        if tail is None or self._packed or len(args) != self._inputs:
+            env = self._env(args)  # (the first call, a packed call or a wrong count)
+        else:
+            env = list(args)
+            env += tail
         for op in self._fast_ops:
             op(env)
         return None if self._outputs is None else self._outputs(env)

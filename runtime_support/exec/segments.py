@@ -93,17 +93,22 @@ class _Shape:
     per call only a row's address (and a whole-buffer row's length) is, after the checks
     the plan's runner would make (`outside`)."""
 
-    __slots__ = ("plan", "fresh", "arenas", "outside", "results", "await_args", "fences", "values")
+    __slots__ = (
+        "plan", "fresh", "fresh_bytes", "arenas", "outside", "results", "await_args", "fences",
+        "values",
+    )
 
     def __init__(self, plan, fresh, arenas, outside, results, await_args, fences) -> None:
         self.plan = plan
-        # per buffer returned: (size, memory types, usage, [(table word, row offset)])
+        # per buffer returned: (size, memory types, usage, [(table word, row offset)],
+        # [the slots it is read as later])
         self.fresh = fresh
+        self.fresh_bytes = 0
         self.arenas = arenas  # the arena buffers (the plan zeroes them first per call)
         # per row of a buffer from outside: (name, table word, offset, length | -1 for
         # the whole buffer, the end the plan needs of a whole-buffer row, writes)
         self.outside = outside
-        self.results = results  # (name, returned index | None, value) per value read later
+        self.results = results  # (slot, value) per value read later that is the shape's
         self.await_args = await_args  # (timeout, flags) of an await, for its error (or None)
         self.fences = fences  # (name, signalled here) per returned fence the segment makes
         self.values = None  # per dispatch: its value slot (Segment.value_slot), or None
@@ -529,8 +534,11 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
             results.append((slot(name), None, value))
     signals = {name for name, _ in signalled}
     fences = [(slot(name), name in signals) for name in new_fences]
-    fresh = [(*f, p) for f, p in zip(fresh, places)]
+    slots = [[slot for slot, k, _ in results if k == i] for i in range(len(fresh))]
+    fresh = [(*f, p, s) for f, p, s in zip(fresh, places, slots)]
+    results = [(slot, value) for slot, k, value in results if k is None]
     shape = _Shape(plan, fresh, arena_buffers, outside, results, await_args, fences)
+    shape.fresh_bytes = sum(f[0] for f in fresh)
     shape.values = values if any(v is not None for v in values) else None
     return shape
 
@@ -689,12 +697,12 @@ def run_shape(segment: Segment, shape: _Shape, env: dict, await_import) -> bool:
                 return False
             table[word] = buffer.address + offset
         allocator = device.allocator
-        fresh = []
-        for size, types, usage, places in shape.fresh:
+        for size, types, usage, places, slots in shape.fresh:
             buffer = fresh_buffer(size, types, usage, allocator)
             for word, offset in places:
                 table[word] = buffer.address + offset
-            fresh.append(buffer)
+            for slot in slots:  # (the names it is read as later)
+                env[slot] = buffer
         if shape.values is not None:
             for target, value_slot in zip(plan.constants, shape.values):
                 if target is not None and value_slot is not None:
@@ -714,8 +722,7 @@ def run_shape(segment: Segment, shape: _Shape, env: dict, await_import) -> bool:
             error = internal_error("device.queue.execute", exc)
     finally:
         queue.release()
-    for size, _types, _usage, _places in shape.fresh:
-        allocator.bytes_allocated += size
+    allocator.bytes_allocated += shape.fresh_bytes
     for name, signalled in shape.fences:
         if not signalled:
             env[name] = Fence()
@@ -730,8 +737,8 @@ def run_shape(segment: Segment, shape: _Shape, env: dict, await_import) -> bool:
         fence.fail(error)
         await_import(shape.await_args[0], shape.await_args[1], [fence])
         raise error  # (not reached: an await of a failed fence raises)
-    for name, k, value in shape.results:
-        env[name] = fresh[k] if k is not None else value
+    for slot, value in shape.results:
+        env[slot] = value
     return True
 
 
