@@ -144,6 +144,38 @@ def _i32(v: int) -> int:
     return v - (1 << 32) if v >> 31 else v
 
 
+# (a zero-byte local memory: nothing a kernel can write, shared by every dispatch)
+_NO_LOCAL = VMBuffer(bytearray(0))
+
+
+class _Prepared:
+    """One dispatch's arguments made from its (constants, bindings) key: the constants as
+    a read-only buffer, the bindings as VM buffers (scalar path) and as lazily typed numpy
+    views (vectorised path). Nothing here is written by a kernel but memory."""
+
+    __slots__ = ("key", "constants", "ranges", "_buffers", "_arrays")
+
+    def __init__(self, key) -> None:
+        self.key = key
+        self.constants = VMBuffer(_pack(key[0]), readonly=True)
+        self.ranges = key[1]
+        self._buffers = self._arrays = None
+
+    @property
+    def buffers(self) -> list:
+        if self._buffers is None:
+            self._buffers = [VMBuffer(_host_view(a, n)) for a, n in self.ranges]
+        return self._buffers
+
+    @property
+    def arrays(self) -> list:
+        if self._arrays is None:
+            from .vmvx_arrays import Binding
+
+            self._arrays = [Binding(_host_view(a, n)) for a, n in self.ranges]
+        return self._arrays
+
+
 class VmvxExecutable:
     """A loaded VMVX executable (loaders' Executable interface)."""
 
@@ -176,6 +208,7 @@ class VmvxExecutable:
             )
         self._local = [e.local_memory_pages * PAGE for e in self.exports]
         self._names = {e.name: e.ordinal for e in self.exports}
+        self._last: list = [None] * len(self._entries)  # per export: its last _Prepared
 
     def lookup(self, name: bytes | str) -> int:
         if isinstance(name, (bytes, bytearray, memoryview)):
@@ -196,25 +229,29 @@ class VmvxExecutable:
         cx, cy, cz = (int(c) & _M32 for c in workgroup_count)
         if not cx * cy * cz:
             return
+        prep = self._prepared(ordinal, constants, bindings)
         vectorized = self._vectorized[ordinal]
-        if vectorized is not None:
-            from .vmvx_arrays import Binding
-
-            views = [Binding(_host_view(a, n)) for a, n in bindings]
-            if vectorized(views, VMBuffer(_pack(constants), readonly=True), bindings, (cx, cy, cz)):
-                return
+        if vectorized is not None and vectorized(prep.arrays, prep.constants, prep.ranges, (cx, cy, cz)):
+            return
         entry = self._entries[ordinal]
-        local = VMBuffer(bytearray(self._local[ordinal]))
-        const_buf = VMBuffer(_pack(constants), readonly=True)
-        binding_list = VMList.from_values(
-            "!vm.buffer", [VMBuffer(_host_view(a, n)) for a, n in bindings]
-        )
+        size = self._local[ordinal]
+        local = VMBuffer(bytearray(size)) if size else _NO_LOCAL
+        binding_list = VMList.from_values("!vm.buffer", prep.buffers)
         sx, sy, sz = _i32(cx), _i32(cy), _i32(cz)
         for z in range(cz):
             for y in range(cy):
                 for x in range(cx):
-                    entry(local, const_buf, binding_list, x, y, z, 1, 1, 1, sx, sy, sz)
+                    entry(local, prep.constants, binding_list, x, y, z, 1, 1, 1, sx, sy, sz)
 
+    def _prepared(self, ordinal: int, constants, bindings) -> "_Prepared":
+        """The dispatch's constant buffer and binding views, reused while an export is
+        dispatched again with the same constants and binding ranges (loops dispatch the
+        same kernel on the same buffers): a view is of raw memory, valid for its range."""
+        key = (tuple(constants), tuple(map(tuple, bindings)))
+        prep = self._last[ordinal]
+        if prep is None or prep.key != key:
+            prep = self._last[ordinal] = _Prepared(key)
+        return prep
     def dispatch_flat(self, ordinal: int, counts, constants, flat) -> None:
         n = len(flat) // 2
         self.dispatch(ordinal, counts, constants, list(zip(flat[:n], flat[n:])))
