@@ -804,6 +804,16 @@ def _h_f32(k: _Kernel, op) -> None:
     k.write(op["result"], k.new("f32", f"A.{fname}({', '.join(o.expr for o in operands)})", dims, flushed=flushed))
 
 
+def _h_shift(k: _Kernel, op) -> None:
+    """Shifts of uniform values (a 64-bit size assembled from two push constants: `(hi <<
+    32) | lo`): the scalar op, once per dispatch."""
+    a, n = k.read(op["operand"]), k.read(op["amount"])
+    if a.dims or n.dims:
+        raise NotVectorizable(f"`{op.mnemonic}` of a varying value")
+    kind = op.mnemonic.split(".")[1]
+    _result(k, op, kind, f"A.S.{op.mnemonic.replace('.', '_')}({a.expr}, {n.expr})", (a, n), None, None)
+
+
 def _h_cast_si32_f32(k: _Kernel, op) -> None:
     a = k.read(op["operand"])  # (an i32 converts exactly to double, once rounded to f32)
     if a.const is not None:
@@ -827,6 +837,8 @@ _HANDLERS = {
     "ext.i32.i64.u": _h_ext,
     "trunc.i64.i32": _h_ext,
 }
+for _m in ("shl.i32", "shr.i32.s", "shr.i32.u", "shl.i64", "shr.i64.s", "shr.i64.u"):
+    _HANDLERS[_m] = _h_shift
 for _m in ("add", "sub", "mul", "and", "or", "xor", "fma"):
     for _w in ("i32", "i64"):
         _HANDLERS[f"{_m}.{_w}"] = _h_int
