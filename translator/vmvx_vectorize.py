@@ -30,6 +30,7 @@ address is not such a form, local memory, calls, or an op without an array form 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from translator.ir import REF_BIT, Function
@@ -127,6 +128,23 @@ class _Kernel:
         self.extents: dict = {}  # atom -> extent expression (runtime) or int
         self.work: int | None = 1  # logical iterations per workgroup (None: not static)
         self.scratch: list = []  # per `buffer.alloc`: {"name", "bytes", "key", "kind", "line"}
+        # Loops whose bound is only known at dispatch time (see `loop`):
+        self.trips: dict = {}  # (lb, ub, step) expressions -> trip count variable
+        self.trip_lines: dict = {}  # trip count variable -> its line (top level)
+        self.masks: list = []  # per open masked loop: (mask variable, dims it varies over)
+        self.open_for: list = []  # line of each open Python `for` (outermost first)
+        self.first_store: int | None = None  # top-level line of the first memory write
+
+    @property
+    def mask(self):
+        """The active-lane mask of the innermost masked loop around the code (or None)."""
+        return self.masks[-1] if self.masks else None
+
+    def mark_store(self) -> None:
+        """Before emitting a write to memory: the dispatch-time checks go before the
+        top-level statement holding the first one (nothing is written before them)."""
+        if self.first_store is None:
+            self.first_store = self.open_for[0] if self.open_for else len(self.lines)
 
     # ---- emission ----------------------------------------------------------------------
 
@@ -241,15 +259,27 @@ class _Kernel:
     def loop(self, header: int, cmp, br) -> int:
         iv_reg, ub = cmp["left"], self.read(cmp["right"])
         lb = self.read(iv_reg)
-        if lb.dims or ub.dims:
-            raise NotVectorizable("a loop bound varies")
+        if lb.dims:
+            raise NotVectorizable("a loop's lower bound varies")
         step = self._find_step(br["true_dest_pc"], header, iv_reg)
         kind = _LOOP_COMPARES[cmp.mnemonic]
         trip = None
         if lb.const is not None and ub.const is not None:
             trip = max(0, -(-(ub.const - lb.const) // step))
-        parallel = trip is not None and header not in self.plan["seq"]
-        if trip is None or self.work is None or any(lp.trip is None for lp in self.loops):
+        parallel = header not in self.plan["seq"]
+        if trip is None:
+            # A bound known at dispatch time (a push constant; a tile clamped to the size
+            # left, min(n - 64 * gx, 64), varying over the grid): a parallel loop is an
+            # axis as long as the largest trip count, lanes past a workgroup's own bound
+            # masked off (they load nothing and store nothing); a sequential one must be
+            # the same for every lane.
+            if parallel and self.indent == 1:
+                trip = self._runtime_trip(lb, ub, step)
+            elif ub.dims:
+                raise NotVectorizable("a sequential loop's bound varies")
+            else:
+                parallel = False
+        if trip is None or type(trip) is str or self.work is None or any(type(lp.trip) is not int for lp in self.loops):
             self.work = None
         else:
             nest = trip
@@ -258,12 +288,22 @@ class _Kernel:
             self.work = max(self.work, nest)
         atom = ("L", header)
         depth = sum(1 for lp in self.loops if lp.parallel)
-        info = _Loop(header, atom, parallel, lb.const, step, trip, 3 + depth if parallel else None)
+        info = _Loop(header, atom, parallel, lb.const if lb.const is not None else lb.expr, step, trip,
+                     3 + depth if parallel else None)
         self.counter += 1
         name = f"v{self.counter}"
+        masked = False
         if parallel:
             self.ndim = max(self.ndim, 4 + depth)
             self.emit(f"{name} = A.axis_range({lb.expr}, {step}, {trip}, {info.axis}, NDIM)")
+            if ub.dims:
+                masked = True
+                outer = self.mask
+                self.counter += 1
+                mask = f"m{self.counter}"
+                both = f" & {outer[0]}" if outer else ""
+                self.emit(f"{mask} = ({name} < {ub.expr}){both}")
+                self.masks.append((mask, ub.dims | {atom} | (outer[1] if outer else frozenset())))
         else:
             self.emit(f"for {name} in range({lb.expr}, {ub.expr}, {step}):")
         self.loops.append(info)
@@ -273,6 +313,8 @@ class _Kernel:
         if not parallel:
             self.indent += 1
         self._promote_open(info, f"len(range({lb.expr}, {ub.expr}, {step}))")
+        if not parallel:
+            self.open_for.append(len(self.lines) - 1)
         iv = Val(name, kind, frozenset({atom}), form={atom: 1},
                  lo=lb.const if step > 0 else None, level=len(self.loops))
         self.write(iv_reg, iv)
@@ -289,6 +331,10 @@ class _Kernel:
             raise NotVectorizable(f"loop at pc {header} carries registers {sorted(carried)}")
         self.indent = saved_indent
         self.loops.pop()
+        if masked:
+            self.masks.pop()
+        if not parallel:
+            self.open_for.pop()
         self._promote_close(info)
         for key in frame.written:
             self.env[key] = None
@@ -296,6 +342,18 @@ class _Kernel:
                 f.written.add(key)
         self.remap(br["false_operands"])
         return br["false_dest_pc"]
+
+    def _runtime_trip(self, lb: Val, ub: Val, step: int) -> str:
+        """A variable holding the loop's trip count at dispatch time (the largest over the
+        lanes where the bound varies), one per (bounds, step): sibling loops of one shape
+        share it, so their accesses compare equal."""
+        key = (lb.expr, ub.expr, step)
+        name = self.trips.get(key)
+        if name is None:
+            name = self.trips[key] = f"t{len(self.trips)}"
+            self.emit(f"{name} = A.trip_count({lb.expr}, {ub.expr}, {step})")
+            self.trip_lines[name] = len(self.lines) - 1
+        return name
 
     def _find_step(self, body_pc, header, iv_reg) -> int:
         """The constant the loop adds to its counter (from the back edge's block)."""
@@ -322,16 +380,23 @@ class _Kernel:
             return
         for ref, form_key, idx_expr, kind in sorted(self.plan["promote"].get(loop.header, ()), key=str):
             var = f"acc{loop.header}_{ref[1]}"
+            mask = self.mask
+            load = (f"A.load_m(b{ref[1]}, {kind!r}, {idx_expr}, {mask[0]})" if mask else
+                    f"A.load(b{ref[1]}, {kind!r}, {idx_expr})")
             self.lines.insert(len(self.lines) - 1, "    " * (self.indent - 1) +
-                              f"{var} = A.load(b{ref[1]}, {kind!r}, {idx_expr}) if {trips} else None")
-            self.promoted[(ref, form_key)] = (var, loop, idx_expr, kind)
+                              f"{var} = {load} if {trips} else None")
+            self.promoted[(ref, form_key)] = (var, loop, idx_expr, kind, mask)
 
     def _promote_close(self, loop: _Loop) -> None:
         """After it: each accumulator stored back once."""
-        for key, (var, lp, idx_expr, kind) in list(self.promoted.items()):
+        for key, (var, lp, idx_expr, kind, mask) in list(self.promoted.items()):
             if lp is loop:
+                self.mark_store()
                 self.emit(f"if {var} is not None:")
-                self.emit(f"    A.store(b{key[0][1]}, {kind!r}, {idx_expr}, {var})")
+                if mask:
+                    self.emit(f"    A.store_m(b{key[0][1]}, {kind!r}, {idx_expr}, {var}, {mask[0]})")
+                else:
+                    self.emit(f"    A.store(b{key[0][1]}, {kind!r}, {idx_expr}, {var})")
                 del self.promoted[key]
 
     # ---- ops -----------------------------------------------------------------------------
@@ -383,6 +448,8 @@ class _Kernel:
         access update it in their order). Returns the variable's name."""
         if idx.form is None:
             raise NotVectorizable("a scratch buffer address is not affine")
+        if self.mask:
+            raise NotVectorizable("a scratch buffer accessed in a loop of varying trip count")
         if write:
             for lp in self.loops:
                 if lp.parallel and lp.atom not in idx.form:
@@ -485,6 +552,10 @@ class _Kernel:
             if atom == ():
                 lo.append(str(c))
                 hi.append(str(c))
+                continue
+            if isinstance(atom, tuple) and atom[0] == "u":  # (an offset from push constants)
+                lo.append(f"{c} * {atom[1]}")
+                hi.append(f"{c} * {atom[1]}")
                 continue
             if atom in GRID:
                 extent = _COUNTS[atom]
@@ -608,6 +679,8 @@ def _h_load(k: _Kernel, op) -> None:
     if buf.ref == "consts":
         if idx.dims or kind != "i32":
             raise NotVectorizable("a constant read at a varying index")
+        if k.mask:
+            raise NotVectorizable("a constant read in a loop of varying trip count")
         v = k.new(kind, f"_constant_i32(r1, {idx.expr})")
         v.form = {("u", v.expr): 1}
         k.write(op["result"], v)
@@ -618,6 +691,8 @@ def _h_load(k: _Kernel, op) -> None:
         if isinstance(buf.ref, tuple) and buf.ref[0] == "scratch":
             dims |= frozenset(GRID)  # (what was stored may vary over the workgroups)
         v = k.new(kind, acc, dims)
+    elif k.mask:  # (inactive lanes read nothing: their addresses may be out of range)
+        v = k.new(kind, f"A.load_m({buf.expr}, {kind!r}, {idx.expr}, {k.mask[0]})", idx.dims | k.mask[1])
     else:
         v = k.new(kind, f"A.load({buf.expr}, {kind!r}, {idx.expr})", idx.dims)
     if kind == "i32" and not v.dims:
@@ -634,6 +709,10 @@ def _h_store(k: _Kernel, op) -> None:
     acc = k.access(buf.ref, idx, kind, True)
     if acc is not None:
         k.emit(f"{acc} = {val.expr}")
+        return
+    k.mark_store()
+    if k.mask:
+        k.emit(f"A.store_m({buf.expr}, {kind!r}, {idx.expr}, {val.expr}, {k.mask[0]})")
     else:
         k.emit(f"A.store({buf.expr}, {kind!r}, {idx.expr}, {val.expr})")
 
@@ -866,6 +945,7 @@ def vectorize(fn: Function, name: str):
             for s in k.scratch:
                 if s["kind"] == "f32":
                     k.lines[s["line"]] = k.lines[s["line"]].replace(" = 0  #", " = 0.0  #")
+            lines = _assemble(k, guards)
         except _Retry:
             continue
         except NotVectorizable as e:
@@ -875,8 +955,25 @@ def vectorize(fn: Function, name: str):
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
             # (an op shape this interpreter does not know: the scalar translation runs it)
             return None, f"unexpected op form ({type(e).__name__}: {e})"
-        return Vectorized(name, _assemble(k, guards)), None
+        return Vectorized(name, lines), None
     return None, "no plan found"
+
+
+_DEF = re.compile(r"[vt]\d+ = ")
+_IMPURE = ("load", "store", "_constant_i32")
+_DIVISION = re.compile(r"A\.(?:div|rem)_i(?:32|64)_s\((.*)\)$")
+
+
+def _safe_divisions(rhs: str) -> bool:
+    """Whether a definition divides only by a literal that cannot fault (not 0 or -1)."""
+    if "div" not in rhs and "rem" not in rhs:
+        return True
+    m = _DIVISION.match(rhs)
+    if m is None:
+        return False
+    divisor = m.group(1).rsplit(", ", 1)[-1]
+    return divisor.lstrip("-").isdigit() and int(divisor) not in (0, -1)  # (a top-level definition in the generated body)
+_NAME = re.compile(r"\b[vt]\d+\b")
 
 
 def _assemble(k: _Kernel, guards: list[str]) -> list[str]:
@@ -884,7 +981,6 @@ def _assemble(k: _Kernel, guards: list[str]) -> list[str]:
     if k.work is not None:
         out.append(f"if cx * cy * cz * {k.work} <= A.SMALL_WORK:  # (small: the scalar translation is cheaper)")
         out.append("    return False")
-    out += guards
     out.append(f"NDIM = {k.ndim}")
     for axis, g in enumerate(GRID):
         out.append(f"_{g} = A.axis_range(0, 1, {_COUNTS[g]}, {axis}, NDIM)")
@@ -896,7 +992,44 @@ def _assemble(k: _Kernel, guards: list[str]) -> list[str]:
     for n in sorted(k.rodata_used):
         out.append(f"ro{n} = A.Binding(_rodata[{n}].data)")
     body = [line[4:] for line in k.lines]
-    return out + body + ["return True"]
+    # The checks run before the first write (after the pure code before it, which may
+    # compute trip counts they read).
+    at = len(body) if k.first_store is None else k.first_store
+    body, at = _hoist(body, at, {n for g in guards for n in _NAME.findall(g)})
+    return out + body[:at] + guards + body[at:] + ["return True"]
+
+
+def _hoist(body: list, at: int, needed: set) -> tuple[list, int]:
+    """(body, at) with the definitions the checks read moved before line `at`: a
+    top-level definition after it moves up with what it reads, where it is pure (no
+    memory access; no division, which may fault) - a uniform offset computed from push
+    constants between two loop nests."""
+    defs = {}
+    for j, line in enumerate(body):
+        if _DEF.match(line):
+            defs.setdefault(line.split(" = ", 1)[0], j)
+    move: set = set()
+
+    def want(name):
+        j = defs.get(name)
+        if j is None:
+            raise NotVectorizable(f"a dispatch-time check reads {name}, not defined at top level")
+        if j < at or j in move:
+            return
+        rhs = body[j].split(" = ", 1)[1]
+        if any(w in rhs for w in _IMPURE) or not _safe_divisions(rhs):
+            raise NotVectorizable(f"a dispatch-time check reads {name}, computed after the first store")
+        move.add(j)
+        for dep in _NAME.findall(rhs):
+            want(dep)
+
+    for name in sorted(needed):
+        want(name)
+    if not move:
+        return body, at
+    hoisted = [body[j] for j in sorted(move)]
+    rest = [line for j, line in enumerate(body) if j >= at and j not in move]
+    return body[:at] + hoisted + rest, at + len(hoisted)
 
 
 __all__ = ["NotVectorizable", "Vectorized", "vectorize"]

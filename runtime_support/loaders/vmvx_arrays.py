@@ -356,7 +356,42 @@ def store(binding: Binding, kind: str, idx, value) -> None:
     view[np.broadcast_to(idx, shape)] = np.broadcast_to(np.asarray(value, dtype=view.dtype), shape)
 
 
+def load_m(binding: Binding, kind: str, idx, mask):
+    """`load` in the active lanes of `mask` (the others read nothing and hold 0)."""
+    view = binding.view(kind)
+    shape = np.broadcast_shapes(np.shape(idx), np.shape(mask))
+    idx, mask = np.broadcast_to(idx, shape), np.broadcast_to(mask, shape)
+    active = idx[mask]
+    _check(view, active, f"load.{kind}")
+    out = np.zeros(shape, dtype=np.int64 if kind[0] == "i" else view.dtype)
+    out[mask] = view[active]
+    return out
+
+
+def store_m(binding: Binding, kind: str, idx, value, mask) -> None:
+    """`store` in the active lanes of `mask` only."""
+    view = binding.view(kind)
+    if view.flags.writeable is False:
+        raise VMError(StatusCode.PERMISSION_DENIED, "vm.buffer.store: binding is read-only")
+    shape = np.broadcast_shapes(np.shape(idx), np.shape(value), np.shape(mask))
+    mask = np.broadcast_to(mask, shape)
+    active = np.broadcast_to(idx, shape)[mask]
+    _check(view, active, f"store.{kind}")
+    value = np.broadcast_to(np.asarray(value), shape)[mask]
+    if kind == "i32":
+        value = _w32(value)
+    view[active] = value.astype(view.dtype, copy=False)
+
+
 # ---- index spaces ---------------------------------------------------------------------------
+
+
+def trip_count(lb: int, ub, step: int) -> int:
+    """How many times `for i in range(lb, ub, step)` runs, the most over the lanes where
+    the bound `ub` is an array."""
+    hi = ub if type(ub) is int else (int(np.max(ub)) if np.size(ub) else lb)
+    return max(0, -(-(hi - lb) // step))
+
 
 
 def axis_range(start: int, step: int, count: int, axis: int, ndim: int) -> np.ndarray:
