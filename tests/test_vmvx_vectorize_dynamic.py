@@ -165,3 +165,35 @@ def test_trip_count_and_masked_access():
     assert got.tolist() == [[0.0, 1.0, 2.0, 3.0, 0.0, 0.0]]
     A.store_m(b, "f32", idx, np.float32(9.0), mask & (idx % 2 == 0))
     assert np.frombuffer(mem, np.float32).tolist() == [9.0, 1.0, 9.0, 3.0]
+
+
+REDUCE_ALL = """
+func.func @main(%a: tensor<512xf32>) -> tensor<f32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d) -> (d)>, affine_map<(d) -> ()>],
+                       iterator_types = ["reduction"]}
+      ins(%a : tensor<512xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  return %r : tensor<f32>
+}
+"""
+
+
+def test_nothing_varies_keeps_the_scalar_translation(compile_mlir, tmp_path, monkeypatch):
+    """A one-workgroup reduction to a scalar has no array anywhere: it is left to the
+    scalar translation (the numpy program would only add wrapper calls), with IREE's bits."""
+    from translator.reader import read_module
+    from translator.vmvx import find_executables, scalar_reasons
+
+    vmfb = _vmfb(compile_mlir, tmp_path, "reduce_all", REDUCE_ALL)
+    module = read_module(vmfb.read_bytes())
+    reasons = [r for _, d in find_executables(module) for r in scalar_reasons(read_module(d)).values()]
+    assert "nothing varies over the grid or a parallel loop" in reasons
+    pkg = _load(vmfb, tmp_path, "reduce_all")
+    args = [_data(np.random.default_rng(3), (512,))]
+    assert np.asarray(pkg.load(device="local-sync").main(*args)).tobytes() == _iree(vmfb, args).tobytes()

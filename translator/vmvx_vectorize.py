@@ -124,6 +124,7 @@ class _Kernel:
         self.daz_cache: dict = {}
         self.promoted: dict = {}  # (ref, canonical form) -> variable name
         self.ndim = 3
+        self.varies = False  # (whether any value varies over the grid)
         self.used_grid: set = set()
         self.extents: dict = {}  # atom -> extent expression (runtime) or int
         self.work: int | None = 1  # logical iterations per workgroup (None: not static)
@@ -155,6 +156,8 @@ class _Kernel:
         self.counter += 1
         name = f"v{self.counter}"
         self.emit(f"{name} = {rhs}")
+        if not self.varies and not dims.isdisjoint(GRID):
+            self.varies = True
         return Val(name, kind, frozenset(dims), level=len(self.loops), **kw)
 
     def const(self, kind, value) -> Val:
@@ -945,6 +948,10 @@ def vectorize(fn: Function, name: str):
             for s in k.scratch:
                 if s["kind"] == "f32":
                     k.lines[s["line"]] = k.lines[s["line"]].replace(" = 0  #", " = 0.0  #")
+            if k.ndim == 3 and not k.varies:
+                # (no array anywhere: the numpy program would run the scalar ops through
+                # its array wrappers, slower than the scalar translation itself)
+                return None, "nothing varies over the grid or a parallel loop"
             lines = _assemble(k, guards)
         except _Retry:
             continue
