@@ -89,6 +89,7 @@ class _Frame:
 class Vectorized:
     name: str
     lines: list
+    work: int | None = None  # logical iterations a workgroup (None: known at dispatch time)
 
 
 def _add_forms(a, b, sign=1):
@@ -962,7 +963,7 @@ def vectorize(fn: Function, name: str):
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
             # (an op shape this interpreter does not know: the scalar translation runs it)
             return None, f"unexpected op form ({type(e).__name__}: {e})"
-        return Vectorized(name, lines), None
+        return Vectorized(name, lines, k.work), None
     return None, "no plan found"
 
 

@@ -144,6 +144,19 @@ def _i32(v: int) -> int:
     return v - (1 << 32) if v >> 31 else v
 
 
+_PREPARED_MAX = 256  # dispatch argument sets kept per export (a program's calls repeat them)
+
+
+_arrays_module = None  # (runtime_support/loaders/vmvx_arrays.py, imported with numpy on first use)
+
+
+def _small_work() -> int:
+    global _arrays_module
+    if _arrays_module is None:
+        from . import vmvx_arrays as _arrays_module
+    return _arrays_module.SMALL_WORK
+
+
 # (a zero-byte local memory: nothing a kernel can write, shared by every dispatch)
 _NO_LOCAL = VMBuffer(bytearray(0))
 
@@ -208,7 +221,7 @@ class VmvxExecutable:
             )
         self._local = [e.local_memory_pages * PAGE for e in self.exports]
         self._names = {e.name: e.ordinal for e in self.exports}
-        self._last: list = [None] * len(self._entries)  # per export: its last _Prepared
+        self._seen: list = [{} for _ in self._entries]  # per export: key -> _Prepared
 
     def lookup(self, name: bytes | str) -> int:
         if isinstance(name, (bytes, bytearray, memoryview)):
@@ -231,8 +244,14 @@ class VmvxExecutable:
             return
         prep = self._prepared(ordinal, constants, bindings)
         vectorized = self._vectorized[ordinal]
-        if vectorized is not None and vectorized(prep.arrays, prep.constants, prep.ranges, (cx, cy, cz)):
-            return
+        if vectorized is not None:
+            work = getattr(vectorized, "work", None)
+            # (a small grid runs the scalar translation: the numpy program's own first
+            # check, made here before any numpy view is)
+            if (work is None or cx * cy * cz * work > _small_work()) and vectorized(
+                prep.arrays, prep.constants, prep.ranges, (cx, cy, cz)
+            ):
+                return
         entry = self._entries[ordinal]
         size = self._local[ordinal]
         local = VMBuffer(bytearray(size)) if size else _NO_LOCAL
@@ -244,13 +263,16 @@ class VmvxExecutable:
                     entry(local, prep.constants, binding_list, x, y, z, 1, 1, 1, sx, sy, sz)
 
     def _prepared(self, ordinal: int, constants, bindings) -> "_Prepared":
-        """The dispatch's constant buffer and binding views, reused while an export is
-        dispatched again with the same constants and binding ranges (loops dispatch the
-        same kernel on the same buffers): a view is of raw memory, valid for its range."""
+        """The dispatch's constant buffer and binding views, reused when an export is
+        dispatched again with the same constants and binding ranges (a program's calls and
+        loops repeat them): a view is of raw memory, valid for its range."""
         key = (tuple(constants), tuple(map(tuple, bindings)))
-        prep = self._last[ordinal]
-        if prep is None or prep.key != key:
-            prep = self._last[ordinal] = _Prepared(key)
+        seen = self._seen[ordinal]
+        prep = seen.get(key)
+        if prep is None:
+            if len(seen) >= _PREPARED_MAX:
+                seen.clear()
+            prep = seen[key] = _Prepared(key)
         return prep
     def dispatch_flat(self, ordinal: int, counts, constants, flat) -> None:
         n = len(flat) // 2
