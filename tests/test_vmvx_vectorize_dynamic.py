@@ -167,7 +167,9 @@ def test_trip_count_and_masked_access():
     assert np.frombuffer(mem, np.float32).tolist() == [9.0, 1.0, 9.0, 3.0]
 
 
-REDUCE_ALL = """
+
+def _reduce_all(body: str) -> str:
+    return """
 func.func @main(%a: tensor<512xf32>) -> tensor<f32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<f32>
@@ -176,24 +178,74 @@ func.func @main(%a: tensor<512xf32>) -> tensor<f32> {
                        iterator_types = ["reduction"]}
       ins(%a : tensor<512xf32>) outs(%f : tensor<f32>) {
   ^bb0(%x: f32, %acc: f32):
-    %s = arith.addf %x, %acc : f32
+    %s = BODY
     linalg.yield %s : f32
   } -> tensor<f32>
   return %r : tensor<f32>
 }
-"""
+""".replace("BODY", body)
 
 
-def test_nothing_varies_keeps_the_scalar_translation(compile_mlir, tmp_path, monkeypatch):
-    """A one-workgroup reduction to a scalar has no array anywhere: it is left to the
-    scalar translation (the numpy program would only add wrapper calls), with IREE's bits."""
+def _nan(payload: int, sign: int = 0) -> np.float32:
+    return np.array([(sign << 31) | 0x7FC00000 | payload], np.uint32).view(np.float32)[0]
+
+
+def _reduce_scalar_reasons(vmfb):
     from translator.reader import read_module
     from translator.vmvx import find_executables, scalar_reasons
 
-    vmfb = _vmfb(compile_mlir, tmp_path, "reduce_all", REDUCE_ALL)
     module = read_module(vmfb.read_bytes())
-    reasons = [r for _, d in find_executables(module) for r in scalar_reasons(read_module(d)).values()]
-    assert "nothing varies over the grid or a parallel loop" in reasons
-    pkg = _load(vmfb, tmp_path, "reduce_all")
+    return [r for _, d in find_executables(module) for r in scalar_reasons(read_module(d)).values()]
+
+
+def test_nothing_varies_keeps_the_scalar_translation(compile_mlir, tmp_path, monkeypatch):
+    """A one-workgroup max reduction to a scalar (a select chain: not a sum) has no array
+    anywhere: it is left to the scalar translation (the numpy program would only add
+    wrapper calls), with IREE's bits."""
+    vmfb = _vmfb(compile_mlir, tmp_path, "max_all", _reduce_all("arith.maximumf %x, %acc : f32"))
+    assert "nothing varies over the grid or a parallel loop" in _reduce_scalar_reasons(vmfb)
+    pkg = _load(vmfb, tmp_path, "max_all")
     args = [_data(np.random.default_rng(3), (512,))]
     assert np.asarray(pkg.load(device="local-sync").main(*args)).tobytes() == _iree(vmfb, args).tobytes()
+
+
+@pytest.mark.parametrize("case", ["plain", "cancel_to_denormal", "nans", "inf_minus_inf"])
+@pytest.mark.parametrize("order", ["x_acc", "acc_x"])
+def test_sum_reduction_folds_in_order(case, order, compile_mlir, tmp_path, monkeypatch):
+    """A sum over a reduction loop folds along an axis (sum_f32): every partial sum
+    flushed, IREE's order and NaN payloads (the slow path) or one accumulate under
+    DAZ/FTZ (no NaNs) - the same bits as the scalar translation and IREE either way."""
+    body = "arith.addf %x, %acc : f32" if order == "x_acc" else "arith.addf %acc, %x : f32"
+    vmfb = _vmfb(compile_mlir, tmp_path, f"sum_all_{order}", _reduce_all(body))
+    assert None in _reduce_scalar_reasons(vmfb)
+    pkg = _load(vmfb, tmp_path, f"sum_all_{order}")
+    rng = np.random.default_rng(11)
+    x = _data(rng, (512,))
+    if case == "cancel_to_denormal":  # (partial sums pass through denormals: flushed)
+        x[:] = 0
+        x[0::2] = np.float32(1.5e-38)
+        x[1::2] = np.float32(-1.4e-38)
+        x[7] = np.float32(3e-39)
+    elif case == "nans":
+        x[100], x[200], x[300] = _nan(5), _nan(9, 1), np.inf
+    elif case == "inf_minus_inf":
+        x[10], x[20] = np.inf, -np.inf
+    from runtime_support.loaders import vmvx_arrays as A
+
+    expected = _iree(vmfb, [x]).tobytes()
+    folds, real = [], A.sum_f32
+    monkeypatch.setattr(A, "sum_f32", lambda *a: folds.append(1) or real(*a))
+    for mode in ("0", "1"):
+        monkeypatch.setenv("PYREE_VMVX_SCALAR", mode)
+        assert np.asarray(pkg.load(device="local-sync").main(x)).tobytes() == expected, mode
+        assert folds, "the sum was not folded (the dispatch fell back)"
+
+
+def test_matmul_with_nans_folds_in_order(compile_mlir, tmp_path, monkeypatch):
+    """The matmul's k loop folded with NaNs of several payloads in both operands."""
+    vmfb = _vmfb(compile_mlir, tmp_path, "dyn_matmul", MATMUL_CHAIN)
+    pkg = _load(vmfb, tmp_path, "dyn_matmul")
+    rng = np.random.default_rng(5)
+    x, w = _data(rng, (9, 16)), _data(rng, (16, 16))
+    x[2, 3], x[4, 5], w[3, 7], w[6, 1] = _nan(1), _nan(2, 1), _nan(3), np.inf
+    _three_ways(pkg, vmfb, [x, w], monkeypatch)

@@ -11,8 +11,13 @@ coordinates), and a lower bound (so that IREE's floor-division fix-ups, `x < 0` 
 workgroup id, fold away). Code is written as it goes: a value that varies is a numpy
 array (runtime_support/loaders/vmvx_arrays.py), one axis per grid dimension and per
 parallel loop; a loop whose counter addresses every store inside it becomes an axis
-(no Python loop); any other loop stays a Python `for` (sequential, in IREE's order), and
-an accumulator it loads and stores at one address is kept in a variable across it.
+(no Python loop; a bound known only at dispatch time, even one varying over the grid as
+a clamped tile does, makes an axis as long as the largest trip count with the lanes
+past each bound masked); any other loop is sequential, and an accumulator it loads and
+stores at one address is kept in a variable across it. An innermost sequential loop
+whose accumulators are only float sums (acc + x, x + acc, a * b + acc) is an axis too:
+everything else in it is computed for all its iterations at once, and each sum is folded
+along the axis in IREE's order (vmvx_arrays.sum_f32); otherwise it stays a Python `for`.
 
 Why results are bit-identical to the scalar order: every element of a buffer the kernel
 writes is accessed through one affine form (all accesses to that buffer share it), the
@@ -66,6 +71,10 @@ class Val:
     flushed: bool = False
     ref: object = None  # for refs: ("binding", k) | "consts" | "local" | "list" | ("rodata", k)
     level: int = 0  # loop depth where defined
+    # In a reduction loop (see `_Kernel.loop`): the accumulator (a variable name) this
+    # value is, or (pending) the step that updates it: ("add", term, acc first) | ("fma", a, b)
+    taint: str | None = None
+    pending: tuple | None = None
 
 
 @dataclass
@@ -75,8 +84,9 @@ class _Loop:
     parallel: bool
     lb: int
     step: int
-    trip: int | None
+    trip: int | str | None
     axis: int | None
+    reduce: bool = False  # a sequential loop run as an axis, its accumulators folded along it
 
 
 @dataclass
@@ -136,6 +146,8 @@ class _Kernel:
         self.masks: list = []  # per open masked loop: (mask variable, dims it varies over)
         self.open_for: list = []  # line of each open Python `for` (outermost first)
         self.first_store: int | None = None  # top-level line of the first memory write
+        self.reduce_vars: dict = {}  # accumulator variable -> its reduction loop
+        self.reduced: set = set()  # accumulators already folded in the open reduction loop
 
     @property
     def mask(self):
@@ -174,7 +186,7 @@ class _Kernel:
     def _key(self, reg) -> int:
         return reg.raw if reg.raw & REF_BIT else reg.ordinal
 
-    def read(self, reg) -> Val:
+    def read(self, reg, taint_ok: bool = False) -> Val:
         key = self._key(reg)
         for f in self.frames:
             if key not in f.written:
@@ -184,7 +196,15 @@ class _Kernel:
             raise NotVectorizable(f"register {key} read without a known value")
         if v.kind in ("i64", "f64") and self.env.get(key + 1) != ("hi", id(v)):
             raise NotVectorizable(f"register {key} read as a wide value it does not hold")
+        if v.taint is not None and not taint_ok:
+            self.no_reduce(v.taint)
         return v
+
+    def no_reduce(self, var: str):
+        """An accumulator used other than as a sum's running value: its loop runs as a
+        Python `for` on the next pass."""
+        self.plan["noreduce"].add(self.reduce_vars[var].header)
+        raise _Retry
 
     def write(self, reg, v: Val) -> None:
         key = self._key(reg)
@@ -271,6 +291,13 @@ class _Kernel:
         if lb.const is not None and ub.const is not None:
             trip = max(0, -(-(ub.const - lb.const) // step))
         parallel = header not in self.plan["seq"]
+        # A sequential loop (its stores do not use its counter: a reduction) with nothing
+        # nested, not yet refused: an axis too, everything in it computed for all its
+        # iterations at once but the accumulators, each folded along the axis in order.
+        reduce = (not parallel and header not in self.plan["noreduce"] and not ub.dims
+                  and (trip is not None or self.indent == 1))
+        if reduce and trip is None:
+            trip = self._runtime_trip(lb, ub, step)
         if trip is None:
             # A bound known at dispatch time (a push constant; a tile clamped to the size
             # left, min(n - 64 * gx, 64), varying over the grid): a parallel loop is an
@@ -291,13 +318,19 @@ class _Kernel:
                 nest *= lp.trip
             self.work = max(self.work, nest)
         atom = ("L", header)
-        depth = sum(1 for lp in self.loops if lp.parallel)
+        depth = sum(1 for lp in self.loops if lp.axis is not None)
+        if self.loops and self.loops[-1].reduce:  # (a loop in a reduction loop: a Python `for`)
+            self.plan["noreduce"].add(self.loops[-1].header)
+            raise _Retry
         info = _Loop(header, atom, parallel, lb.const if lb.const is not None else lb.expr, step, trip,
-                     3 + depth if parallel else None)
+                     3 + depth if parallel or reduce else None, reduce)
         self.counter += 1
         name = f"v{self.counter}"
         masked = False
-        if parallel:
+        if reduce:
+            self.ndim = max(self.ndim, 4 + depth)
+            self.emit(f"{name} = A.axis_range({lb.expr}, {step}, {trip}, {info.axis}, NDIM)")
+        elif parallel:
             self.ndim = max(self.ndim, 4 + depth)
             self.emit(f"{name} = A.axis_range({lb.expr}, {step}, {trip}, {info.axis}, NDIM)")
             if ub.dims:
@@ -314,15 +347,17 @@ class _Kernel:
         frame = _Frame()
         self.frames.append(frame)
         saved_indent = self.indent
-        if not parallel:
+        python_for = not parallel and not reduce
+        if python_for:
             self.indent += 1
-        self._promote_open(info, f"len(range({lb.expr}, {ub.expr}, {step}))")
-        if not parallel:
+        self._promote_open(info, f"len(range({lb.expr}, {ub.expr}, {step}))",
+                           self.indent - 1 if python_for else self.indent)
+        if python_for:
             self.open_for.append(len(self.lines) - 1)
         iv = Val(name, kind, frozenset({atom}), form={atom: 1},
                  lo=lb.const if step > 0 else None, level=len(self.loops))
         self.write(iv_reg, iv)
-        if not parallel:
+        if python_for:
             self.emit("pass")
         self.walk(br["true_dest_pc"], header)
         after = self.read(iv_reg)
@@ -337,8 +372,9 @@ class _Kernel:
         self.loops.pop()
         if masked:
             self.masks.pop()
-        if not parallel:
+        if python_for:
             self.open_for.pop()
+        self.reduced.clear()
         self._promote_close(info)
         for key in frame.written:
             self.env[key] = None
@@ -377,7 +413,7 @@ class _Kernel:
 
     # ---- promoted accumulators (sequential loops) ----------------------------------------
 
-    def _promote_open(self, loop: _Loop, trips: str) -> None:
+    def _promote_open(self, loop: _Loop, trips: str, indent: int) -> None:
         """Before a sequential loop: each element it accumulates into, loaded once (where
         the loop runs at all: an empty loop touches no memory)."""
         if loop.parallel:
@@ -387,8 +423,7 @@ class _Kernel:
             mask = self.mask
             load = (f"A.load_m(b{ref[1]}, {kind!r}, {idx_expr}, {mask[0]})" if mask else
                     f"A.load(b{ref[1]}, {kind!r}, {idx_expr})")
-            self.lines.insert(len(self.lines) - 1, "    " * (self.indent - 1) +
-                              f"{var} = {load} if {trips} else None")
+            self.lines.insert(len(self.lines) - 1, "    " * indent + f"{var} = {load} if {trips} else None")
             self.promoted[(ref, form_key)] = (var, loop, idx_expr, kind, mask)
 
     def _promote_close(self, loop: _Loop) -> None:
@@ -415,7 +450,36 @@ class _Kernel:
             raise NotVectorizable(f"op `{m}` has no array form")
         handler(self, op)
 
+    def accumulator(self, var: str, kind: str, dims) -> Val | None:
+        """In a reduction loop: an accumulator's running value (the fold emits nothing until
+        its store), or None outside one."""
+        if not (self.loops and self.loops[-1].reduce):
+            return None
+        loop = self.loops[-1]
+        self.reduce_vars[var] = loop
+        if var in self.reduced or kind != "f32":
+            self.no_reduce(var)  # (read after its fold, or not a float sum)
+        return Val(var, kind, frozenset(dims) - {loop.atom}, taint=var, level=len(self.loops))
+
+    def fold(self, var: str, v: Val) -> None:
+        """An accumulator stored in its reduction loop: the sum over the whole axis."""
+        loop = self.loops[-1]
+        self.reduce_vars[var] = loop
+        if v.taint != var or var in self.reduced:
+            self.no_reduce(var)
+        if v.pending is None:
+            return  # (stored back unchanged)
+        if v.pending[0] == "add":
+            a, b, first = v.pending[1], None, v.pending[2]
+        else:
+            a, b, first = v.pending[1], v.pending[2], False
+        self.reduced.add(var)
+        self.emit(f"{var} = A.sum_f32({var}, {a}, {b}, {loop.axis}, {loop.trip}, {first}, NDIM)")
+
     def flushed(self, v: Val) -> Val:
+        if v.taint is not None:
+            # (an accumulator: flushed by each step of its fold, its first value by sum_f32)
+            return v
         if v.kind != "f32" or v.flushed:
             return v
         if v.const is not None:
@@ -694,6 +758,10 @@ def _h_load(k: _Kernel, op) -> None:
         dims = idx.dims | frozenset(lp.atom for lp in k.loops)
         if isinstance(buf.ref, tuple) and buf.ref[0] == "scratch":
             dims |= frozenset(GRID)  # (what was stored may vary over the workgroups)
+        v = k.accumulator(acc, kind, dims)
+        if v is not None:
+            k.write(op["result"], v)
+            return
         v = k.new(kind, acc, dims)
     elif k.mask:  # (inactive lanes read nothing: their addresses may be out of range)
         v = k.new(kind, f"A.load_m({buf.expr}, {kind!r}, {idx.expr}, {k.mask[0]})", idx.dims | k.mask[1])
@@ -709,8 +777,17 @@ def _h_store(k: _Kernel, op) -> None:
     kind = m.split(".")[2]
     if kind not in ("f32", "i32"):
         raise NotVectorizable(f"`{m}`")
-    buf, idx, val = k.read(op["target_buffer"]), k.read(op["target_offset"]), k.read(op["value"])
+    buf, idx, val = k.read(op["target_buffer"]), k.read(op["target_offset"]), k.read(op["value"], True)
     acc = k.access(buf.ref, idx, kind, True)
+    in_reduction = bool(k.loops and k.loops[-1].reduce)
+    if acc is not None and in_reduction:
+        k.fold(acc, val)
+        return
+    if val.taint is not None:
+        k.no_reduce(val.taint)
+    if in_reduction:  # (a store each iteration: the loop runs as a Python `for`)
+        k.plan["noreduce"].add(k.loops[-1].header)
+        raise _Retry
     if acc is not None:
         k.emit(f"{acc} = {val.expr}")
         return
@@ -867,16 +944,29 @@ def _h_f32(k: _Kernel, op) -> None:
     name = m.split(".")[0]
     fname = m.replace(".", "_")
     if name in _F32_BIN:
-        a, b = k.flushed(k.read(op["left"])), k.flushed(k.read(op["right"]))
+        a, b = k.flushed(k.read(op["left"], True)), k.flushed(k.read(op["right"], True))
         operands = (a, b)
     elif name == "fma":
-        operands = tuple(k.flushed(k.read(op[f])) for f in ("first", "second", "third"))
+        operands = tuple(k.flushed(k.read(op[f], True)) for f in ("first", "second", "third"))
     elif name in ("neg", "abs"):
         operands = (k.read(op["operand"]),)  # (bit operations: no flushing)
     elif name in _F32_LIBM:
         operands = (k.read(op["operand"]),)  # (libm reads a denormal's bits)
     else:
         raise NotVectorizable(f"`{m}`")
+    tainted = [o for o in operands if o.taint is not None]
+    if tainted:  # (a step of a sum: acc + x, x + acc, a * b + acc)
+        acc = tainted[0]
+        if len(tainted) > 1 or acc.pending is not None or name not in ("add", "fma") or (
+                name == "fma" and operands[2] is not acc):
+            k.no_reduce(acc.taint)
+        others = [o for o in operands if o is not acc]
+        pending = ("add", others[0].expr, operands[0] is acc) if name == "add" else (
+            "fma", others[0].expr, others[1].expr)
+        dims = frozenset().union(*(o.dims for o in others)) - {k.loops[-1].atom}
+        k.write(op["result"], Val(acc.expr, "f32", dims, taint=acc.taint, pending=pending,
+                                  level=len(k.loops)))
+        return
     if all(o.const is not None for o in operands):
         from runtime_support.vm import numerics_ftz as S
 
@@ -939,7 +1029,7 @@ for _m in ("buffer.store.f32", "buffer.store.i32"):
 
 def vectorize(fn: Function, name: str):
     """(Vectorized or None, reason): the kernel as a numpy program over its grid."""
-    plan = {"seq": set(), "promote": {}}
+    plan = {"seq": set(), "promote": {}, "noreduce": set()}
     for _ in range(MAX_PASSES):
         k = _Kernel(fn, plan)
         k.bindings_used, k.rodata_used = set(), set()

@@ -20,7 +20,7 @@ import numpy as np
 
 from runtime_support.errors import StatusCode, VMError
 from runtime_support.vm import numerics_ftz as S
-from runtime_support.vm.mxcsr import array_maps, under_daz
+from runtime_support.vm.mxcsr import array_maps, flushing, under_daz
 from runtime_support.vm.numerics import _LIBM
 
 _TINY32 = np.float32(2.0**-126)
@@ -269,6 +269,77 @@ log2_f32 = _libm_f32("log2")
 erf_f32 = _libm_f32("erf")
 
 
+def _accumulate(seq, axis):
+    with np.errstate(all="ignore"):  # (an overflow to inf is IREE's result too)
+        return np.add.accumulate(seq, axis=axis, dtype=np.float32)
+
+
+_FLUSHING_ACCUMULATE = flushing(_accumulate)
+
+
+_CHUNK = 1 << 22  # (elements of a fold's terms made at once: a matmul's products are big)
+
+
+def sum_f32(acc, a, b, axis: int, n: int, acc_first: bool, ndim: int):
+    """A reduction loop's float sum, in its order: acc = acc + t[k] (or t[k] + acc) for
+    k < n along `axis`, t = a, or a * b rounded and flushed (a non-fused fma), each add
+    IREE's (operands DAZ, result flushed); acc keeps a unit `axis`. Without NaNs the
+    operand order cannot show, and numpy's sequential `add.accumulate` under the MXCSR's
+    DAZ and FTZ does a chunk of adds in one call; otherwise one add a step, in the
+    kernel's operand order (x86 keeps the first operand's NaN)."""
+    if n == 0:
+        return acc
+    a = _lift(a, ndim)
+    b = None if b is None else _lift(b, ndim)
+    acc = _lift(acc, ndim)
+    unit = np.broadcast_shapes(*(x.shape[:axis] + (1,) + x.shape[axis + 1:] for x in (a, b) if x is not None))
+    shape = np.broadcast_shapes(acc.shape, unit)
+    acc = np.broadcast_to(acc, shape)
+    per_step = max(1, int(np.prod(shape)))
+    chunk = max(1, min(n, _CHUNK // per_step))
+    index = [slice(None)] * ndim
+    for k0 in range(0, n, chunk):
+        k1 = min(n, k0 + chunk)
+        terms = _along(a, axis, k0, k1, index)
+        if b is not None:
+            terms = _ftz(np.multiply(terms, _along(b, axis, k0, k1, index), dtype=np.float32))
+        terms = np.broadcast_to(terms, shape[:axis] + (k1 - k0,) + shape[axis + 1:])
+        acc = _fold(acc, terms, axis, acc_first, index)
+    return acc
+
+
+def _lift(x, ndim):
+    x = np.asarray(x, dtype=np.float32)
+    return x.reshape((1,) * (ndim - x.ndim) + x.shape)
+
+
+def _along(x, axis, k0, k1, index):
+    """x's steps k0..k1 along `axis` (all of them where x does not vary along it)."""
+    if x.shape[axis] == 1:
+        return x
+    index[axis] = slice(k0, k1)
+    view = x[tuple(index)]
+    index[axis] = slice(None)
+    return view
+
+
+def _fold(acc, terms, axis, acc_first, index):
+    n = terms.shape[axis]
+    if _FLUSHING_ACCUMULATE is not None and not (np.isnan(terms).any() or np.isnan(acc).any()):
+        total = _FLUSHING_ACCUMULATE(np.concatenate((acc, terms), axis=axis), axis)
+        index[axis] = slice(n, n + 1)
+        out = total[tuple(index)]
+        index[axis] = slice(None)
+        return out
+    acc = daz(acc)
+    for k in range(n):
+        index[axis] = slice(k, k + 1)
+        step = terms[tuple(index)]
+        acc = _ftz(np.add(acc, step, dtype=np.float32) if acc_first else np.add(step, acc, dtype=np.float32))
+    index[axis] = slice(None)
+    return acc
+
+
 def cmp_nan_f32(a):
     return S.cmp_nan_f32(a) if type(a) is float else np.isnan(a).astype(np.int64)
 
@@ -348,6 +419,10 @@ def store(binding: Binding, kind: str, idx, value) -> None:
         raise VMError(StatusCode.PERMISSION_DENIED, "vm.buffer.store: binding is read-only")
     _check(view, idx, f"store.{kind}")
     if type(idx) is int:
+        if type(value) is np.ndarray:  # (a fold's result: one element, unit axes)
+            if value.size != 1:
+                raise VMError(StatusCode.INTERNAL, "vectorised store: many values at one address (translator bug)")
+            value = value.reshape(())
         view[idx] = value
         return
     if kind == "i32":

@@ -114,6 +114,31 @@ def available() -> bool:
     return platform.machine() in ("x86_64", "AMD64")
 
 
+FTZ = 0x8000
+
+
+def flushing(fn):
+    """`fn` (any Python callable: numpy's float32 loops) run with DAZ and FTZ set on this
+    thread, as IREE's workers run kernels: every float instruction reads denormals as zero
+    and flushes denormal results. None off x86-64 or where the MXCSR cannot be reached."""
+    if not available():
+        return None
+    try:
+        get, set_ = _functions()
+    except (OSError, ValueError, PermissionError):
+        return None
+
+    def call(*args):
+        saved = get()
+        set_(saved | DAZ | FTZ)
+        try:
+            return fn(*args)
+        finally:
+            set_(saved)
+
+    return call
+
+
 def under_daz(fn):
     """`fn` (a ctypes function of floats) called with DAZ set on this thread."""
     if not available():
@@ -135,4 +160,4 @@ def under_daz(fn):
     return call
 
 
-__all__ = ["array_maps", "available", "under_daz"]
+__all__ = ["array_maps", "available", "flushing", "under_daz"]
