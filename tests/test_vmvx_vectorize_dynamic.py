@@ -199,26 +199,36 @@ def _reduce_scalar_reasons(vmfb):
 
 
 def test_nothing_varies_keeps_the_scalar_translation(compile_mlir, tmp_path, monkeypatch):
-    """A one-workgroup max reduction to a scalar (a select chain: not a sum) has no array
+    """A one-workgroup min reduction to a scalar (a select chain not folded) has no array
     anywhere: it is left to the scalar translation (the numpy program would only add
     wrapper calls), with IREE's bits."""
-    vmfb = _vmfb(compile_mlir, tmp_path, "max_all", _reduce_all("arith.maximumf %x, %acc : f32"))
+    vmfb = _vmfb(compile_mlir, tmp_path, "min_all", _reduce_all("arith.minimumf %x, %acc : f32"))
     assert "nothing varies over the grid or a parallel loop" in _reduce_scalar_reasons(vmfb)
-    pkg = _load(vmfb, tmp_path, "max_all")
+    pkg = _load(vmfb, tmp_path, "min_all")
     args = [_data(np.random.default_rng(3), (512,))]
     assert np.asarray(pkg.load(device="local-sync").main(*args)).tobytes() == _iree(vmfb, args).tobytes()
 
 
-@pytest.mark.parametrize("case", ["plain", "cancel_to_denormal", "nans", "inf_minus_inf"])
-@pytest.mark.parametrize("order", ["x_acc", "acc_x"])
-def test_sum_reduction_folds_in_order(case, order, compile_mlir, tmp_path, monkeypatch):
-    """A sum over a reduction loop folds along an axis (sum_f32): every partial sum
-    flushed, IREE's order and NaN payloads (the slow path) or one accumulate under
-    DAZ/FTZ (no NaNs) - the same bits as the scalar translation and IREE either way."""
-    body = "arith.addf %x, %acc : f32" if order == "x_acc" else "arith.addf %acc, %x : f32"
-    vmfb = _vmfb(compile_mlir, tmp_path, f"sum_all_{order}", _reduce_all(body))
-    assert None in _reduce_scalar_reasons(vmfb)
-    pkg = _load(vmfb, tmp_path, f"sum_all_{order}")
+_FOLDS = {
+    "add_x_acc": "arith.addf %x, %acc : f32",
+    "add_acc_x": "arith.addf %acc, %x : f32",
+    "max_x_acc": "arith.maximumf %x, %acc : f32",
+    "max_acc_x": "arith.maximumf %acc, %x : f32",  # (the mirrored chain: not folded, scalar)
+}
+_NOT_FOLDED = {"max_acc_x"}
+
+
+@pytest.mark.parametrize("case", ["plain", "cancel_to_denormal", "nans", "inf_minus_inf", "zeros"])
+@pytest.mark.parametrize("body", sorted(_FOLDS))
+def test_reduction_folds_in_order(case, body, compile_mlir, tmp_path, monkeypatch):
+    """A sum or maximum over a reduction loop folds along an axis (sum_f32, max_f32):
+    every partial sum flushed, IREE's order and NaN payloads (the slow path) or one
+    accumulate under DAZ/FTZ (no NaNs); the first NaN and the first of equal maxima kept -
+    the same bits as the scalar translation and IREE either way."""
+    vmfb = _vmfb(compile_mlir, tmp_path, f"fold_{body}", _reduce_all(_FOLDS[body]))
+    folded = body not in _NOT_FOLDED
+    assert (None in _reduce_scalar_reasons(vmfb)) == folded
+    pkg = _load(vmfb, tmp_path, f"fold_{body}")
     rng = np.random.default_rng(11)
     x = _data(rng, (512,))
     if case == "cancel_to_denormal":  # (partial sums pass through denormals: flushed)
@@ -230,15 +240,19 @@ def test_sum_reduction_folds_in_order(case, order, compile_mlir, tmp_path, monke
         x[100], x[200], x[300] = _nan(5), _nan(9, 1), np.inf
     elif case == "inf_minus_inf":
         x[10], x[20] = np.inf, -np.inf
+    elif case == "zeros":  # (-0 and +0 tie as maxima: the first stays; denormals as zeros)
+        x[:] = -1.0
+        x[3], x[4], x[5], x[9] = -0.0, 0.0, np.float32(1e-40), np.float32(-1e-40)
     from runtime_support.loaders import vmvx_arrays as A
 
     expected = _iree(vmfb, [x]).tobytes()
-    folds, real = [], A.sum_f32
-    monkeypatch.setattr(A, "sum_f32", lambda *a: folds.append(1) or real(*a))
+    folds, real_sum, real_max = [], A.sum_f32, A.max_f32
+    monkeypatch.setattr(A, "sum_f32", lambda *a: folds.append(1) or real_sum(*a))
+    monkeypatch.setattr(A, "max_f32", lambda *a: folds.append(1) or real_max(*a))
     for mode in ("0", "1"):
         monkeypatch.setenv("PYREE_VMVX_SCALAR", mode)
         assert np.asarray(pkg.load(device="local-sync").main(x)).tobytes() == expected, mode
-        assert folds, "the sum was not folded (the dispatch fell back)"
+        assert bool(folds) == folded, "not folded (the dispatch fell back)"
 
 
 def test_matmul_with_nans_folds_in_order(compile_mlir, tmp_path, monkeypatch):

@@ -15,9 +15,10 @@ parallel loop; a loop whose counter addresses every store inside it becomes an a
 a clamped tile does, makes an axis as long as the largest trip count with the lanes
 past each bound masked); any other loop is sequential, and an accumulator it loads and
 stores at one address is kept in a variable across it. An innermost sequential loop
-whose accumulators are only float sums (acc + x, x + acc, a * b + acc) is an axis too:
-everything else in it is computed for all its iterations at once, and each sum is folded
-along the axis in IREE's order (vmvx_arrays.sum_f32); otherwise it stays a Python `for`.
+whose accumulators are only float sums (acc + x, x + acc, a * b + acc) or maxima
+(arith.maximumf's select chain) is an axis too: everything else in it is computed for all
+its iterations at once, and each accumulator is folded along the axis in IREE's order
+(vmvx_arrays.sum_f32, max_f32); otherwise it stays a Python `for`.
 
 Why results are bit-identical to the scalar order: every element of a buffer the kernel
 writes is accessed through one affine form (all accesses to that buffer share it), the
@@ -469,11 +470,16 @@ class _Kernel:
             self.no_reduce(var)
         if v.pending is None:
             return  # (stored back unchanged)
+        self.reduced.add(var)
+        if v.pending[0] == "max":
+            self.emit(f"{var} = A.max_f32({var}, {v.pending[1]}, {loop.axis}, {loop.trip}, NDIM)")
+            return
         if v.pending[0] == "add":
             a, b, first = v.pending[1], None, v.pending[2]
-        else:
+        elif v.pending[0] == "fma":
             a, b, first = v.pending[1], v.pending[2], False
-        self.reduced.add(var)
+        else:
+            self.no_reduce(var)
         self.emit(f"{var} = A.sum_f32({var}, {a}, {b}, {loop.axis}, {loop.trip}, {first}, NDIM)")
 
     def flushed(self, v: Val) -> Val:
@@ -872,7 +878,12 @@ def _h_cmp(k: _Kernel, op) -> None:
     m = op.mnemonic
     fname = m.replace(".", "_")
     if _NAN_TESTS.get(m):
-        a = k.read(op["operand"])
+        a = k.read(op["operand"], True)
+        if a.taint is not None:  # (a maximumf step: is the running value a NaN)
+            if a.pending is not None:
+                k.no_reduce(a.taint)
+            k.write(op["result"], Val(a.expr, "i32", a.dims, taint=a.taint, pending=("isnan",)))
+            return
         _result(k, op, "i32", f"A.cmp_nan_f32({a.expr})", (a,), None, 0)
         return
     if m.startswith("cmp.nz"):
@@ -885,7 +896,14 @@ def _h_cmp(k: _Kernel, op) -> None:
     if ".f32" in m:
         if fname not in _CMP_F32:
             raise NotVectorizable(f"`{m}`")
-        a, b = k.flushed(k.read(op["left"])), k.flushed(k.read(op["right"]))
+        raw = k.read(op["right"], True)
+        a, b = k.flushed(k.read(op["left"], True)), k.flushed(raw)
+        if a.taint is not None or b.taint is not None:  # (a maximumf step: acc < x, unordered)
+            acc = a if a.taint is not None else b
+            if fname != "cmp_lt_f32_u" or a.pending is not None or b.taint is not None:
+                k.no_reduce(acc.taint)
+            k.write(op["result"], Val(a.expr, "i32", b.dims, taint=a.taint, pending=("lt_u", b.expr, raw.expr)))
+            return
         _result(k, op, "i32", f"A.{fname}({a.expr}, {b.expr})", (a, b), None, 0)
         return
     a, b = k.read(op["left"]), k.read(op["right"])
@@ -906,8 +924,26 @@ _CMP_F32 = {
 }
 
 
+def _max_step(k: _Kernel, c: Val, a: Val, b: Val) -> Val:
+    """arith.maximumf's select chain on an accumulator, one step at a time:
+    select(daz(acc) < daz(x) unordered, x, acc), then select(isnan(acc), acc, that) is
+    max(acc, x) with the first NaN kept (vmvx_arrays.max_f32 folds it)."""
+    taint = next(v.taint for v in (c, a, b) if v.taint is not None)
+    acc_b = b.taint == taint and b.pending is None
+    if c.pending is not None and c.pending[0] == "lt_u" and c.taint == taint and acc_b \
+            and a.taint is None and a.expr in c.pending[1:]:
+        return Val(b.expr, "f32", a.dims, taint=taint, pending=("sel_lt", a.expr))
+    if c.pending == ("isnan",) and c.taint == taint and a.taint == taint and a.pending is None \
+            and b.taint == taint and b.pending is not None and b.pending[0] == "sel_lt":
+        return Val(a.expr, "f32", b.dims, taint=taint, pending=("max", b.pending[1]))
+    k.no_reduce(taint)
+
+
 def _h_select(k: _Kernel, op) -> None:
-    c, a, b = k.read(op["condition"]), k.read(op["true_value"]), k.read(op["false_value"])
+    c, a, b = (k.read(op[f], True) for f in ("condition", "true_value", "false_value"))
+    if c.taint is not None or a.taint is not None or b.taint is not None:
+        k.write(op["result"], _max_step(k, c, a, b))
+        return
     if c.const is not None:
         k.write(op["result"], a if c.const else b)
         return

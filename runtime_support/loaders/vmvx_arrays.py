@@ -308,6 +308,23 @@ def sum_f32(acc, a, b, axis: int, n: int, acc_first: bool, ndim: int):
     return acc
 
 
+def max_f32(acc, x, axis: int, n: int, ndim: int):
+    """A reduction loop's arith.maximumf, folded: acc = isnan(acc) ? acc : (daz(acc) <
+    daz(x) or unordered ? x : acc) for the n steps of x along `axis`. That keeps the first
+    value of the greatest key (its daz) and the first NaN of the sequence: numpy's argmax,
+    which returns the first of equal maxima (-0 and +0, denormals as zeros) and the first
+    NaN."""
+    if n == 0:
+        return acc
+    x, acc = _lift(x, ndim), _lift(acc, ndim)
+    shape = np.broadcast_shapes(acc.shape, x.shape[:axis] + (1,) + x.shape[axis + 1:])
+    acc = np.broadcast_to(acc, shape)
+    x = np.broadcast_to(x, shape[:axis] + (n,) + shape[axis + 1:])
+    keys = np.concatenate((daz(acc), daz(x)), axis=axis)
+    first = np.argmax(keys, axis=axis, keepdims=True)
+    return np.take_along_axis(np.concatenate((acc, x), axis=axis), first, axis=axis)
+
+
 def _lift(x, ndim):
     x = np.asarray(x, dtype=np.float32)
     return x.reshape((1,) * (ndim - x.ndim) + x.shape)
