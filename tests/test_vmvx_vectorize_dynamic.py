@@ -255,11 +255,23 @@ def test_reduction_folds_in_order(case, body, compile_mlir, tmp_path, monkeypatc
         assert bool(folds) == folded, "not folded (the dispatch fell back)"
 
 
-def test_matmul_with_nans_folds_in_order(compile_mlir, tmp_path, monkeypatch):
-    """The matmul's k loop folded with NaNs of several payloads in both operands."""
+@pytest.mark.parametrize("path", ["accumulate", "steps", "accumulate_by_hand", "steps_by_hand"])
+@pytest.mark.parametrize("nans", [False, True])
+def test_matmul_folds_in_order(path, nans, compile_mlir, tmp_path, monkeypatch):
+    """The matmul's k loop folded each way sum_f32 can (add.accumulate over few lanes,
+    step by step over many; under the MXCSR or flushing by hand), with NaNs of several
+    payloads in both operands or without."""
+    from runtime_support.loaders import vmvx_arrays as A
+
+    monkeypatch.setattr(A, "_WIDE", 1 if path.startswith("steps") else 1 << 30)
+    if path.endswith("by_hand"):
+        monkeypatch.setattr(A, "_FLUSHING_STEPS", None)
+        monkeypatch.setattr(A, "_FLUSHING_ACCUMULATE", None)
     vmfb = _vmfb(compile_mlir, tmp_path, "dyn_matmul", MATMUL_CHAIN)
     pkg = _load(vmfb, tmp_path, "dyn_matmul")
     rng = np.random.default_rng(5)
     x, w = _data(rng, (9, 16)), _data(rng, (16, 16))
-    x[2, 3], x[4, 5], w[3, 7], w[6, 1] = _nan(1), _nan(2, 1), _nan(3), np.inf
+    x[0, :4] = np.float32(1e-20)  # (products that underflow to denormals: flushed)
+    if nans:
+        x[2, 3], x[4, 5], w[3, 7], w[6, 1] = _nan(1), _nan(2, 1), _nan(3), np.inf
     _three_ways(pkg, vmfb, [x, w], monkeypatch)

@@ -278,6 +278,35 @@ _FLUSHING_ACCUMULATE = flushing(_accumulate)
 
 
 _CHUNK = 1 << 22  # (elements of a fold's terms made at once: a matmul's products are big)
+# Lanes from which a fold goes step by step, each numpy call over all the lanes (a
+# matmul's tiles); fewer lanes fold with add.accumulate along the axis.
+_WIDE = 4096
+
+
+def _step_loop(acc, a, b, axis, n, acc_first, index, flush):
+    for k in range(n):
+        t = _along(a, axis, k, k + 1, index)
+        if b is not None:
+            t = flush(np.multiply(t, _along(b, axis, k, k + 1, index), dtype=np.float32))
+        acc = flush(np.add(acc, t, dtype=np.float32) if acc_first else np.add(t, acc, dtype=np.float32))
+    return acc
+
+
+def _no_flush(x):
+    return x
+
+
+_FLUSHING_STEPS = flushing(lambda *args: _step_loop(*args, _no_flush))
+
+
+def _steps(acc, a, b, axis, n, acc_first, index):
+    """The fold one step at a time, in the kernel's operand order: under the MXCSR's DAZ
+    and FTZ (every product and sum flushed by the hardware, as IREE's), else with the
+    operands and results flushed by hand."""
+    if _FLUSHING_STEPS is not None:
+        with np.errstate(all="ignore"):
+            return _FLUSHING_STEPS(acc, a, b, axis, n, acc_first, index)
+    return _step_loop(daz(acc), a, b, axis, n, acc_first, index, _ftz)
 
 
 def sum_f32(acc, a, b, axis: int, n: int, acc_first: bool, ndim: int):
@@ -296,6 +325,8 @@ def sum_f32(acc, a, b, axis: int, n: int, acc_first: bool, ndim: int):
     shape = np.broadcast_shapes(acc.shape, unit)
     acc = np.broadcast_to(acc, shape)
     per_step = max(1, int(np.prod(shape)))
+    if per_step >= _WIDE:
+        return _steps(np.array(acc), a, b, axis, n, acc_first, index=[slice(None)] * ndim)
     chunk = max(1, min(n, _CHUNK // per_step))
     index = [slice(None)] * ndim
     for k0 in range(0, n, chunk):
