@@ -988,7 +988,7 @@ def test_signal_form_fast_path_equals_general(packages, monkeypatch, case):
             buffer, got = None, ["error", e.code, e.message]
         if case == "busy":
             got.append(signal.query())  # (not reached yet)
-            queue._stop_draining()  # the other thread gives the role back
+            queue.release()  # the other thread gives the role back
         if signal is not None:
             got.append(signal.query())
             try:
@@ -1026,7 +1026,7 @@ def test_new_signal_fence_fast_path_equals_general(packages, case):
         got = [type(fence).__name__, function]
         if case == "busy":
             got.append(fence.query())  # (not reached yet)
-            queue._stop_draining()
+            queue.release()
         got.append(fence.query())
         got.append(buffer.read() if fence.query() == 0 else None)
         outs.append(got)
@@ -1079,7 +1079,7 @@ def test_busy_queue_resumes_through_the_imports(packages, monkeypatch):
     buffer, function, status = helper(parts.device, _steps(parts), 0, -1, ALLOCA_FENCE, 0, 0, 0)
     assert status == StatusCode.DEADLINE_EXCEEDED and len(made) == 1  # the fast path's buffer
     assert buffer.read() == bytes(24)  # (queued behind the other thread's work)
-    queue._stop_draining()  # the other thread gives the role back: the queue runs it
+    queue.release()  # the other thread gives the role back: the queue runs it
     assert buffer.read() == ((np.arange(6) + 2.0) * 2.0).astype(np.float32).tobytes()
     assert function == parts.exe.lookup(parts.exe.export_names()[0])
 

@@ -540,6 +540,15 @@ def test_random_queue_programs_match_iree(module, host_path, compile_mlir, tmp_p
     assert compared > 0
 
 
+def _mul_package(compile_mlir, tmp_path):
+    """(package, local-sync context) of the mul program, translated with queue programs."""
+    src = tmp_path / "mul.mlir"
+    src.write_text(_MUL_MLIR)
+    vmfb = compile_mlir(src, QUEUE_FLAGS)
+    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+    return pkg, pkg.load(device="local-sync")
+
+
 def _hal_bindings(ctx, pkg, steps):
     """(import declarations, context-like object) binding each step's import to the hal
     module of a loaded context: for hand-written queue programs that call imports the
@@ -591,10 +600,7 @@ def test_segment_declines_a_read_only_buffer_it_writes(compile_mlir, tmp_path, m
     )
     from runtime_support.hal.buffer import Allocation, HalBuffer
 
-    src = tmp_path / "mul.mlir"
-    src.write_text(_MUL_MLIR)
-    pkg = load_package(write_package(read_module_file(compile_mlir(src, QUEUE_FLAGS)), tmp_path, "pkg", host_path="programs"))
-    ctx = pkg.load(device="local-sync")
+    pkg, ctx = _mul_package(compile_mlir, tmp_path)
     program = QueueProgram(
         function="fill",
         inputs=("device", "out"),
@@ -647,10 +653,7 @@ def test_readback_raises_as_the_import(compile_mlir, tmp_path, monkeypatch):
     from runtime_support.exec.steps import BufferLoad
     from runtime_support.hal.buffer import HalBuffer
 
-    src = tmp_path / "mul.mlir"
-    src.write_text(_MUL_MLIR)
-    pkg = load_package(write_package(read_module_file(compile_mlir(src, QUEUE_FLAGS)), tmp_path, "pkg", host_path="programs"))
-    ctx = pkg.load(device="local-sync")
+    pkg, ctx = _mul_package(compile_mlir, tmp_path)
     program = QueueProgram(
         function="read",
         inputs=("buffer", "offset", "length"),
@@ -682,10 +685,7 @@ def test_argument_checks_raise_as_the_imports(compile_mlir, tmp_path, monkeypatc
     from runtime_support.exec.steps import BufferAssert, BufferViewAssert, BufferViewBuffer
     from runtime_support.hal.buffer import HalBuffer
 
-    src = tmp_path / "mul.mlir"
-    src.write_text(_MUL_MLIR)
-    pkg = load_package(write_package(read_module_file(compile_mlir(src, QUEUE_FLAGS)), tmp_path, "pkg", host_path="programs"))
-    ctx = pkg.load(device="local-sync")
+    pkg, ctx = _mul_package(compile_mlir, tmp_path)
     program = next(
         value for name, value in vars(pkg).items()
         if name.startswith("QUEUE_") and isinstance(value, QueueProgram)

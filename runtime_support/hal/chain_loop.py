@@ -288,7 +288,7 @@ class ChainLoop:
                 except IndexError:
                     pass
                 finally:
-                    queue._stop_draining()
+                    queue.release()
         r.parity = parity
         r.ran += done
         if done == count and error is None:

@@ -572,7 +572,7 @@ def compile_fast(steps, signal_form: bool = False, tail=None, keep: bool = False
             "            else:",
             "                signal.fail(error)",
             "    finally:",
-            "        queue._stop_draining()",
+            "        queue.release()",
             "    if error is not None and signal is None:",
             "        raise error",
             f"    return ({returned})" if returned else "    return ()",
@@ -580,9 +580,9 @@ def compile_fast(steps, signal_form: bool = False, tail=None, keep: bool = False
     else:
         lines += [
             "    else:",
-            "        queue._stop_draining()",
+            "        queue.release()",
             f"        return ({returned}{'reached_fence(), ' if keep else ''}0,)  # (the await of a reached fence)",
-            "    queue._stop_draining()",
+            "    queue.release()",
             f"    return finish(error, {made}, {functions}, {passed})",
         ]
     exec(_compiled("\n".join(lines)), ns)

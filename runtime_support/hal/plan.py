@@ -216,24 +216,10 @@ class Plan:
         except IndexError:
             return False
         try:
-            for exe in self.executables:
-                if exe._closed:  # (its code is unmapped)
-                    return False
             self.fill(self.table, 0, *values)
-            if self.parallel and (
-                workers != self._workers
-                or native._pool is not self._pool and self._pool_moved()
-            ):
-                self._use_workers(workers)
-            if statistics.enabled:
-                self._run_counted()
-            else:
-                result = self.run_plan(self.args_address)
-                if result:
-                    self._raise(result)
+            return self.launch(workers)
         finally:
             token.append(True)
-        return True
 
     def _run_counted(self) -> None:
         """A run with per-command times and counts (statistics enabled)."""

@@ -197,7 +197,7 @@ def _compiled(source: str):
 #
 # runtime_support/hal/fused.py runs `queue.execute.indirect` of a reached wait fence as
 # LocalQueue.run_now(run_command_buffer, ...): five frames (run_now, run_command_buffer,
-# plan.run, _stop_draining and the helper) and the table built twice (the helper puts the
+# plan.run, release and the helper) and the table built twice (the helper puts the
 # allocated buffers into it, then plan.run reads it back). `compile_submit` writes those
 # steps as one function per (plan, slots): each entry unpacked once, the allocated buffers
 # used where their entries are, the queue's draining role taken and given back inline.
@@ -285,7 +285,7 @@ def _execute_lines(plan, ns: dict, place: list[str], busy: str = "return BUSY_QU
               "            error = internal_error(NAME, exc)",
               "    except VMError as exc:", "        error = exc",
               "    except Exception as exc:", "        error = internal_error(NAME, exc)"]
-    # ... and given back as LocalQueue._stop_draining does.
+    # ... and given back as LocalQueue.release does.
     return lines + ["    finally:", "        lock.acquire()", "        if queue._ready:",
                     "            lock.release()", "            queue._drain()", "        else:",
                     "            queue._draining = False", "            lock.release()"]

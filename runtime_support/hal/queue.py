@@ -107,7 +107,7 @@ class LocalQueue:
                         else:
                             signal_fence.fail(error)
                 finally:
-                    self._stop_draining()
+                    self.release()
                 if error is not None and signal_fence is None:
                     raise error
                 return
@@ -159,13 +159,8 @@ class LocalQueue:
         private). Returns None when it ran, its error when it failed (a VMError; any other
         exception becomes INTERNAL, as in `call`), or BUSY without running it when another
         thread holds the queue (the caller then submits it through the imports)."""
-        lock = self._lock
-        lock.acquire()
-        if self._draining:
-            lock.release()
+        if not self.hold():
             return BUSY
-        self._draining = True
-        lock.release()
         error = None
         try:
             try:
@@ -175,19 +170,8 @@ class LocalQueue:
             except Exception as exc:  # a bug or a native failure: INTERNAL
                 error = internal_error(name, exc)
         finally:
-            self._stop_draining()
+            self.release()
         return error
-
-    def _stop_draining(self) -> None:
-        """Runs what became ready meanwhile, then gives up the draining role."""
-        lock = self._lock
-        lock.acquire()
-        if self._ready:
-            lock.release()
-            self._drain()
-        else:
-            self._draining = False
-            lock.release()
 
     def signal(
         self, wait_fence: Fence | None, signal_fence: Fence | None, name: str = "queue operation"
