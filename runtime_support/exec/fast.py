@@ -409,107 +409,110 @@ def _folded(step, get, values, names):
     return out, all_known
 
 
-def _view_assert(step, get, private, general, values):
-    view_of = get["buffer_view"]
-    (element, encoding, shape), known = _folded(
-        step, get, values, ("element_type", "encoding_type", "shape")
+def _view_matches(view, shape: tuple, element: int, encoding: int) -> bool:
+    """What `hal.buffer_view.assert` passes without a word: a view of this shape, element
+    type and encoding (anything else goes through the import, which decides)."""
+    return (
+        type(view) is HalBufferView
+        and view.shape == shape
+        and view.element_type == element
+        and view.encoding_type == encoding
     )
-    if known:
-        element, encoding, shape = element & _M32, encoding & _M32, tuple(shape)
 
-        def view_assert(env) -> None:
-            view = view_of(env)
-            if not (
-                type(view) is HalBufferView
-                and view.shape == shape
-                and view.element_type == element
-                and view.encoding_type == encoding
-            ):
+
+def _buffer_meets(buffer, allocator, length: int, types: int, usage: int) -> bool:
+    """What `hal.buffer.assert` passes without a word: a buffer this long, of these
+    memory types and usage, and an allocator or none."""
+    return (
+        type(buffer) is HalBuffer
+        and buffer.length >= length
+        and buffer.memory_types & types == types
+        and buffer.allowed_usage & usage == usage
+        and (allocator is None or isinstance(allocator, HalAllocator))
+    )
+
+
+def _literal_or_getter(step, get, values, name, convert):
+    """`(value, None)` where the field is a constant of the program (folded at bind,
+    through `convert`), else `(None, getter)`."""
+    known, value = values.constant(getattr(step, name))
+    return (convert(value), None) if known else (None, get[name])
+
+
+def _view_check(step, get, values):
+    """(shape, shape getter, element type, encoding) of a view assert: the shape folded
+    where it is literal; None where the element type or encoding is not a literal (never
+    in IREE's output: the import then runs)."""
+    (element, encoding), known = _folded(step, get, values, ("element_type", "encoding_type"))
+    if not known:
+        return None
+    shape, shape_of = _literal_or_getter(step, get, values, "shape", tuple)
+    return shape, shape_of, element & _M32, encoding & _M32
+
+
+def _buffer_check(step, get, values):
+    """(length, length getter, memory types, usage) of a buffer assert, as _view_check."""
+    (types, usage), known = _folded(step, get, values, ("memory_types", "buffer_usage"))
+    if not known:
+        return None
+    length, length_of = _literal_or_getter(step, get, values, "minimum_length", int)
+    return length, length_of, types & _M32, usage & _M32
+
+
+def _view_assert(step, get, private, general, values):
+    check = _view_check(step, get, values)
+    if check is None:
+        return None
+    view_of = get["buffer_view"]
+    shape, shape_of, element, encoding = check
+
+    def view_assert(env) -> None:
+        wanted = shape if shape_of is None else tuple(shape_of(env))
+        if not _view_matches(view_of(env), wanted, element, encoding):
+            general(env)
+
+    return view_assert
+
+
+def _attribute(operand: str, kind: type, attribute: str):
+    """The handler of a step whose result is an attribute of its operand where that is of
+    `kind` (a view's buffer, a device's allocator); the import otherwise."""
+
+    def make(step, get, private, general, values):
+        of, out = get[operand], step.out
+        if not isinstance(out, str):
+            return None
+        out = values.key(out)
+
+        def attribute_of(env) -> None:
+            value = of(env)
+            if type(value) is kind:
+                env[out] = getattr(value, attribute)
+            else:
                 general(env)
 
-        return view_assert
-    types_of, encoding_of, shape_of = get["element_type"], get["encoding_type"], get["shape"]
+        return attribute_of
 
-    def view_assert_dynamic(env) -> None:
-        view = view_of(env)
-        if not (
-            type(view) is HalBufferView
-            and view.element_type == types_of(env) & _M32
-            and view.encoding_type == encoding_of(env) & _M32
-            and view.shape == tuple(shape_of(env))
-        ):
-            general(env)
-
-    return view_assert_dynamic
+    return make
 
 
-def _view_buffer(step, get, private, general, values):
-    view_of, out = get["buffer_view"], step.out
-    if not isinstance(out, str):
-        return None
-    out = values.key(out)
-
-    def view_buffer(env) -> None:
-        view = view_of(env)
-        if type(view) is HalBufferView:
-            env[out] = view.buffer
-        else:
-            general(env)
-
-    return view_buffer
-
-
-def _device_allocator(step, get, private, general, values):
-    device_of, out = get["device"], step.out
-    if not isinstance(out, str):
-        return None
-    out = values.key(out)
-
-    def device_allocator(env) -> None:
-        device = device_of(env)
-        if type(device) is LocalDevice:
-            env[out] = device.allocator
-        else:
-            general(env)
-
-    return device_allocator
+_view_buffer = _attribute("buffer_view", HalBufferView, "buffer")
+_device_allocator = _attribute("device", LocalDevice, "allocator")
 
 
 def _buffer_assert(step, get, private, general, values):
+    check = _buffer_check(step, get, values)
+    if check is None:
+        return None
     buffer_of, allocator_of = get["buffer"], get["allocator"]
-    (length, types, usage), known = _folded(
-        step, get, values, ("minimum_length", "memory_types", "buffer_usage")
-    )
-    if known:
-        types, usage = types & _M32, usage & _M32
+    length, length_of, types, usage = check
 
-        def buffer_assert(env) -> None:
-            buffer, allocator = buffer_of(env), allocator_of(env)
-            if not (
-                type(buffer) is HalBuffer
-                and buffer.length >= length
-                and buffer.memory_types & types == types
-                and buffer.allowed_usage & usage == usage
-                and (allocator is None or isinstance(allocator, HalAllocator))
-            ):
-                general(env)
-
-        return buffer_assert
-    length_of, types_of, usage_of = get["minimum_length"], get["memory_types"], get["buffer_usage"]
-
-    def buffer_assert_dynamic(env) -> None:
-        buffer, allocator = buffer_of(env), allocator_of(env)
-        types, usage = types_of(env) & _M32, usage_of(env) & _M32
-        if not (
-            type(buffer) is HalBuffer
-            and (allocator is None or isinstance(allocator, HalAllocator))
-            and buffer.length >= length_of(env)
-            and buffer.memory_types & types == types
-            and buffer.allowed_usage & usage == usage
-        ):
+    def buffer_assert(env) -> None:
+        needed = length if length_of is None else length_of(env)
+        if not _buffer_meets(buffer_of(env), allocator_of(env), needed, types, usage):
             general(env)
 
-    return buffer_assert_dynamic
+    return buffer_assert
 
 
 def _buffer_load(step, get, private, general, values):
@@ -554,7 +557,7 @@ _HANDLERS = {
 def _argument(steps, k: int, ops: dict, values, getters) -> int:
     """An argument's checks as one op where steps k.. are IREE's ABI sequence for it: a
     view's assert, the view's buffer, optionally the device's allocator, the buffer's
-    assert (their fields constants but the shape). The op passes where every check
+    assert (their fields literals but the shape and length). The op passes where every check
     passes; otherwise the steps' own ops run one by one (each goes through its import
     where its check fails and raises there). Returns the number of steps it took (0 where
     steps k.. are not such a sequence)."""
@@ -569,16 +572,12 @@ def _argument(steps, k: int, ops: dict, values, getters) -> int:
     buffer = view_step.out
     if view_step.buffer_view != check.buffer_view or assert_step.buffer != buffer or not isinstance(buffer, str):
         return 0
-    (element, encoding), known = _folded(check, getters[k], values, ("element_type", "encoding_type"))
-    (length, types, usage), known_too = _folded(
-        assert_step, getters[k + n - 1], values, ("minimum_length", "memory_types", "buffer_usage")
-    )
-    if not (known and known_too):
+    view_check = _view_check(check, getters[k], values)
+    buffer_check = _buffer_check(assert_step, getters[k + n - 1], values)
+    if view_check is None or buffer_check is None:
         return 0
-    element, encoding, types, usage = element & _M32, encoding & _M32, types & _M32, usage & _M32
-    (shape,), fixed = _folded(check, getters[k], values, ("shape",))
-    shape = tuple(shape) if fixed else None
-    shape_of = getters[k]["shape"]
+    shape, shape_of, element, encoding = view_check
+    length, length_of, types, usage = buffer_check
     view_of = getters[k]["buffer_view"]
     allocator_of = getters[k + n - 1]["allocator"]
     if with_allocator:
@@ -593,24 +592,15 @@ def _argument(steps, k: int, ops: dict, values, getters) -> int:
 
     def argument(env) -> None:
         view = view_of(env)
-        if (
-            type(view) is HalBufferView
-            and view.shape == (shape if shape is not None else tuple(shape_of(env)))
-            and view.element_type == element
-            and view.encoding_type == encoding
-        ):
+        if _view_matches(view, shape if shape_of is None else tuple(shape_of(env)), element, encoding):
             data = view.buffer
             if with_allocator:
                 device = device_of(env)
                 allocator = device.allocator if type(device) is LocalDevice else False
             else:
                 allocator = allocator_of(env)
-            if (
-                data.length >= length
-                and data.memory_types & types == types
-                and data.allowed_usage & usage == usage
-                and (allocator is None or isinstance(allocator, HalAllocator))
-            ):
+            needed = length if length_of is None else length_of(env)
+            if _buffer_meets(data, allocator, needed, types, usage):
                 env[buffer] = data
                 if with_allocator:
                     env[allocator_name] = allocator

@@ -117,12 +117,10 @@ class _Shape:
 class Segment:
     """One segment of a program: steps `first`..`last` (indices into program.steps)."""
 
-    def __init__(
-        self, program, first: int, last: int, live_after: set[str], public=frozenset(), slot=None
-    ) -> None:
+    def __init__(self, program, first: int, last: int, live_after: set[str], public, slot) -> None:
         self.program = program
         # name -> its slot in a call's values list (exec/general.py's _Values.key)
-        self.slot = slot = slot or (lambda name: name)
+        self.slot = slot
         self.public = public  # (fences the program makes and returns)
         self.first, self.last = first, last
         steps = program.steps[first : last + 1]
@@ -192,7 +190,6 @@ class Segment:
         self.waits = [slot(name) for name in sorted(n for n, r in external.items() if "wait" in r)]
         self.buffer_names = sorted(name for name, r in external.items() if "buffer" in r)
         self.buffers = [slot(name) for name in self.buffer_names]
-        self.keyed = keyed
         keys = [slot(name) for name in keyed]
         self.key_of = itemgetter(*keys) if len(keys) > 1 else itemgetter(keys[0])
         # An integer result of keyed values only is the same in every call of a shape:
@@ -211,7 +208,7 @@ class Segment:
         needed = set(live_after) - determined
         for step in steps:  # (a dispatch's constants are written together, or not at all)
             if type(step) is CommandBufferDispatch:
-                needed.update(self._varying(step))
+                needed.update(v for _, v in self._varying(step))
         wanted = []
         for i in range(len(steps) - 1, -1, -1):
             step = steps[i]
@@ -221,10 +218,13 @@ class Segment:
         self.computes = wanted[::-1]
         self.shapes: OrderedDict = OrderedDict()
 
-    def _varying(self, dispatch) -> list[str]:
-        """The names among a recorded dispatch's constants whose values are this call's
-        (the others are the shape's: its plan holds them)."""
-        return [v for v in dispatch.constants if isinstance(v, str) and v not in self.determined]
+    def _varying(self, dispatch) -> list[tuple[int, str]]:
+        """(index, name) of each of a recorded dispatch's constants whose value is this
+        call's (the others are the shape's: its plan holds them)."""
+        return [
+            (j, v) for j, v in enumerate(dispatch.constants)
+            if isinstance(v, str) and v not in self.determined
+        ]
 
     def value_slot(self, dispatch):
         """What a call writes of a recorded dispatch's constants: None (nothing: all are
@@ -232,15 +232,14 @@ class Segment:
         varying = self._varying(dispatch)
         if not varying:
             return None
-        keys = [self.slot(v) for v in varying]
+        keys = [self.slot(v) for _, v in varying]
         get = itemgetter(*keys) if len(keys) > 1 else (lambda env, k=keys[0]: (env[k],))
         if len(varying) == len(dispatch.constants):
             return None, get
-        indices = [j for j, v in enumerate(dispatch.constants) if isinstance(v, str) and v not in self.determined]
-        return indices, get
+        return [j for j, _ in varying], get
 
 
-def find_segments(program, spans: list, private: set[str], own, slot=None) -> list[Segment]:
+def find_segments(program, spans: list, private: set[str], own, slot) -> list[Segment]:
     """The program's segments: maximal runs of segment steps (through the hal module's own
     imports: `own(step)`), awaits and fail checks, up to the last await (or the fail
     check after it) or the last queue operation signalling a fence the program returns,
@@ -359,7 +358,7 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
     recordings: dict[str, list] = {}  # command buffer recorded here -> constants getters
     values: list = []  # per dispatch of the plan: its value slot (Segment.value_slot), or None
     names = {}  # id(buffer) -> the name it came in as (buffers from outside)
-    slot = segment.slot
+    slot_of = segment.slot
     for name, k in zip(segment.buffer_names, segment.buffers):
         if id(env[k]) in names:
             raise _Decline  # (one buffer under two names: which one is it per call?)
@@ -419,7 +418,7 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
                 raise _Decline
             device = dev
         if kind is FenceCreate:
-            sim[slot(step.out)] = pending
+            sim[slot_of(step.out)] = pending
             deps[step.out] = frozenset()
             if step.out in segment.public:
                 new_fences.append(step.out)
@@ -429,18 +428,18 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
             for name, value in zip(step.fences, get["fences"](sim)):
                 covered |= _follows(name, value, deps, done)
             if kind is FenceJoin:
-                sim[slot(step.out)] = done
+                sim[slot_of(step.out)] = done
                 deps[step.out] = covered
                 continue
             if len(covered | awaited) != executed:
                 raise _Decline  # (an execution the await does not wait for)
-            sim[slot(step.out)] = 0  # (a failure raises at the first await after it, as here)
+            sim[slot_of(step.out)] = 0  # (a failure raises at the first await after it, as here)
             awaited = covered | awaited  # (the host goes on after these: all that follows does)
             await_args = (get["timeout_millis"](sim), get["flags"](sim))
             continue
         # a queue operation
         signal = step.signal_fence
-        if sim[slot(signal)] is not pending:
+        if sim[slot_of(signal)] is not pending:
             raise _Decline
         follows = _follows(step.wait_fence, get["wait_fence"](sim), deps, done) | awaited
         if len(follows) != executed:
@@ -458,7 +457,7 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
                 alloc = _Alloc(None, arena[0], arena[1], size)
                 arena[1] += -(-size // ALIGNMENT) * ALIGNMENT  # (aligned as a fresh one)
             # (a real buffer while building: the recordings' imports check it as theirs)
-            sim[slot(step.out)] = scratch = fresh_buffer(size, types, usage, device.allocator)
+            sim[slot_of(step.out)] = scratch = fresh_buffer(size, types, usage, device.allocator)
             alloc_of[id(scratch)] = alloc
             keep.append(scratch)
         elif kind is DeviceQueueDealloca:
@@ -497,7 +496,7 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
                 commands.append(_rebased(c, table))
             executed += 1
         deps[signal] = follows | ({executed} if kind in _EXECUTES else frozenset())
-        sim[slot(signal)] = done
+        sim[slot_of(signal)] = done
         if signal in segment.public:
             signalled.append((signal, executed))
     if any(count != executed for _, count in signalled):
@@ -519,21 +518,21 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
     for (types, usage), (index, size) in arenas.items():
         arena_buffers[index] = fresh_buffer(size, types, usage, allocator)
     rows = [(count - 1 - slot, source, offset, length) for slot, source, offset, length in rows]
-    outside, places = _table_words(plan, arena_buffers, rows, fresh, slot)
+    outside, places = _table_words(plan, arena_buffers, rows, fresh, slot_of)
     results = []
     for name in segment.results:
         if name in new_fences:
             continue  # (made per call)
-        value = sim[slot(name)]
+        value = sim[slot_of(name)]
         alloc = alloc_of.get(id(value))
         if alloc is not None and alloc.k is not None:
-            results.append((slot(name), alloc.k, None))
+            results.append((slot_of(name), alloc.k, None))
         elif alloc is not None or type(value) is HalCommandBuffer:
             raise _Decline  # (a transient buffer or a recording read later)
         else:
-            results.append((slot(name), None, value))
+            results.append((slot_of(name), None, value))
     signals = {name for name, _ in signalled}
-    fences = [(slot(name), name in signals) for name in new_fences]
+    fences = [(slot_of(name), name in signals) for name in new_fences]
     slots = [[slot for slot, k, _ in results if k == i] for i in range(len(fresh))]
     fresh = [(*f, p, s) for f, p, s in zip(fresh, places, slots)]
     results = [(slot, value) for slot, k, value in results if k is None]
