@@ -98,6 +98,14 @@ func.func @mul(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
 """
 
 
+def _mul_translated(compile_mlir, tmp_path):
+    """(vmfb, package) of the mul program, the package translated with queue programs."""
+    src = tmp_path / "mul.mlir"
+    src.write_text(_MUL_MLIR)
+    vmfb = compile_mlir(src, QUEUE_FLAGS)
+    return vmfb, load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+
+
 def _counted_queue_imports(monkeypatch) -> dict:
     """Counts the calls of the hal module's queue and fence imports (the class's own
     methods, wrapped at class level: the fast path still sees them as the module's own)."""
@@ -122,10 +130,7 @@ def test_fast_path_makes_no_private_fence(compile_mlir, tmp_path, monkeypatch):
     of the queue imports; the results equal iree.runtime's."""
     import numpy as np
 
-    src = tmp_path / "mul.mlir"
-    src.write_text(_MUL_MLIR)
-    vmfb = compile_mlir(src, QUEUE_FLAGS)
-    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+    vmfb, pkg = _mul_translated(compile_mlir, tmp_path)
     calls = _counted_queue_imports(monkeypatch)
     ctx = pkg.load(device="local-sync")
     session = IreeSession(vmfb)
@@ -146,10 +151,7 @@ def test_fast_path_queues_behind_another_thread(compile_mlir, tmp_path, monkeypa
 
     import numpy as np
 
-    src = tmp_path / "mul.mlir"
-    src.write_text(_MUL_MLIR)
-    vmfb = compile_mlir(src, QUEUE_FLAGS)
-    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+    vmfb, pkg = _mul_translated(compile_mlir, tmp_path)
     calls = _counted_queue_imports(monkeypatch)
     ctx = pkg.load(device="local-sync")
     a = np.arange(4, dtype=np.float32)
@@ -186,10 +188,7 @@ def test_segment_failure_raises_as_the_general_path(compile_mlir, tmp_path, monk
 
     from runtime_support.errors import StatusCode
 
-    src = tmp_path / "mul.mlir"
-    src.write_text(_MUL_MLIR)
-    vmfb = compile_mlir(src, QUEUE_FLAGS)
-    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+    vmfb, pkg = _mul_translated(compile_mlir, tmp_path)
     a = np.arange(4, dtype=np.float32)
     b = np.full(4, 1.5, np.float32)
     want = load_package(write_package(read_module_file(vmfb), tmp_path, "ref", host_path="programs"))
@@ -306,10 +305,7 @@ def test_segment_checks_its_buffers_and_waits_as_the_general_path(compile_mlir, 
     from runtime_support.hal.buffer import HalBuffer
     from runtime_support.hal.fence import Fence
 
-    src = tmp_path / "mul.mlir"
-    src.write_text(_MUL_MLIR)
-    vmfb = compile_mlir(src, QUEUE_FLAGS)
-    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+    vmfb, pkg = _mul_translated(compile_mlir, tmp_path)
     ctx = pkg.load(device="local-sync")
     program = _segment_alone(pkg)
     builds, runs = _count_shapes(monkeypatch)
@@ -378,10 +374,7 @@ def test_segment_keeps_transients_apart(compile_mlir, tmp_path, monkeypatch):
     )
     from runtime_support.hal.buffer import HalBuffer
 
-    src = tmp_path / "mul.mlir"
-    src.write_text(_MUL_MLIR)
-    vmfb = compile_mlir(src, QUEUE_FLAGS)
-    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+    vmfb, pkg = _mul_translated(compile_mlir, tmp_path)
     ctx = pkg.load(device="local-sync")
     command_buffer = next(
         ctx.refs.get(k) for k in range(8) if type(ctx.refs.get(k)).__name__ == "HalCommandBuffer"
@@ -542,10 +535,7 @@ def test_random_queue_programs_match_iree(module, host_path, compile_mlir, tmp_p
 
 def _mul_package(compile_mlir, tmp_path):
     """(package, local-sync context) of the mul program, translated with queue programs."""
-    src = tmp_path / "mul.mlir"
-    src.write_text(_MUL_MLIR)
-    vmfb = compile_mlir(src, QUEUE_FLAGS)
-    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+    _, pkg = _mul_translated(compile_mlir, tmp_path)
     return pkg, pkg.load(device="local-sync")
 
 
