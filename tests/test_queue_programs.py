@@ -725,3 +725,62 @@ def test_argument_checks_raise_as_the_imports(compile_mlir, tmp_path, monkeypatc
     for i, v in enumerate(bad):
         got, want = call(fast, v), call(general, v)
         assert got == want and got[0] == "error", (i, got[0], want[0])
+
+
+_READBACK_MLIR = """
+func.func @pick(%x: tensor<f32>) -> tensor<f32> {
+  %one = arith.constant dense<1.0> : tensor<f32>
+  %gt = arith.cmpf ogt, %x, %one : tensor<f32>
+  %m = tensor.extract %gt[] : tensor<i1>
+  cf.cond_br %m, ^big, ^small
+^big:
+  %y = arith.addf %x, %one : tensor<f32>
+  return %y : tensor<f32>
+^small:
+  return %x : tensor<f32>
+}
+
+func.func @scaled(%x: tensor<i32>) -> (tensor<i32>, i32) {
+  %c = arith.constant dense<-7> : tensor<i32>
+  %s = arith.muli %x, %c : tensor<i32>
+  %v = tensor.extract %s[] : tensor<i32>
+  return %s, %v : tensor<i32>, i32
+}
+"""
+
+
+def test_segment_reads_back_while_it_holds_the_queue(compile_mlir, tmp_path, monkeypatch):
+    """A readback right after a segment's await is read by the segment's call, from the
+    buffer's place in an arena (nothing else reads it: no buffer is made for it per
+    call): the values, 1- and 4-byte, negative ones included, equal iree.runtime's, and
+    every call runs its segments' plans."""
+    import numpy as np
+
+    from runtime_support.exec import fast
+
+    src = tmp_path / "readback.mlir"
+    src.write_text(_READBACK_MLIR)
+    vmfb = compile_mlir(src, QUEUE_FLAGS)
+    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+    _, runs = _count_shapes(monkeypatch)
+    shapes = []
+    counted_build = fast.build_shape
+    monkeypatch.setattr(fast, "build_shape", lambda *a: shapes.append(counted_build(*a)) or shapes[-1])
+    ctx = pkg.load(device="local-sync")
+    session = IreeSession(vmfb)
+    for name, values in (
+        ("pick", [np.float32(v) for v in (0.5, 2.0, 1.0, 3.5, -4.0)]),
+        ("scaled", [np.int32(v) for v in (3, -5, 0, 2**28, -(2**28))]),
+    ):
+        for v in values:
+            arg = np.array(v)
+            got = ctx.call(name, arg)
+            want = session.call(name, [arg], session.signature(name))
+            got = got if isinstance(got, tuple) else (got,)
+            assert len(got) == len(want)
+            for g, w in zip(got, want):
+                assert _same(w, g), (name, v, g, w)
+    arenas = {id(a.allocation.array) for shape in shapes if shape for a in shape.arenas}
+    loads = [load for shape in shapes if shape for load in shape.loads]
+    assert len(loads) == 2 and all(id(source) in arenas for _, source, _, _ in loads)
+    assert all(runs) and len(runs) == 12  # (10 calls; pick's big arm, twice: a second segment)

@@ -40,6 +40,7 @@ from ..errors import VMError
 from ..hal.queue import internal_error
 from .program import Compute, FailIf, fields_read, names_in
 from .steps import (
+    BufferLoad,
     CommandBufferCopyBuffer,
     CommandBufferCreate,
     CommandBufferDispatch,
@@ -95,7 +96,7 @@ class _Shape:
 
     __slots__ = (
         "plan", "fresh", "fresh_bytes", "arenas", "outside", "results", "await_args", "fences",
-        "values",
+        "values", "loads",
     )
 
     def __init__(self, plan, fresh, arenas, outside, results, await_args, fences) -> None:
@@ -112,6 +113,9 @@ class _Shape:
         self.await_args = await_args  # (timeout, flags) of an await, for its error (or None)
         self.fences = fences  # (name, signalled here) per returned fence the segment makes
         self.values = None  # per dispatch: its value slot (Segment.value_slot), or None
+        # per readback: (its value's slot, an arena's storage array, the byte there,
+        # length), read after the plan while the queue is held
+        self.loads = ()
 
 
 class Segment:
@@ -273,6 +277,17 @@ def find_segments(program, spans: list, private: set[str], own, slot) -> list[Se
             elif isinstance(step, FailIf):
                 if last == end - 1 and type(steps[end - 1]) is FenceAwait:
                     last = end
+            elif type(step) is BufferLoad:
+                # A readback right after the await of a buffer the run allocates and
+                # nothing reads later: read by the plan's call while it holds the queue,
+                # from the buffer's place in an arena (it is transient then).
+                if not (
+                    last == end - 1 and own(step) and isinstance(step.out, str)
+                    and _allocated_in(steps, first, end, step.source_buffer)
+                    and step.source_buffer not in _live_after(program, end)
+                ):
+                    break
+                last = end
             elif _inner(step, private, fences, own):
                 if type(step) in _QUEUE_OPS and step.signal_fence in public:
                     last = end
@@ -293,6 +308,12 @@ def find_segments(program, spans: list, private: set[str], own, slot) -> list[Se
         else:
             k = max(end, first + 1)
     return out
+
+
+def _allocated_in(steps, first: int, end: int, name) -> bool:
+    return isinstance(name, str) and any(
+        type(steps[j]) is DeviceQueueAlloca and steps[j].out == name for j in range(first, end)
+    )
 
 
 def _made_in(steps, first: int, end: int, name: str) -> bool:
@@ -357,6 +378,7 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
     keep: list = []  # (the scratch buffers, alive while ids name them)
     recordings: dict[str, list] = {}  # command buffer recorded here -> constants getters
     values: list = []  # per dispatch of the plan: its value slot (Segment.value_slot), or None
+    loads: list = []  # (its value's slot, the buffer's _Alloc, offset, length) per readback
     names = {}  # id(buffer) -> the name it came in as (buffers from outside)
     slot_of = segment.slot
     for name, k in zip(segment.buffer_names, segment.buffers):
@@ -400,6 +422,18 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
                 raise _Decline from None
             continue
         kind = type(step)
+        if kind is BufferLoad:  # (after the await: find_segments)
+            buffer = get["source_buffer"](sim)
+            offset, length = get["source_offset"](sim), get["length"](sim)
+            alloc = alloc_of.get(id(buffer))
+            if (
+                alloc is None or alloc.k is not None or type(offset) is not int or type(length) is not int
+                or not 1 <= length <= 4 or not 0 <= offset <= alloc.size - length
+            ):
+                raise _Decline  # (the import raises what it raises)
+            loads.append((slot_of(step.out), alloc, offset, length))
+            sim[slot_of(step.out)] = 0  # (read per call: nothing in the segment reads it)
+            continue
         if kind in _RECORDING or kind is ExecutableLookupFunction:
             # A command buffer recorded here: recorded through the imports into a scratch
             # one (their checks are the general path's), its commands joining the plan.
@@ -520,8 +554,9 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
     rows = [(count - 1 - slot, source, offset, length) for slot, source, offset, length in rows]
     outside, places = _table_words(plan, arena_buffers, rows, fresh, slot_of)
     results = []
+    read = {slot for slot, *_ in loads}
     for name in segment.results:
-        if name in new_fences:
+        if name in new_fences or slot_of(name) in read:
             continue  # (made per call)
         value = sim[slot_of(name)]
         alloc = alloc_of.get(id(value))
@@ -538,6 +573,12 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
     results = [(slot, value) for slot, k, value in results if k is None]
     shape = _Shape(plan, fresh, arena_buffers, outside, results, await_args, fences)
     shape.fresh_bytes = sum(f[0] for f in fresh)
+    # Readbacks: from the buffer's place in its arena's storage.
+    shape.loads = [
+        (slot, arena.allocation.array, arena.offset + alloc.offset + offset, length)
+        for slot, alloc, offset, length in loads
+        for arena in (arena_buffers[alloc.arena],)
+    ]
     shape.values = values if any(v is not None for v in values) else None
     return shape
 
@@ -719,6 +760,13 @@ def run_shape(segment: Segment, shape: _Shape, env: dict, await_import) -> bool:
             error = exc
         except Exception as exc:  # noqa: BLE001 - a bug or a native failure: INTERNAL
             error = internal_error("device.queue.execute", exc)
+        if error is None:
+            for slot, source, start, length in shape.loads:  # (hal.buffer.load, inline)
+                if length == 1:
+                    env[slot] = source.item(start)
+                else:
+                    value = int.from_bytes(source[start : start + length].tobytes(), "little")
+                    env[slot] = value if value < 0x80000000 else value - 0x100000000
     finally:
         queue.release()
     allocator.bytes_allocated += shape.fresh_bytes
