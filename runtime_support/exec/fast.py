@@ -192,7 +192,8 @@ def _segment_op(segment, inner: list, general_ops: list, getters: list, computes
     waits, buffers, device_name, key_of = segment.waits, segment.buffers, segment.device, segment.key_of
 
     def run_segment(env) -> None:
-        # (segments.ready, inline: every wait over, every buffer a HalBuffer, the queue free)
+        # (segments.ready, inline: every wait over, every buffer a HalBuffer; run_shape
+        # declines where another thread holds the queue)
         for name in waits:
             fence = env[name]
             if not (fence is None or fence is _DONE or (type(fence) is Fence and fence.reached_now())):
@@ -203,7 +204,7 @@ def _segment_op(segment, inner: list, general_ops: list, getters: list, computes
                     break
             else:
                 device = env[device_name]
-                if type(device) is LocalDevice and device.queue.idle():
+                if type(device) is LocalDevice:
                     for op in computes:  # (this call's integer results: constants, values read later)
                         op(env)
                     try:
