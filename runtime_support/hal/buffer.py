@@ -424,7 +424,8 @@ class HalBuffer:
                 f"pattern length {pattern_length}",
             )
         self._check_writable("fill")
-        target = self.bytes_view(offset, length)
+        start = self.offset + offset  # (bytes_view's slice: the range is checked above)
+        target = self.allocation.array[start : start + length]
         value = pattern & ((1 << (8 * pattern_length)) - 1)
         # One scalar store per element through a little-endian view (a memset/fill loop);
         # broadcasting a (pattern_length,) row over a (-1, pattern_length) byte view is
