@@ -580,6 +580,26 @@ def test_fill_patterns(hal, device, pattern, length, expected):
     assert other.read() == buf.read()
 
 
+@pytest.mark.parametrize("length", [4, 8, 64, 68, 200])
+@pytest.mark.parametrize("pattern_length", [1, 2, 4])
+def test_queue_fill_of_a_subspan(hal, device, length, pattern_length):
+    """queue.fill writes the pattern's low bytes, little-endian, over exactly the range
+    of a buffer that starts inside its allocation (small fills and large ones)."""
+    import numpy as np
+
+    whole = device.allocator.allocate(0, 0, 512)
+    whole.write(0, bytes(range(256)) * 2)
+    before = whole.read()
+    part = whole.subspan(36, 300)
+    pattern = -0x12345679  # (negative: only its low bytes count)
+    hal.device_queue_fill(device, -1, None, None, part, 8, length, pattern, pattern_length, 0)
+    row = (pattern & ((1 << (8 * pattern_length)) - 1)).to_bytes(pattern_length, "little")
+    want = bytearray(before)
+    want[44 : 44 + length] = row * (length // pattern_length)
+    assert whole.read() == bytes(want)
+    assert np.frombuffer(part.read(), np.uint8)[8:12].tobytes() == (row * 4)[:4]
+
+
 def test_fill_validation(hal, device):
     buf = device.allocator.allocate(0, 0, 16)
     cb = hal.command_buffer_create(device, 0, 3, -1, 1)

@@ -250,6 +250,9 @@ class Allocation(PreserveCount):
         return int(self.array.shape[0])
 
 
+# Fills up to this many bytes write a bytes object (~0.4 us) rather than a numpy view
+# of the pattern's type (~0.9 us).
+_SMALL_FILL = 64
 _FILL_DTYPES = {1: np.dtype(np.uint8), 2: np.dtype("<u2"), 4: np.dtype("<u4")}
 
 
@@ -425,8 +428,12 @@ class HalBuffer:
             )
         self._check_writable("fill")
         start = self.offset + offset  # (bytes_view's slice: the range is checked above)
-        target = self.allocation.array[start : start + length]
         value = pattern & ((1 << (8 * pattern_length)) - 1)
+        if length <= _SMALL_FILL:  # (a token or a flag: bytes through the memoryview)
+            row = value.to_bytes(pattern_length, "little")
+            self.allocation.array.data[start : start + length] = row * (length // pattern_length)
+            return
+        target = self.allocation.array[start : start + length]
         # One scalar store per element through a little-endian view (a memset/fill loop);
         # broadcasting a (pattern_length,) row over a (-1, pattern_length) byte view is
         # 25-60x slower, and models fill megabytes per call (padding, accumulators).
