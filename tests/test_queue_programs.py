@@ -784,3 +784,74 @@ def test_segment_reads_back_while_it_holds_the_queue(compile_mlir, tmp_path, mon
     loads = [load for shape in shapes if shape for load in shape.loads]
     assert len(loads) == 2 and all(id(source) in arenas for _, source, _, _ in loads)
     assert all(runs) and len(runs) == 12  # (10 calls; pick's big arm, twice: a second segment)
+
+
+_DYNAMIC_MLIR = """
+func.func @dmul(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {
+  %0 = arith.mulf %a, %b : tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+"""
+
+
+def test_dynamic_argument_checks_are_one_op(compile_mlir, tmp_path, monkeypatch):
+    """A dynamic-shape argument's checks have the byte length's integer op between them
+    (view assert, `mul`, view buffer, buffer assert): still one fast op, and views of
+    other lengths pass or raise as iree.runtime's imports do."""
+    import numpy as np
+
+    from runtime_support.exec.fast import FastProgram
+    from runtime_support.exec.program import Compute, QueueProgram
+    from runtime_support.exec.steps import BufferAssert, BufferViewAssert
+    from runtime_support.hal.buffer import HalBuffer, aligned_empty
+
+    src = tmp_path / "dmul.mlir"
+    src.write_text(_DYNAMIC_MLIR)
+    vmfb = compile_mlir(src, QUEUE_FLAGS)
+    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+    programs = [v for n, v in vars(pkg).items() if n.startswith("QUEUE_") and isinstance(v, QueueProgram)]
+    interleaved = 0
+    for program in programs:
+        kinds = [type(s) for s in program.steps]
+        for k, kind in enumerate(kinds):
+            if kind is BufferViewAssert:
+                end = kinds.index(BufferAssert, k)
+                interleaved += any(kinds[j] is Compute for j in range(k, end))
+    assert interleaved  # (the shape this test is about)
+    ctx = pkg.load(device="local-sync")
+    session = IreeSession(vmfb)
+    sig = session.signature("dmul")
+    rng = np.random.default_rng(1)
+    f32 = lambda n: rng.standard_normal(n).astype(np.float32)  # noqa: E731
+    for a, b in [
+        (f32(4), f32(4)), (f32(7), f32(7)), (f32(1), f32(1)), (f32(0), f32(0)),
+        (f32(4), f32(5)),  # (IREE checks no dims against each other here: a's count)
+    ]:
+        (want,) = session.call("dmul", [a, b], sig)
+        assert _same(want, ctx.call("dmul", a, b)), (a.shape, b.shape)
+    # Views the checks refuse (passed as views: the numpy conversion would refuse them
+    # first): the fast op raises what the general path's imports raise.
+    monkeypatch.setenv("PYREE_QUEUE_FAST", "0")
+    general = pkg.load(device="local-sync")
+    monkeypatch.delenv("PYREE_QUEUE_FAST")
+    good = ctx.wrap_array(aligned_empty((4,), np.float32))
+
+    def view(shape=(4,), element=0x21000020, size=16):
+        return HalBufferView(HalBuffer.allocate(size, 0xFFFF, 0xFFFF), shape, element, 1)
+
+    for bad in (view(element=0x10000020), view(shape=(2, 2)), view(size=12), view(shape=(5,), size=16)):
+        outcomes = []
+        for c in (ctx, general):
+            try:
+                c.call("dmul", good, bad)
+                outcomes.append("ok")
+            except VMError as exc:
+                outcomes.append(exc.code.name)
+        assert outcomes[0] == outcomes[1] != "ok", (bad.shape, outcomes)
+    import gc
+
+    ops = [
+        op.__name__ for o in gc.get_objects()
+        if isinstance(o, FastProgram) and o.program in programs for op in o._fast_ops
+    ]
+    assert ops.count("argument") >= 2 and "view_assert" not in ops

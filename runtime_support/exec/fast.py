@@ -38,7 +38,7 @@ from ..hal.fence import REACHED, Fence
 from ..hal.module import HalModule
 from ..hal.queue import BUSY
 from .general import GeneralProgram
-from .program import fields_read, names_in
+from .program import Compute, fields_read, names_in
 from .segments import MAX_PLANS as SEGMENT_PLANS
 from .segments import _Decline, build_shape, find_segments, made_fences, run_shape
 from .steps import (
@@ -558,40 +558,53 @@ _HANDLERS = {
 def _argument(steps, k: int, ops: dict, values, getters) -> int:
     """An argument's checks as one op where steps k.. are IREE's ABI sequence for it: a
     view's assert, the view's buffer, optionally the device's allocator, the buffer's
-    assert (their fields literals but the shape and length). The op passes where every check
-    passes; otherwise the steps' own ops run one by one (each goes through its import
-    where its check fails and raises there). Returns the number of steps it took (0 where
-    steps k.. are not such a sequence)."""
-    kinds = [type(steps[j]) for j in range(k, min(k + 4, len(steps)))]
-    if kinds[:2] != [BufferViewAssert, BufferViewBuffer] or not all(j in ops for j in range(k, k + 2)):
+    assert (their fields literals but the shape and length), with integer ops between
+    them (a dynamic shape's byte length: they read no step's result, so the op runs them
+    first). The op passes where every check passes; otherwise the steps' own ops run one
+    by one (each goes through its import where its check fails and raises there).
+    Returns the number of steps it took (0 where steps k.. are not such a sequence)."""
+    taken, computes = [], []  # (the sequence's step indices; its integer ops' indices)
+    j = k
+    while j < len(steps) and len(taken) < 4:
+        if isinstance(steps[j], Compute):
+            computes.append(j)
+        else:
+            taken.append(j)
+            if type(steps[j]) is BufferAssert:
+                break
+        j += 1
+    kinds = [type(steps[i]) for i in taken]
+    if kinds[:2] != [BufferViewAssert, BufferViewBuffer] or kinds[-1] is not BufferAssert:
         return 0
     with_allocator = kinds[2:3] == [DeviceAllocator]
-    n = 4 if with_allocator else 3
-    if kinds[n - 1 : n] != [BufferAssert] or not all(j in ops for j in range(k, k + n)):
+    if len(kinds) != (4 if with_allocator else 3) or not all(i in ops for i in range(k, j + 1)):
         return 0
-    check, view_step, assert_step = steps[k], steps[k + 1], steps[k + n - 1]
+    check, view_step, assert_step = steps[taken[0]], steps[taken[1]], steps[taken[-1]]
     buffer = view_step.out
     if view_step.buffer_view != check.buffer_view or assert_step.buffer != buffer or not isinstance(buffer, str):
         return 0
-    view_check = _view_check(check, getters[k], values)
-    buffer_check = _buffer_check(assert_step, getters[k + n - 1], values)
+    view_check = _view_check(check, getters[taken[0]], values)
+    buffer_check = _buffer_check(assert_step, getters[taken[-1]], values)
     if view_check is None or buffer_check is None:
         return 0
     shape, shape_of, element, encoding = view_check
     length, length_of, types, usage = buffer_check
-    view_of = getters[k]["buffer_view"]
-    allocator_of = getters[k + n - 1]["allocator"]
+    view_of = getters[taken[0]]["buffer_view"]
+    allocator_of = getters[taken[-1]]["allocator"]
     if with_allocator:
-        allocator_name = steps[k + 2].out
-        device_of = getters[k + 2]["device"]
+        allocator_name = steps[taken[2]].out
+        device_of = getters[taken[2]]["device"]
         if not isinstance(allocator_name, str) or assert_step.allocator != allocator_name:
             return 0
-    parts = [ops.pop(j) for j in range(k, k + n)]
+    parts = [ops.pop(i) for i in range(k, j + 1)]
+    first = [parts[i - k] for i in computes]
     buffer = values.key(buffer)
     if with_allocator:
         allocator_name = values.key(allocator_name)
 
     def argument(env) -> None:
+        for op in first:  # (the integer ops: they cannot fail)
+            op(env)
         view = view_of(env)
         if _view_matches(view, shape if shape_of is None else tuple(shape_of(env)), element, encoding):
             data = view.buffer
@@ -610,7 +623,7 @@ def _argument(steps, k: int, ops: dict, values, getters) -> int:
             op(env)
 
     ops[k] = argument
-    return n
+    return j + 1 - k
 
 
 class FastProgram(GeneralProgram):
