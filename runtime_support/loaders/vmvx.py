@@ -164,20 +164,22 @@ _NO_LOCAL = VMBuffer(bytearray(0))
 class _Prepared:
     """One dispatch's arguments made from its (constants, bindings) key: the constants as
     a read-only buffer, the bindings as VM buffers (scalar path) and as lazily typed numpy
-    views (vectorised path). Nothing here is written by a kernel but memory."""
+    views (vectorised path), and the list of binding buffers a workgroup's call takes
+    (`binding_list`; made once where the kernel module has no op that could change a list
+    (`reuse_list`), else per dispatch). Nothing here is written by a kernel but memory."""
 
-    __slots__ = ("key", "constants", "ranges", "_buffers", "_arrays")
+    __slots__ = ("constants", "ranges", "_buffers", "_arrays", "_list", "_reuse_list")
 
-    def __init__(self, key) -> None:
-        self.key = key
-        self.constants = VMBuffer(_pack(key[0]), readonly=True)
-        self.ranges = key[1]
-        self._buffers = self._arrays = None
+    def __init__(self, constants, ranges, reuse_list: bool) -> None:
+        self.constants = VMBuffer(_pack(constants), readonly=True)
+        self.ranges = ranges
+        self._buffers = self._arrays = self._list = None
+        self._reuse_list = reuse_list
 
     @property
     def buffers(self) -> list:
         if self._buffers is None:
-            self._buffers = [VMBuffer(_host_view(a, n)) for a, n in self.ranges]
+            self._buffers = [_vm_buffer(a, n) for a, n in self.ranges]
         return self._buffers
 
     @property
@@ -187,6 +189,40 @@ class _Prepared:
 
             self._arrays = [Binding(_host_view(a, n)) for a, n in self.ranges]
         return self._arrays
+
+    def binding_list(self) -> VMList:
+        lst = self._list
+        if lst is None:
+            lst = VMList.from_values("!vm.buffer", self.buffers)
+            if self._reuse_list:
+                self._list = lst
+        return lst
+
+
+# VM buffers over host memory by (address, length): a program's buffers come back to the
+# same places call after call, so most of a dispatch's bindings were seen before. (A view
+# is of raw memory, valid for its range, as _Prepared's are.)
+_VIEWS_MAX = 1024
+_views: dict = {}
+
+
+def _vm_buffer(address: int, length: int) -> VMBuffer:
+    key = (address, length)
+    buf = _views.get(key)
+    if buf is None:
+        if len(_views) >= _VIEWS_MAX:
+            _views.clear()
+        buf = _views[key] = VMBuffer(_host_view(address, length))
+    return buf
+
+
+# Kernel-module names (generated code's imports) of the VM ops that change a list: a
+# module with none of them cannot change the list of binding buffers it is given.
+_LIST_WRITES = ("list_set_", "list_resize", "list_reserve")
+
+
+def _writes_lists(ns: dict) -> bool:
+    return any(name.startswith(_LIST_WRITES) for name in ns)
 
 
 class VmvxExecutable:
@@ -222,6 +258,7 @@ class VmvxExecutable:
         self._local = [e.local_memory_pages * PAGE for e in self.exports]
         self._names = {e.name: e.ordinal for e in self.exports}
         self._seen: list = [{} for _ in self._entries]  # per export: key -> _Prepared
+        self._reuse_list = not _writes_lists(ns)
 
     def lookup(self, name: bytes | str) -> int:
         if isinstance(name, (bytes, bytearray, memoryview)):
@@ -239,10 +276,52 @@ class VmvxExecutable:
             raise VMError(StatusCode.FAILED_PRECONDITION, "VMVX executable is closed")
         if not 0 <= ordinal < len(self._entries):
             raise VMError(StatusCode.INVALID_ARGUMENT, f"entry point ordinal {ordinal} out of bounds")
-        cx, cy, cz = (int(c) & _M32 for c in workgroup_count)
+        cx, cy, cz = workgroup_count
+        cx, cy, cz = int(cx) & _M32, int(cy) & _M32, int(cz) & _M32
         if not cx * cy * cz:
             return
-        prep = self._prepared(ordinal, constants, bindings)
+        key = (constants if type(constants) is tuple else tuple(constants), tuple(bindings))
+        seen = self._seen[ordinal]
+        try:
+            prep = seen.get(key)
+        except TypeError:  # (bindings as lists: the key of their tuples)
+            key = (key[0], tuple(map(tuple, bindings)))
+            prep = seen.get(key)
+        if prep is None:
+            prep = self._prepare(seen, key, key[1])
+        self._run(ordinal, prep, cx, cy, cz)
+
+    def dispatch_flat(self, ordinal: int, counts, constants, flat) -> None:
+        """`dispatch` with `flat` = the binding addresses, then their lengths (a
+        command buffer's recorded form): its (constants, flat) is the cache key as is."""
+        if self.closed:
+            raise VMError(StatusCode.FAILED_PRECONDITION, "VMVX executable is closed")
+        if not 0 <= ordinal < len(self._entries):
+            raise VMError(StatusCode.INVALID_ARGUMENT, f"entry point ordinal {ordinal} out of bounds")
+        cx, cy, cz = counts
+        cx, cy, cz = int(cx) & _M32, int(cy) & _M32, int(cz) & _M32
+        if not cx * cy * cz:
+            return
+        key = (constants if type(constants) is tuple else tuple(constants),
+               flat if type(flat) is tuple else tuple(flat), None)
+        seen = self._seen[ordinal]
+        prep = seen.get(key)
+        if prep is None:
+            n = len(flat) // 2
+            prep = self._prepare(seen, key, tuple(zip(flat[:n], flat[n:])))
+        self._run(ordinal, prep, cx, cy, cz)
+
+    def _prepare(self, seen: dict, key, ranges) -> "_Prepared":
+        """The dispatch's constant buffer and binding views, kept for when an export is
+        dispatched again with the same constants and binding ranges (a program's calls and
+        loops repeat them): a view is of raw memory, valid for its range."""
+        ranges = tuple(r if type(r) is tuple else tuple(r) for r in ranges)
+        if len(seen) >= _PREPARED_MAX:
+            seen.clear()
+        prep = seen[key] = _Prepared(key[0], ranges, self._reuse_list)
+        return prep
+
+    def _run(self, ordinal: int, prep: "_Prepared", cx: int, cy: int, cz: int) -> None:
         vectorized = self._vectorized[ordinal]
         if vectorized is not None:
             work = getattr(vectorized, "work", None)
@@ -255,28 +334,15 @@ class VmvxExecutable:
         entry = self._entries[ordinal]
         size = self._local[ordinal]
         local = VMBuffer(bytearray(size)) if size else _NO_LOCAL
-        binding_list = VMList.from_values("!vm.buffer", prep.buffers)
+        binding_list = prep.binding_list()
+        if cx == cy == cz == 1:  # (one workgroup: IREE's order is trivially kept)
+            entry(local, prep.constants, binding_list, 0, 0, 0, 1, 1, 1, 1, 1, 1)
+            return
         sx, sy, sz = _i32(cx), _i32(cy), _i32(cz)
         for z in range(cz):
             for y in range(cy):
                 for x in range(cx):
                     entry(local, prep.constants, binding_list, x, y, z, 1, 1, 1, sx, sy, sz)
-
-    def _prepared(self, ordinal: int, constants, bindings) -> "_Prepared":
-        """The dispatch's constant buffer and binding views, reused when an export is
-        dispatched again with the same constants and binding ranges (a program's calls and
-        loops repeat them): a view is of raw memory, valid for its range."""
-        key = (tuple(constants), tuple(map(tuple, bindings)))
-        seen = self._seen[ordinal]
-        prep = seen.get(key)
-        if prep is None:
-            if len(seen) >= _PREPARED_MAX:
-                seen.clear()
-            prep = seen[key] = _Prepared(key)
-        return prep
-    def dispatch_flat(self, ordinal: int, counts, constants, flat) -> None:
-        n = len(flat) // 2
-        self.dispatch(ordinal, counts, constants, list(zip(flat[:n], flat[n:])))
 
     def close(self) -> None:
         self.closed = True
