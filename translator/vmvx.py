@@ -220,7 +220,12 @@ def translate_kernel(ordinal: int, data: bytes) -> KernelFile:
             f".rodata[{ordinal}] ({FORMAT})",
             pipeline=pipeline,
             template="vmvx_kernel.py.j2",
-            helper_modules={"numerics": "runtime_support.vm.numerics_ftz"},
+            helper_modules={
+                "numerics": "runtime_support.vm.numerics_ftz",
+                # (the per-element buffer and list ops in one call each)
+                "buffer": "runtime_support.loaders.vmvx_scalar",
+                "list": "runtime_support.loaders.vmvx_scalar",
+            },
             view_fields={
                 "kernel": view,
                 "docstring": docstring_literal(

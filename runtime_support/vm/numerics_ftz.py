@@ -127,4 +127,43 @@ for _m, _f in _n.OPS.items():
         OPS[_m] = _wrap(_m, _f, _w)
     globals()[_m.replace(".", "_")] = OPS[_m]
 
+# The f32 ops of a kernel's inner loops, the wrapper and the op above in one call each
+# (numerics.py's bodies: the sum, difference or product rounded to f32 by struct's C
+# cast), operands and result flushed as the wrapper flushes them.
+_pack_f, _unpack_f = _n._pack_f, _n._unpack_f
+_T32 = TINY["f32"]
+
+
+def add_f32(a, b):
+    """`add.f32` with denormal operands and result flushed to zero."""
+    if -_T32 < a < _T32:
+        a = 0.0 * a
+    if -_T32 < b < _T32:
+        b = 0.0 * b
+    r = _unpack_f(_pack_f(a + b))[0]
+    return 0.0 * r if -_T32 < r < _T32 else r
+
+
+def sub_f32(a, b):
+    """`sub.f32` with denormal operands and result flushed to zero."""
+    if -_T32 < a < _T32:
+        a = 0.0 * a
+    if -_T32 < b < _T32:
+        b = 0.0 * b
+    r = _unpack_f(_pack_f(a - b))[0]
+    return 0.0 * r if -_T32 < r < _T32 else r
+
+
+def mul_f32(a, b):
+    """`mul.f32` with denormal operands and result flushed to zero."""
+    if -_T32 < a < _T32:
+        a = 0.0 * a
+    if -_T32 < b < _T32:
+        b = 0.0 * b
+    r = _unpack_f(_pack_f(a * b))[0]
+    return 0.0 * r if -_T32 < r < _T32 else r
+
+
+OPS["add.f32"], OPS["sub.f32"], OPS["mul.f32"] = add_f32, sub_f32, mul_f32
+
 __all__ = list(_ALL) + [m.replace(".", "_") for m in OPS]

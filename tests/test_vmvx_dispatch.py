@@ -1,0 +1,175 @@
+"""VMVX per-dispatch paths: the kernels' one-call buffer/list/f32 ops
+(runtime_support/loaders/vmvx_scalar.py, numerics_ftz's add/sub/mul.f32) against the
+general ops they stand for, and the loader's caches (prepared arguments, host views,
+the binding list) across calls whose buffers move, against iree.runtime."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import struct
+
+import numpy as np
+import pytest
+
+from test_translate_run import read_module_file, write_package
+
+VMVX = ["--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=vmvx"]
+
+# Dependent 4-element f32 ops kept apart by barriers (tiny kernels: the scalar
+# translation), and a 2-element i32 addition.
+CHAIN = """
+func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>, %i: tensor<2xi32>, %j: tensor<2xi32>)
+    -> (tensor<4xf32>, tensor<2xi32>) {
+  %s0 = arith.addf %a, %b : tensor<4xf32>
+  %k0 = util.optimization_barrier %s0 : tensor<4xf32>
+  %s1 = arith.mulf %k0, %b : tensor<4xf32>
+  %k1 = util.optimization_barrier %s1 : tensor<4xf32>
+  %s2 = arith.subf %k1, %a : tensor<4xf32>
+  %k2 = util.optimization_barrier %s2 : tensor<4xf32>
+  %s3 = arith.addf %k2, %b : tensor<4xf32>
+  %k3 = util.optimization_barrier %s3 : tensor<4xf32>
+  %s4 = arith.mulf %k3, %k3 : tensor<4xf32>
+  %k4 = util.optimization_barrier %s4 : tensor<4xf32>
+  %s5 = arith.addf %k4, %a : tensor<4xf32>
+  %t = arith.addi %i, %j : tensor<2xi32>
+  return %s5, %t : tensor<4xf32>, tensor<2xi32>
+}
+"""
+
+F32_EDGES = [0.0, -0.0, 1e-39, -1e-40, 1.1754944e-38, -1.1754942e-38, 1.5, -2.25, 3.4e38,
+             -3.4e38, math.inf, -math.inf, math.nan, 1.0000001, 7.0, 1e-20]
+
+
+def _f32(x: float) -> float:
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def _bits(x: float) -> bytes:
+    return struct.pack("<d", x)
+
+
+def test_fused_f32_ops_equal_the_wrapped_ops():
+    """add/sub/mul.f32 in one call each: the same bits as numerics.py's op under the
+    generic flushing wrapper, on denormals, limits, infinities and NaN."""
+    from runtime_support.vm import numerics as N
+    from runtime_support.vm import numerics_ftz as F
+
+    values = [_f32(v) for v in F32_EDGES] + [_f32(v) for v in np.random.default_rng(0).standard_normal(40)]
+    for name in ("add.f32", "sub.f32", "mul.f32"):
+        fused = F.OPS[name]
+        wrapped = F._wrap(name, N.OPS[name], ("f32", "f32"))
+        assert fused is getattr(F, name.replace(".", "_")) and fused is not wrapped
+        for a, b in itertools.product(values, repeat=2):
+            assert _bits(fused(a, b)) == _bits(wrapped(a, b)), (name, a, b)
+
+
+def _error(fn, *args):
+    from runtime_support.errors import VMError
+
+    try:
+        fn(*args)
+    except VMError as e:
+        return (e.code if hasattr(e, "code") else None, str(e))
+    except Exception as e:  # noqa: BLE001
+        return (type(e).__name__, str(e))
+    return None
+
+
+def test_kernel_buffer_ops_equal_the_general_ops():
+    """Each one-call buffer op returns, writes and raises what the general op does: in
+    range, out of range at both ends, a null buffer, a read-only buffer."""
+    from runtime_support.loaders import vmvx_scalar as K
+    from runtime_support.vm import buffer as B
+    from runtime_support.vm.buffer import VMBuffer
+
+    names = ["buffer_load_i32", "buffer_load_i64", "buffer_load_f32", "buffer_load_i8_u",
+             "buffer_load_i8_s", "buffer_store_f32", "buffer_store_i32", "buffer_store_i8"]
+    raw = bytes(range(250, 256)) + bytes(range(0, 18))  # 24 bytes
+    for name in names:
+        fast, general = getattr(K, name), getattr(B, name)
+        assert fast is not general
+        store = "store" in name
+        for readonly, index in itertools.product((False, True), (-1, 0, 1, 2, 5, 6, 23, 24, 1 << 40)):
+            values = (0, -1, 255, 1 << 31, -(1 << 31) - 1, 1.5) if store else (None,)
+            for value in values:
+                if store and isinstance(value, float) and "f32" not in name:
+                    continue
+                if store and "f32" in name and not isinstance(value, float):
+                    value = float(value)
+                results = []
+                for fn in (fast, general):
+                    buf = VMBuffer(bytearray(raw), readonly=readonly)
+                    args = (buf, index, value) if store else (buf, index)
+                    got = _error(fn, *args)
+                    if got is None:
+                        got = ("ok", None if store else _bits(float(fn(*args))))
+                    results.append((got, bytes(buf.data)))
+                assert results[0] == results[1], (name, readonly, index, value)
+        args = (None, 0, 0.0 if "f32" in name else 0) if store else (None, 0)
+        assert _error(fast, *args) == _error(general, *args) is not None
+
+
+def test_kernel_list_get_ref_equals_the_general_op():
+    from runtime_support.loaders import vmvx_scalar as K
+    from runtime_support.vm import list as L
+    from runtime_support.vm.buffer import VMBuffer
+    from runtime_support.vm.list import VMList
+
+    bufs = [VMBuffer(bytearray(4)), None, VMBuffer(bytearray(8))]
+    lists = [VMList.from_values("!vm.buffer", bufs), VMList.from_values("?", bufs),
+             VMList.from_values("i32", [1, 2, 3]), None]
+    for lst, index, type_name in itertools.product(lists, (-1, 0, 1, 2, 3), ("!vm.buffer", "!vm.list", "?")):
+        fast = _error(K.list_get_ref, lst, index, type_name)
+        general = _error(L.list_get_ref, lst, index, type_name)
+        assert fast == general
+        if fast is None:
+            assert K.list_get_ref(lst, index, type_name) is L.list_get_ref(lst, index, type_name)
+
+
+def test_list_writing_kernels_get_a_list_per_dispatch():
+    from runtime_support.loaders.vmvx import _writes_lists
+
+    assert not _writes_lists({"list_get_ref": 0, "buffer_load_f32": 0})
+    assert _writes_lists({"list_get_ref": 0, "list_set_ref": 0})
+    assert _writes_lists({"list_resize": 0})
+
+
+@pytest.fixture
+def chain(compile_mlir, tmp_path):
+    from runtime_support.run_cli import import_package_as
+
+    src = tmp_path / "chain.mlir"
+    src.write_text(CHAIN)
+    vmfb = compile_mlir(src, VMVX)
+    pkg_dir = write_package(read_module_file(vmfb), tmp_path, "pkg")
+    return vmfb, import_package_as(f"_vmvx_dispatch_{tmp_path.name}", pkg_dir)
+
+
+def test_repeated_calls_with_moving_buffers_match_iree(chain, monkeypatch):
+    """Calls with fresh inputs each time (buffers at new and at reused addresses), with
+    the caches emptied now and then, on the scalar and vectorised paths: IREE's bits."""
+    import iree.runtime as rt
+
+    from runtime_support.loaders import vmvx as loader
+
+    vmfb, pkg = chain
+    iree = rt.load_vm_flatbuffer_file(str(vmfb), driver="local-sync")
+    rng = np.random.default_rng(5)
+    edges = np.array(F32_EDGES, dtype=np.float32)
+    for mode in ("0", "1"):
+        monkeypatch.setenv("PYREE_VMVX_SCALAR", mode)
+        ctx = pkg.load(device="local-sync")
+        keep = []
+        for k in range(40):
+            a = rng.choice(edges, 4).astype(np.float32)
+            b = (rng.standard_normal(4) * 10).astype(np.float32)
+            i = rng.integers(-(2**31), 2**31, 2, dtype=np.int64).astype(np.int32)
+            j = rng.integers(-(2**31), 2**31, 2, dtype=np.int64).astype(np.int32)
+            if k % 7 == 3:
+                loader._views.clear()
+            ours = [np.asarray(x) for x in ctx.main(a, b, i, j)]
+            theirs = [np.asarray(x) for x in iree.main(a, b, i, j)]
+            for x, y in zip(ours, theirs):
+                assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), (mode, k)
+            keep.append(ours)  # (results kept alive: later buffers land elsewhere)
