@@ -173,3 +173,67 @@ def test_repeated_calls_with_moving_buffers_match_iree(chain, monkeypatch):
             for x, y in zip(ours, theirs):
                 assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), (mode, k)
             keep.append(ours)  # (results kept alive: later buffers land elsewhere)
+
+
+def _table_program(cb_cls, executable, capacity=4):
+    """fill slot 0, update slot 1, copy slot 0 -> slot 2, dispatch mul(slot 1, slot 2,
+    slot 3), with one direct-buffer ref and a WHOLE_BUFFER ref among them."""
+    from runtime_support.hal.buffer import HalBuffer
+    from runtime_support.hal.command_buffer import BufferRef
+
+    direct = HalBuffer.allocate(16)
+    cb = cb_cls(None, 0, 3, capacity)
+    cb.fill(BufferRef(None, 0, 0, 16), 0x3F800000, 4)
+    cb.update(np.arange(4, dtype=np.float32).tobytes(), BufferRef(None, 1, 4, 16))
+    cb.copy(BufferRef(None, 0, 0, 16), BufferRef(None, 2, 0, -1))
+    cb.copy(BufferRef(None, 2, 0, 16), BufferRef(direct, 0, 0, 16))
+    cb.dispatch(executable, 0, (1, 1, 1), (), [BufferRef(None, 1, 4, 16), BufferRef(direct, 0, 0, 16),
+                                              BufferRef(None, 3, 0, 16)])
+    cb.finalize()
+    return cb, direct
+
+
+def test_table_execution_equals_the_checked_path(monkeypatch):
+    """A reusable command buffer run with binding tables, each once through the one-pass
+    table execution and once with it switched off (check every ref, then run): the same
+    bytes in every buffer, or the same error with nothing run by either."""
+    from test_hal import fake_executable
+
+    from runtime_support.errors import VMError
+    from runtime_support.hal.buffer import HalBuffer
+    from runtime_support.hal import command_buffer as C
+    from runtime_support.hal.command_buffer import HalCommandBuffer
+
+    taken, real = [], C._run_table_plan
+    monkeypatch.setattr(C, "_run_table_plan", lambda *a: taken.append(real(*a)) or taken[-1])
+
+    def tables():
+        b = [HalBuffer.allocate(n) for n in (16, 24, 16, 16, 8)]
+        yield [(b[0], 0, 16), (b[1], 0, 24), (b[2], 0, 16), (b[3], 0, 16)]
+        yield [(b[0], 0, -1), (b[1], 0, -1), (b[2], 0, 16), (b[3], 0, -1)]
+        yield [(b[0], 0, 16), (b[1], 0, 19), (b[2], 0, 16), (b[3], 0, 16)]  # slot 1 too short
+        yield [(b[0], 0, 16), (b[1], 0, 24), (b[2], 0, 16), (b[4], 0, 8)]  # buffer too short
+        yield [(b[0], 0, 16), (b[1], 0, 24), (None, 0, 16), (b[3], 0, 16)]  # null entry
+        yield [(b[0], 0, 16), (b[1], 0, 24), (b[2], 0, 16)]  # table too short
+        yield [(b[0], 4, 16), (b[1], 0, 24), (b[2], 0, 16), (b[3], 0, 16)]  # entry out of range
+        yield [(b[0], 0, 16), (b[1], 0, 24), (b[2], 0, 16), (b[3], 0, 16), (b[4], 0, 8)]
+
+    runs = []
+    for fast in (True, False):
+        cb, direct = _table_program(HalCommandBuffer, fake_executable())
+        out = []
+        for table in tables():
+            if not fast:
+                cb._table_commands = False
+            try:
+                cb.execute(table, 1)
+                err = None
+            except VMError as e:
+                err = (e.code, str(e))
+            buffers = [t[0] for t in table if t[0] is not None] + [direct]
+            out.append((err, [bytes(x.bytes_view(0, x.length).tobytes()) for x in buffers]))
+        runs.append(out)
+        assert (cb._table_commands not in (None, False)) == fast
+    assert runs[0] == runs[1]
+    assert sum(err is None for err, _ in runs[0]) == 3 and sum(err is not None for err, _ in runs[0]) == 5
+    assert taken == [err is None for err, _ in runs[0]]  # (ran where valid, declined where not)

@@ -120,9 +120,14 @@ class _Fill(NamedTuple):
         resolve_ref(self.target, table, "fill_buffer")
 
     def execute(self, table, workers):
-        buffer, offset, length = _require(
-            resolve_ref(self.target, table, "fill_buffer"), "fill_buffer"
-        )
+        self.run_resolved((resolve_ref(self.target, table, "fill_buffer"),), workers)
+
+    def refs(self):
+        return (self.target,)
+
+    def run_resolved(self, resolved, workers):
+        """execute's work once its refs are resolved (in `refs()` order)."""
+        buffer, offset, length = _require(resolved[0], "fill_buffer")
         buffer.fill(offset, length, self.pattern, self.pattern_length)
 
 
@@ -134,9 +139,13 @@ class _Update(NamedTuple):
         resolve_ref(self.target, table, "update_buffer")
 
     def execute(self, table, workers):
-        buffer, offset, length = _require(
-            resolve_ref(self.target, table, "update_buffer"), "update_buffer"
-        )
+        self.run_resolved((resolve_ref(self.target, table, "update_buffer"),), workers)
+
+    def refs(self):
+        return (self.target,)
+
+    def run_resolved(self, resolved, workers):
+        buffer, offset, length = _require(resolved[0], "update_buffer")
         if length != len(self.data):
             raise _out_of_range(
                 "update_buffer", f"target range of {length} bytes for {len(self.data)} bytes"
@@ -153,12 +162,16 @@ class _Copy(NamedTuple):
         resolve_ref(self.target, table, "copy_buffer target")
 
     def execute(self, table, workers):
-        src, src_off, length = _require(
-            resolve_ref(self.source, table, "copy_buffer source"), "copy_buffer"
-        )
-        dst, dst_off, _ = _require(
-            resolve_ref(self.target, table, "copy_buffer target"), "copy_buffer"
-        )
+        src = resolve_ref(self.source, table, "copy_buffer source")
+        dst = resolve_ref(self.target, table, "copy_buffer target")
+        self.run_resolved((src, dst), workers)
+
+    def refs(self):
+        return (self.source, self.target)
+
+    def run_resolved(self, resolved, workers):
+        src, src_off, length = _require(resolved[0], "copy_buffer")
+        dst, dst_off, _ = _require(resolved[1], "copy_buffer")
         dst.copy_from(dst_off, src, src_off, length)
 
 
@@ -195,13 +208,27 @@ class _Dispatch(NamedTuple):
             counts = tuple(int(v) for v in buffer.bytes_view(offset, 12).view(np.uint32))
         else:
             counts = self.workgroups
+        resolved = [resolve_ref(ref, table, f"dispatch binding {i}") for i, ref in enumerate(self.bindings)]
+        self._launch(counts, resolved, workers)
+
+    def refs(self):
+        """The refs a table-resolved run reads (none where the dispatch is direct; an
+        indirect count is not offered to run_resolved: see HalCommandBuffer._table_plan)."""
+        return () if self.direct is not None else self.bindings
+
+    def run_resolved(self, resolved, workers):
+        if self.direct is not None:
+            self.execute(None, workers)
+        else:
+            self._launch(self.workgroups, resolved, workers)
+
+    def _launch(self, counts, resolved, workers):
         bindings = []
-        for i, ref in enumerate(self.bindings):
-            resolved = resolve_ref(ref, table, f"dispatch binding {i}")
-            if resolved is None:
+        for r in resolved:
+            if r is None:
                 bindings.append((0, 0))
             else:
-                buffer, offset, length = resolved
+                buffer, offset, length = r
                 bindings.append((buffer.address + offset, length))
         if 0 in counts:
             return  # an empty grid launches nothing
@@ -290,6 +317,77 @@ class _CollectiveBatch:
         run_batch(batch)
 
 
+_TABLE_COMMANDS = (_Fill, _Update, _Copy, _Dispatch)
+
+
+def _table_plan(commands) -> list | bool:
+    """[(command, refs)] for a finalized command buffer whose commands are all fills,
+    updates, copies and dispatches with direct workgroup counts (their refs resolved by
+    resolve_ref alone), else False."""
+    out = []
+    for c in commands:
+        if type(c) not in _TABLE_COMMANDS or (type(c) is _Dispatch and type(c.workgroups) is not tuple):
+            return False
+        out.append((c, tuple(c.refs())))
+    return out
+
+
+def _run_table_plan(commands, binding_table, workers: int) -> bool:
+    """The Python path's execution with a binding table, each table entry checked once
+    (resolve_ref checks it per ref, and the path checks every ref before running any
+    command, then resolves it again to run): every ref is resolved first as resolve_ref
+    would resolve it, and where any of them, or any entry, would be an error or is not a
+    plain HalBuffer entry, nothing has run and False says so (the path then runs and
+    raises as it does). Else the commands run in order with their resolved refs: True."""
+    for entry in binding_table:
+        if type(entry) is not tuple and type(entry) is not Binding or len(entry) != 3:
+            return False
+    n = len(binding_table)
+    entries: dict = {}  # slot -> (buffer, offset, length) of the entry, checked
+    resolved_all = []
+    for command, refs in commands:
+        resolved = []
+        for ref in refs:
+            buffer = ref.buffer
+            if buffer is not None:
+                if type(buffer) is not HalBuffer:
+                    return False
+                offset, length = ref.offset, ref.length
+                size = buffer.length
+                if length == WHOLE_BUFFER:
+                    length = size - offset
+                if offset < 0 or length < 0 or offset + length > size:
+                    return False
+                resolved.append((buffer, offset, length))
+                continue
+            k = ref.slot
+            entry = entries.get(k)
+            if entry is None:
+                if not 0 <= k < n:
+                    return False
+                buffer, base, base_length = binding_table[k]
+                if type(buffer) is not HalBuffer or type(base) is not int or type(base_length) is not int:
+                    return False
+                size = buffer.length
+                if base_length == WHOLE_BUFFER:
+                    base_length = size - base
+                if base < 0 or base_length < 0 or base + base_length > size:
+                    return False
+                entry = entries[k] = (buffer, base, base_length)
+            buffer, base, base_length = entry
+            offset = ref.offset
+            length = base_length - offset if ref.length == WHOLE_BUFFER else ref.length
+            if offset < 0 or length < 0 or offset + length > base_length:
+                return False
+            resolved.append((buffer, base + offset, length))
+        resolved_all.append(resolved)
+    k = 0
+    for command, _ in commands:
+        command.run_resolved(resolved_all[k], workers)
+        k += 1
+    return True
+
+
 class HalCommandBuffer:
     """A `!hal.command_buffer`, created in the recording state."""
 
@@ -312,6 +410,10 @@ class HalCommandBuffer:
         self.executions = 0
         self.debug_depth = 0
         self._plan = None  # plan.Plan, False (Python only), None (not built yet)
+        # The Python path's commands with their refs ([(command, refs)]), where every
+        # command resolves its refs the same way (_table_plan); False where not; None: not
+        # looked at yet.
+        self._table_commands = None
 
     def __repr__(self) -> str:
         state = "recording" if self.recording else "finalized"
@@ -543,6 +645,12 @@ class HalCommandBuffer:
                 f"indirect command buffer requires at least {self.binding_count} bindings but "
                 "no binding table was provided",
             )
+        if binding_table:
+            commands = self._table_commands
+            if commands is None:
+                commands = self._table_commands = _table_plan(self.commands)
+            if commands and _run_table_plan(commands, binding_table, workers):
+                return
         table = [Binding(*entry) for entry in binding_table] if binding_table else None
         if table is not None:
             # Every command's table references are checked before any command runs, as
