@@ -50,3 +50,32 @@ def test_every_inline_form_is_a_numeric_op_the_translator_lowers():
 
     assert NUMERIC_INLINE is numerics.INLINE
     assert set(numerics.INLINE) <= set(numerics.OPS)
+
+
+def _kernel_forms():
+    from runtime_support.vm import numerics_ftz
+
+    return sorted(set(numerics_ftz.INLINE) - set(numerics.INLINE))
+
+
+@pytest.mark.parametrize("mnemonic", _kernel_forms())
+def test_kernel_inline_form_equals_the_kernel_function(mnemonic):
+    """VMVX kernels' extra inline forms (numerics_ftz.INLINE: wrapping integer arithmetic)
+    equal numerics_ftz's functions, as the host forms equal numerics.py's."""
+    from runtime_support.vm import numerics_ftz
+
+    spec = BY_MNEMONIC[mnemonic]
+    operands = [f for f in spec.fields if not f.write]
+    assert all(f.is_register for f in operands), mnemonic
+    code = compile(numerics_ftz.INLINE[mnemonic].format(**{f.name: f.name for f in operands}), mnemonic, "eval")
+    fn = numerics_ftz.OPS[mnemonic]
+    for args in itertools.product(*(VALUES[f.bank] for f in operands)):
+        got = eval(code, {}, {f.name: a for f, a in zip(operands, args)})
+        assert _same(got, fn(*args)), (mnemonic, args)
+
+
+def test_kernel_forms_extend_the_host_forms():
+    from runtime_support.vm import numerics_ftz
+
+    assert {k: v for k, v in numerics_ftz.INLINE.items() if k in numerics.INLINE} == numerics.INLINE
+    assert set(_kernel_forms()) == {f"{op}.{t}" for op in ("add", "sub", "mul", "fma") for t in ("i32", "i64")}

@@ -50,7 +50,7 @@ def _bits(x: float) -> bytes:
 
 
 def test_fused_f32_ops_equal_the_wrapped_ops():
-    """add/sub/mul.f32 in one call each: the same bits as numerics.py's op under the
+    """add/sub/mul/fma.f32 in one call each: the same bits as numerics.py's op under the
     generic flushing wrapper, on denormals, limits, infinities and NaN."""
     from runtime_support.vm import numerics as N
     from runtime_support.vm import numerics_ftz as F
@@ -62,6 +62,10 @@ def test_fused_f32_ops_equal_the_wrapped_ops():
         assert fused is getattr(F, name.replace(".", "_")) and fused is not wrapped
         for a, b in itertools.product(values, repeat=2):
             assert _bits(fused(a, b)) == _bits(wrapped(a, b)), (name, a, b)
+    composed = F._fma("f32")
+    assert F.OPS["fma.f32"] is F.fma_f32 is not composed
+    for a, b, c in itertools.product(values[:24], repeat=3):
+        assert _bits(F.fma_f32(a, b, c)) == _bits(composed(a, b, c)), (a, b, c)
 
 
 def _error(fn, *args):

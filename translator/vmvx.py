@@ -193,6 +193,7 @@ def translate_kernel(ordinal: int, data: bytes) -> KernelFile:
     from translator.codegen.names import NameTable
     from translator.pipeline import Pipeline
     from translator.reader import read_module
+    from runtime_support.vm.numerics_ftz import INLINE
 
     where = f"VMVX executable in .rodata[{ordinal}]"
     try:
@@ -238,6 +239,7 @@ def translate_kernel(ordinal: int, data: bytes) -> KernelFile:
                 "header": [comment_text(f"Translator: pyree {__version__}")],
             },
             fuse_submissions=False,
+            numeric_inline=INLINE,
         )
     except InvalidModuleError as e:
         raise InvalidModuleError(str(e) if str(e).startswith(where) else f"{where}: {e}") from None

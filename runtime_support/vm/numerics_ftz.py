@@ -164,6 +164,36 @@ def mul_f32(a, b):
     return 0.0 * r if -_T32 < r < _T32 else r
 
 
+def fma_f32(a, b, c):
+    """`fma.f32` as _fma("f32") computes it (not fused: the product rounded and flushed,
+    then the sum), in one call."""
+    if -_T32 < a < _T32:
+        a = 0.0 * a
+    if -_T32 < b < _T32:
+        b = 0.0 * b
+    if -_T32 < c < _T32:
+        c = 0.0 * c
+    p = _unpack_f(_pack_f(a * b))[0]
+    if -_T32 < p < _T32:
+        p = 0.0 * p
+    r = _unpack_f(_pack_f(p + c))[0]
+    return 0.0 * r if -_T32 < r < _T32 else r
+
+
 OPS["add.f32"], OPS["sub.f32"], OPS["mul.f32"] = add_f32, sub_f32, mul_f32
+OPS["fma.f32"] = fma_f32
+
+# Inline forms of kernel code (translator/vmvx.py): numerics.py's, and the wrapping integer
+# arithmetic of a kernel's address and loop-counter updates written out as the functions'
+# own expressions (numerics.add_i64 etc.: one call each per element otherwise).
+# tests/test_codegen_inline_numerics.py checks every form against its function.
+_WRAP = {"i32": (1 << 31, (1 << 32) - 1), "i64": (1 << 63, (1 << 64) - 1)}
+INLINE: dict[str, str] = dict(_n.INLINE)
+for _t, (_s, _m) in _WRAP.items():
+    INLINE[f"add.{_t}"] = f"(({{left}} + {{right}} + {_s}) & {_m}) - {_s}"
+    INLINE[f"sub.{_t}"] = f"(({{left}} - {{right}} + {_s}) & {_m}) - {_s}"
+    INLINE[f"mul.{_t}"] = f"(({{left}} * {{right}} + {_s}) & {_m}) - {_s}"
+    INLINE[f"fma.{_t}"] = f"(({{first}} * {{second}} + {{third}} + {_s}) & {_m}) - {_s}"
+del _t, _s, _m
 
 __all__ = list(_ALL) + [m.replace(".", "_") for m in OPS]

@@ -195,6 +195,7 @@ def generate(
     template: str = "module.py.j2",
     helper_modules: dict[str, str] | None = None,
     view_fields: dict | None = None,
+    numeric_inline: dict | None = None,
 ) -> GeneratedPackage:
     """`template`, `helper_modules` (helper kind -> module, over ops.HELPER_MODULES) and
     `view_fields` (extra ModuleView fields): a VMVX kernel module (translator/vmvx.py).
@@ -229,6 +230,8 @@ def generate(
     names = NameTable(module)
     locations = _Locations(module)
     renderer = OpRenderer(module, names, cconvs, _numeric_ops(), locations)
+    if numeric_inline is not None:  # (a VMVX kernel's: translator/vmvx.py)
+        renderer.numeric_inline = numeric_inline
     renderer.unchecked_ref_loads = unchecked_ref_loads(module, functions)
     renderer.fuse_submissions = fuse_submissions
     if host_path == "programs":

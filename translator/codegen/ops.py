@@ -102,6 +102,10 @@ class Terminator:
 
 
 class OpRenderer:
+    # mnemonic -> inline form (runtime_support.vm.numerics.INLINE; a VMVX kernel's are
+    # numerics_ftz.INLINE: generate's `numeric_inline`)
+    numeric_inline = NUMERIC_INLINE
+
     """Lowers the ops of one module; collects which runtime helpers the module uses."""
 
     def __init__(self, module, names: NameTable, cconvs, numeric_ops: set[str], locations) -> None:
@@ -231,7 +235,7 @@ class OpRenderer:
 
     def _emit_numeric(self, fn: Function, op: Op, prov: Provenance) -> list[Stmt]:
         operands = self._operands(op)
-        form = NUMERIC_INLINE.get(op.mnemonic)
+        form = self.numeric_inline.get(op.mnemonic)
         if form is not None:
             return self._assign(op, prov, form.format(**operands))
         helper = self.use("numerics", helper_name(op.mnemonic))
