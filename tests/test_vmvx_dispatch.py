@@ -241,3 +241,34 @@ def test_table_execution_equals_the_checked_path(monkeypatch):
     assert runs[0] == runs[1]
     assert sum(err is None for err, _ in runs[0]) == 3 and sum(err is not None for err, _ in runs[0]) == 5
     assert taken == [err is None for err, _ in runs[0]]  # (ran where valid, declined where not)
+
+
+@pytest.mark.parametrize("copy_below", [0, 1 << 14])
+def test_masked_access_broadcasts_alike(copy_below, monkeypatch):
+    """load_m / store_m / store with operands of different shapes: the same lanes, values
+    and errors whether the broadcast is a copy or numpy's view; axis_range's arrays are
+    shared and read-only."""
+    from runtime_support.errors import VMError
+    from runtime_support.loaders import vmvx_arrays as A
+
+    monkeypatch.setattr(A, "_COPY_BELOW", copy_below)
+    r0 = A.axis_range(0, 1, 4, 0, 3)
+    assert A.axis_range(0, 1, 4, 0, 3) is r0 and not r0.flags.writeable
+    rows, cols = A.axis_range(0, 8, 4, 0, 3), A.axis_range(0, 1, 8, 1, 3)
+    idx = A.add_i64(rows, cols)  # (4, 8, 1)
+    mask = A.axis_range(0, 1, 8, 1, 3) < 5  # (1, 8, 1)
+    memory = np.arange(40, dtype=np.float32)
+    b = A.Binding(memoryview(memory).cast("B"))
+    got = A.load_m(b, "f32", idx, mask)
+    want = np.where(np.broadcast_to(mask, (4, 8, 1)), memory[np.minimum(idx, 39)], 0)
+    assert got.shape == (4, 8, 1) and got.tobytes() == want.astype(np.float32).tobytes()
+    A.store_m(b, "f32", idx, np.float32(-1), mask)
+    A.store(b, "f32", A.axis_range(32, 1, 8, 1, 3), np.float32(7))
+    expected = np.arange(40, dtype=np.float32)
+    for r in range(4):
+        expected[8 * r : 8 * r + 5] = -1
+    expected[32:40] = 7
+    assert memory.tobytes() == expected.tobytes()
+    with pytest.raises(VMError):  # (an active lane past the binding)
+        A.load_m(b, "f32", A.add_i64(idx, 16), mask)
+    assert memory.tobytes() == expected.tobytes()

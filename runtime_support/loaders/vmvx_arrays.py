@@ -16,6 +16,7 @@ over the whole array (vm/mxcsr.py `array_maps`), elsewhere one ctypes call per e
 
 from __future__ import annotations
 
+import math
 import numpy as np
 
 from runtime_support.errors import StatusCode, VMError
@@ -31,8 +32,28 @@ SMALL_WORK = 32
 _I64_MIN = -(1 << 63)
 
 
-def _scalar(*args) -> bool:
-    return all(type(a) is int or type(a) is float for a in args)
+_SCALARS = frozenset((int, float))
+
+
+def _scalar(a, b=0, c=0) -> bool:
+    """Whether the (up to three) operands are all Python ints or floats."""
+    return type(a) in _SCALARS and type(b) in _SCALARS and type(c) in _SCALARS
+
+
+_COPY_BELOW = 1 << 14  # (elements: a broadcast copy is cheaper than broadcast_to's view)
+
+
+def _to(x, shape):
+    """x broadcast to `shape`, to index with or read: x itself where it is an array of that
+    shape already, a copy where small, else a read-only view."""
+    if type(x) is np.ndarray:
+        if x.shape == shape:
+            return x
+        if math.prod(shape) < _COPY_BELOW:
+            out = np.empty(shape, x.dtype)
+            np.copyto(out, x)
+            return out
+    return np.broadcast_to(x, shape)
 
 
 # ---- denormals ---------------------------------------------------------------------------
@@ -475,15 +496,15 @@ def store(binding: Binding, kind: str, idx, value) -> None:
         return
     if kind == "i32":
         value = _w32(np.asarray(value))
-    shape = np.broadcast_shapes(np.shape(idx), np.shape(value))
-    view[np.broadcast_to(idx, shape)] = np.broadcast_to(np.asarray(value, dtype=view.dtype), shape)
+    shape = np.broadcast(idx, value).shape
+    view[_to(idx, shape)] = _to(np.asarray(value, dtype=view.dtype), shape)
 
 
 def load_m(binding: Binding, kind: str, idx, mask):
     """`load` in the active lanes of `mask` (the others read nothing and hold 0)."""
     view = binding.view(kind)
-    shape = np.broadcast_shapes(np.shape(idx), np.shape(mask))
-    idx, mask = np.broadcast_to(idx, shape), np.broadcast_to(mask, shape)
+    shape = np.broadcast(idx, mask).shape
+    idx, mask = _to(idx, shape), _to(mask, shape)
     active = idx[mask]
     _check(view, active, f"load.{kind}")
     out = np.zeros(shape, dtype=np.int64 if kind[0] == "i" else view.dtype)
@@ -496,11 +517,11 @@ def store_m(binding: Binding, kind: str, idx, value, mask) -> None:
     view = binding.view(kind)
     if view.flags.writeable is False:
         raise VMError(StatusCode.PERMISSION_DENIED, "vm.buffer.store: binding is read-only")
-    shape = np.broadcast_shapes(np.shape(idx), np.shape(value), np.shape(mask))
-    mask = np.broadcast_to(mask, shape)
-    active = np.broadcast_to(idx, shape)[mask]
+    shape = np.broadcast(idx, value, mask).shape
+    mask = _to(mask, shape)
+    active = _to(idx, shape)[mask]
     _check(view, active, f"store.{kind}")
-    value = np.broadcast_to(np.asarray(value), shape)[mask]
+    value = _to(np.asarray(value), shape)[mask]
     if kind == "i32":
         value = _w32(value)
     view[active] = value.astype(view.dtype, copy=False)
@@ -517,11 +538,24 @@ def trip_count(lb: int, ub, step: int) -> int:
 
 
 
+_RANGES: dict = {}  # (start, step, count, axis, ndim) -> read-only axis_range array
+_RANGES_MAX = 512
+
+
 def axis_range(start: int, step: int, count: int, axis: int, ndim: int) -> np.ndarray:
-    """start + step * k for k < count, along `axis` of an ndim-array."""
-    shape = [1] * ndim
-    shape[axis] = count
-    return (start + step * np.arange(count, dtype=np.int64)).reshape(shape)
+    """start + step * k for k < count, along `axis` of an ndim-array (read-only: the same
+    array for the same arguments, dispatch after dispatch)."""
+    key = (start, step, count, axis, ndim)
+    out = _RANGES.get(key)
+    if out is None:
+        shape = [1] * ndim
+        shape[axis] = count
+        out = (start + step * np.arange(count, dtype=np.int64)).reshape(shape)
+        out.flags.writeable = False
+        if len(_RANGES) >= _RANGES_MAX:
+            _RANGES.clear()
+        _RANGES[key] = out
+    return out
 
 
 def injective(terms) -> bool:
