@@ -171,7 +171,7 @@ class _Prepared:
     __slots__ = ("constants", "ranges", "_buffers", "_arrays", "_list", "_reuse_list")
 
     def __init__(self, constants, ranges, reuse_list: bool) -> None:
-        self.constants = VMBuffer(_pack(constants), readonly=True)
+        self.constants = _constant_buffer(constants)
         self.ranges = ranges
         self._buffers = self._arrays = self._list = None
         self._reuse_list = reuse_list
@@ -193,10 +193,25 @@ class _Prepared:
     def binding_list(self) -> VMList:
         lst = self._list
         if lst is None:
-            lst = VMList.from_values("!vm.buffer", self.buffers)
+            buffers = self.buffers
+            lst = VMList("!vm.buffer", len(buffers))  # (from_values' list, its refs as they are)
+            lst._items.extend(buffers)
             if self._reuse_list:
                 self._list = lst
         return lst
+
+
+# Read-only VM buffers of push constants by their values (no kernel can write one).
+_constants: dict = {}
+
+
+def _constant_buffer(constants: tuple) -> VMBuffer:
+    buf = _constants.get(constants)
+    if buf is None:
+        if len(_constants) >= _VIEWS_MAX:
+            _constants.clear()
+        buf = _constants[constants] = VMBuffer(_pack(constants), readonly=True)
+    return buf
 
 
 # VM buffers over host memory by (address, length): a program's buffers come back to the
