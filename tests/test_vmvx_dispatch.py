@@ -272,3 +272,63 @@ def test_masked_access_broadcasts_alike(copy_below, monkeypatch):
     with pytest.raises(VMError):  # (an active lane past the binding)
         A.load_m(b, "f32", A.add_i64(idx, 16), mask)
     assert memory.tobytes() == expected.tobytes()
+
+
+ARGMAX = """
+func.func @main(%x: tensor<BATCHx256xf32>) -> tensor<BATCHxi32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %none = arith.constant -1 : i32
+  %me = tensor.empty() : tensor<BATCHxf32>
+  %mf = linalg.fill ins(%ninf : f32) outs(%me : tensor<BATCHxf32>) -> tensor<BATCHxf32>
+  %ie = tensor.empty() : tensor<BATCHxi32>
+  %if = linalg.fill ins(%none : i32) outs(%ie : tensor<BATCHxi32>) -> tensor<BATCHxi32>
+  %am:2 = linalg.generic {indexing_maps = [affine_map<(b, v) -> (b, v)>,
+                                           affine_map<(b, v) -> (b)>,
+                                           affine_map<(b, v) -> (b)>],
+                          iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<BATCHx256xf32>) outs(%mf, %if : tensor<BATCHxf32>, tensor<BATCHxi32>) {
+  ^bb0(%v: f32, %m: f32, %k: i32):
+    %j = linalg.index 1 : index
+    %ji = arith.index_cast %j : index to i32
+    %gt = arith.cmpf ogt, %v, %m : f32
+    %nm = arith.select %gt, %v, %m : f32
+    %nk = arith.select %gt, %ji, %k : i32
+    linalg.yield %nm, %nk : f32, i32
+  } -> (tensor<BATCHxf32>, tensor<BATCHxi32>)
+  return %am#1 : tensor<BATCHxi32>
+}
+"""
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+def test_one_workgroup_without_loop_axes_runs_scalar(batch, compile_mlir, tmp_path, monkeypatch):
+    """An argmax (a sequential loop, no loop axis): over one workgroup the vectorised
+    program declines (every value would be a scalar) and the scalar translation runs; over
+    several it runs as numpy. IREE's bits either way, NaN and ties included."""
+    import iree.runtime as rt
+
+    from runtime_support.loaders import vmvx_arrays as A
+    from runtime_support.run_cli import import_package_as
+
+    src = tmp_path / "argmax.mlir"
+    src.write_text(ARGMAX.replace("BATCH", str(batch)))
+    vmfb = compile_mlir(src, VMVX)
+    pkg = import_package_as(f"_vmvx_argmax_{batch}_{tmp_path.name}",
+                            write_package(read_module_file(vmfb), tmp_path, "pkg"))
+    rng = np.random.default_rng(batch)
+    x = rng.standard_normal((batch, 256)).astype(np.float32)
+    x[0, 10] = x[0, 200] = 9.0  # (a tie: the first kept)
+    x[-1, 3] = np.nan
+    x[-1, 5:9] = 1e-40  # (denormals)
+    calls, real = [], A.axis_range
+    monkeypatch.setattr(A, "axis_range", lambda *a: calls.append(1) or real(*a))
+    from translator.reader import read_module
+    from translator.vmvx import count_vectorized, find_executables
+
+    module = read_module(vmfb.read_bytes())
+    assert sum(count_vectorized(read_module(d)) for _, d in find_executables(module)) >= 1
+    ours = np.asarray(pkg.load(device="local-sync").main(x))
+    theirs = np.asarray(rt.load_vm_flatbuffer_file(str(vmfb), driver="local-sync").main(x))
+    assert ours.dtype == theirs.dtype and ours.tobytes() == theirs.tobytes()
+    grid = len(calls) > 0  # (the numpy program ran past its first check)
+    assert grid == (batch > 1)

@@ -1115,6 +1115,11 @@ def _assemble(k: _Kernel, guards: list[str]) -> list[str]:
     if k.work is not None:
         out.append(f"if cx * cy * cz * {k.work} <= A.SMALL_WORK:  # (small: the scalar translation is cheaper)")
         out.append("    return False")
+    if k.ndim == 3:
+        # (no loop axis: with one workgroup every value is a scalar, which the scalar
+        # translation computes without the array wrappers)
+        out.append("if cx * cy * cz == 1:  # (one workgroup, no loop axis: nothing varies)")
+        out.append("    return False")
     out.append(f"NDIM = {k.ndim}")
     for axis, g in enumerate(GRID):
         out.append(f"_{g} = A.axis_range(0, 1, {_COUNTS[g]}, {axis}, NDIM)")
