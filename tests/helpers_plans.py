@@ -1,5 +1,6 @@
-"""Watching native plans in tests: the replay plans one_shot.py runs, and a plan's
-dispatch records (where the runner keeps its inline and pool estimates)."""
+"""Watching native plans in tests: the replay plans one_shot.py runs, the plans queue
+programs' segments launch, and a plan's dispatch records (where the runner keeps its
+inline and pool estimates)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,46 @@ def replay_runs(monkeypatch) -> list:
 
     monkeypatch.setattr(Plan, "run_values", spy)
     return runs
+
+
+def launched_plans(monkeypatch) -> list:
+    """Each plan launched (Plan.launch: a queue program's segment, runtime_support/exec),
+    in order."""
+    plans = []
+    launch = Plan.launch
+
+    def spy(plan, workers):
+        plans.append(plan)
+        return launch(plan, workers)
+
+    monkeypatch.setattr(Plan, "launch", spy)
+    return plans
+
+
+def plans_per_call(calls, launched: list) -> list:
+    """For each `(key, thunk)` of `calls`: runs it and collects (key, the ids of the plans
+    it launched), in order."""
+    out = []
+    for key, thunk in calls:
+        before = len(launched)
+        thunk()
+        out.append((key, tuple(id(p) for p in launched[before:])))
+    return out
+
+
+def one_plan_per_key(per_call) -> bool:
+    """Whether every call launched plans, the calls of one key the same ones and calls of
+    different keys different ones."""
+    by_key: dict = {}
+    for key, ids in per_call:
+        if not ids or by_key.setdefault(key, ids) != ids:
+            return False
+    seen: set = set()
+    for ids in by_key.values():
+        if seen & set(ids):
+            return False
+        seen |= set(ids)
+    return True
 
 
 def dispatch_records(plan) -> list[int]:

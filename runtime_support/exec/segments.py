@@ -96,7 +96,7 @@ class _Shape:
 
     __slots__ = (
         "plan", "fresh", "fresh_bytes", "arenas", "outside", "results", "await_args", "fences",
-        "values", "loads",
+        "values", "loads", "outside_signal",
     )
 
     def __init__(self, plan, fresh, arenas, outside, results, await_args, fences) -> None:
@@ -116,6 +116,8 @@ class _Shape:
         # per readback: (its value's slot, an arena's storage array, the byte there,
         # length), read after the plan while the queue is held
         self.loads = ()
+        # the slot of the caller's fence the segment signals last (a Fence per call), or None
+        self.outside_signal = None
 
 
 class Segment:
@@ -143,6 +145,8 @@ class Segment:
                 value = getattr(step, p)
                 if p in ("wait_fence", "fences"):
                     uses.append((i, value, "wait"))
+                elif p == "signal_fence":
+                    uses.append((i, value, "signal"))
                 elif p in ("buffer", "source_buffer", "target_buffer"):
                     uses.append((i, value, "buffer"))
                 elif p == "binding_table":
@@ -192,6 +196,11 @@ class Segment:
         if device not in keyed:
             keyed.append(device)
         self.waits = [slot(name) for name in sorted(n for n, r in external.items() if "wait" in r)]
+        # The caller's fence the segment's last step signals (find_segments), or None.
+        outside = [name for name, r in external.items() if "signal" in r]
+        if len(outside) > 1 or any(external[name] != {"signal"} for name in outside):
+            raise ValueError("a caller's fence read as more than the segment's last signal")
+        self.outside_signal = slot(outside[0]) if outside else None
         self.buffer_names = sorted(name for name, r in external.items() if "buffer" in r)
         self.buffers = [slot(name) for name in self.buffer_names]
         keys = [slot(name) for name in keyed]
@@ -252,6 +261,7 @@ def find_segments(program, spans: list, private: set[str], own, slot) -> list[Se
     steps = program.steps
     public = made_fences(program) - private  # (fences made here and returned)
     fences = private | public
+    inputs = set(program.inputs)
     recorded = {k: span for span in spans for k in (span[0], *span[1], span[2])}
     out = []
     k, n = 0, len(steps)
@@ -265,6 +275,9 @@ def find_segments(program, spans: list, private: set[str], own, slot) -> list[Se
                     break
                 if end in recorded and type(step) in _QUEUE_OPS and step.signal_fence in public:
                     last = end
+                if end in recorded and _signals_outside(step, inputs):
+                    last = end
+                    break  # (the caller's fence: signalled after everything before it)
             elif type(step) is FenceAwait:
                 if not (own(step) and isinstance(step.out, str)):
                     break
@@ -291,6 +304,9 @@ def find_segments(program, spans: list, private: set[str], own, slot) -> list[Se
             elif _inner(step, private, fences, own):
                 if type(step) in _QUEUE_OPS and step.signal_fence in public:
                     last = end
+            elif own(step) and _signals_outside(step, inputs):
+                last = end
+                break  # (the caller's fence: signalled after everything before it)
             else:
                 break
             end += 1
@@ -326,6 +342,12 @@ def made_fences(program) -> set[str]:
         step.out for step in program.steps
         if type(step) in (FenceCreate, FenceJoin) and isinstance(step.out, str)
     }
+
+
+def _signals_outside(step, inputs: set[str]) -> bool:
+    """Whether `step` is a queue operation signalling a fence the program was given (an
+    async export's signal fence, iree-turbine's `main$async`): a segment ends there."""
+    return type(step) in _QUEUE_OPS and isinstance(step.signal_fence, str) and step.signal_fence in inputs
 
 
 def _inner(step, private: set[str], fences: set[str], own) -> bool:
@@ -473,7 +495,11 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
             continue
         # a queue operation
         signal = step.signal_fence
-        if sim[slot_of(signal)] is not pending:
+        to_caller = segment.outside_signal is not None and slot_of(signal) == segment.outside_signal
+        if to_caller:  # (the caller's fence, signalled per call after the plan: run_shape)
+            if type(sim[slot_of(signal)]) is not Fence:
+                raise _Decline
+        elif sim[slot_of(signal)] is not pending:
             raise _Decline
         follows = _follows(step.wait_fence, get["wait_fence"](sim), deps, done) | awaited
         if len(follows) != executed:
@@ -529,6 +555,8 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
                     c = _direct_to_table(c, table, row_of)
                 commands.append(_rebased(c, table))
             executed += 1
+        if to_caller:
+            continue  # (the segment's last step: it follows every execution, checked above)
         deps[signal] = follows | ({executed} if kind in _EXECUTES else frozenset())
         sim[slot_of(signal)] = done
         if signal in segment.public:
@@ -572,6 +600,7 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
     fresh = [(*f, p, s) for f, p, s in zip(fresh, places, slots)]
     results = [(slot, value) for slot, k, value in results if k is None]
     shape = _Shape(plan, fresh, arena_buffers, outside, results, await_args, fences)
+    shape.outside_signal = segment.outside_signal
     shape.fresh_bytes = sum(f[0] for f in fresh)
     # Readbacks: from the buffer's place in its arena's storage.
     shape.loads = [
@@ -718,6 +747,9 @@ def run_shape(segment: Segment, shape: _Shape, env: dict, await_import) -> bool:
     """Runs `shape`'s plan for the call's values in `env` (`ready` holds); False (nothing
     done) where another thread holds the queue or a row's checks decline."""
     device = env[segment.device]
+    signal = shape.outside_signal
+    if signal is not None and type(env[signal]) is not Fence:
+        return False  # (no fence: the steps)
     queue = device.queue
     if not queue.hold():
         return False
@@ -784,6 +816,11 @@ def run_shape(segment: Segment, shape: _Shape, env: dict, await_import) -> bool:
         fence.fail(error)
         await_import(shape.await_args[0], shape.await_args[1], [fence])
         raise error  # (not reached: an await of a failed fence raises)
+    if signal is not None:  # (after everything, as the queue signals it: or fails it)
+        if error is None:
+            env[signal].signal()
+        else:
+            env[signal].fail(error)
     for slot, value in shape.results:
         env[slot] = value
     return True
