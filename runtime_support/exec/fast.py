@@ -46,6 +46,7 @@ from .steps import (
     BufferLoad,
     BufferViewAssert,
     BufferViewBuffer,
+    BufferViewDim,
     DeviceAllocator,
     CommandBufferCopyBuffer,
     CommandBufferCreate,
@@ -131,7 +132,7 @@ def has_fast_path(program) -> bool:
 
 
 # (the steps whose handlers need neither a private fence nor a recording: checks, reads)
-_CHECKS = (BufferViewAssert, BufferViewBuffer, DeviceAllocator, BufferAssert, BufferLoad)
+_CHECKS = (BufferViewAssert, BufferViewBuffer, BufferViewDim, DeviceAllocator, BufferAssert, BufferLoad)
 
 
 # -- private fences ------------------------------------------------------------------------
@@ -516,6 +517,24 @@ def _buffer_assert(step, get, private, general, values):
     return buffer_assert
 
 
+def _view_dim(step, get, private, general, values):
+    """A view's dimension (`HalBufferView.dim` without the import's wrapper: a view and an
+    index within its rank; anything else goes through the import)."""
+    if not isinstance(step.out, str):
+        return None
+    view_of, index_of = get["buffer_view"], get["index"]
+    out = values.key(step.out)
+
+    def view_dim(env) -> None:
+        view, index = view_of(env), index_of(env)
+        if type(view) is HalBufferView and type(index) is int and 0 <= index < len(view.shape):
+            env[out] = view.shape[index]
+        else:
+            general(env)
+
+    return view_dim
+
+
 def _buffer_load(step, get, private, general, values):
     """A readback (a predicate the host branches on): `HalBuffer.load` without the
     import's wrapper where the operands are what the import takes."""
@@ -549,6 +568,7 @@ _HANDLERS = {
     DeviceQueueExecute: _execute,
     BufferViewAssert: _view_assert,
     BufferViewBuffer: _view_buffer,
+    BufferViewDim: _view_dim,
     DeviceAllocator: _device_allocator,
     BufferAssert: _buffer_assert,
     BufferLoad: _buffer_load,

@@ -178,6 +178,12 @@ class ViewBuffer(Step):
     __slots__ = ()
 
 
+class ViewDim(Step):
+    """One dimension of an argument view (a dynamic shape's size, read before its checks)."""
+
+    __slots__ = ()
+
+
 class Allocator(Step):
     """The device's allocator (the buffer check's operand)."""
 
@@ -211,6 +217,7 @@ KINDS: dict[str, type[Step]] = {
     "hal.buffer_view.assert": CheckArgument,
     "hal.buffer.assert": CheckArgument,
     "hal.buffer_view.buffer": ViewBuffer,
+    "hal.buffer_view.dim": ViewDim,
     "hal.device.allocator": Allocator,
 }
 
@@ -294,6 +301,7 @@ def lookup(full_name: str, cconv: str) -> StepEntry | None:
 __all__ = [
     "KINDS", "STEPS", "Alloca", "Allocator", "Await", "Barrier", "CheckArgument", "Copy",
     "Dealloca", "Dispatch", "Execute", "Fill", "Finalize", "Join", "Lookup", "NewFence",
-    "Read", "Record", "STEP_CLASSES", "Step", "StepEntry", "Update", "ViewBuffer", "lookup",
+    "Read", "Record", "STEP_CLASSES", "Step", "StepEntry", "Update", "ViewBuffer", "ViewDim",
+    "lookup",
     *STEP_CLASSES,
 ]

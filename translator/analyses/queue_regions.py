@@ -351,8 +351,8 @@ class _Finder:
             out.append((b, op, role))
             written = {s for r in op.writes() for s in _slots(r)}
             made -= written
-            if role == "step":
-                made |= written
+            if role == "step" and _step(self.module, op).kind is not steps.ViewDim:
+                made |= written  # (a view's dimension is a plain value: integer ops may read it)
             _update_constants(known, op)
             if op.spec.is_terminator:  # a step that ends its block (fence.await)
                 crossed = self.crossing(b, op)
@@ -546,7 +546,7 @@ def _region(finder: _Finder, grown) -> Region:
     # (growth stops before such an op, so this holds by construction: checked here).
     interior = []
     for v in sorted(step_made - out_values):
-        assert all(role in ("step", "branch") for _, role in readers.get(v, ())), (
+        assert made_by[v][1] == "ViewDim" or all(role in ("step", "branch") for _, role in readers.get(v, ())), (
             f"{fn.name}: value %{v} read by a non-step op in a region"
         )
         interior.append(v)
