@@ -855,3 +855,58 @@ def test_dynamic_argument_checks_are_one_op(compile_mlir, tmp_path, monkeypatch)
         if isinstance(o, FastProgram) and o.program in programs for op in o._fast_ops
     ]
     assert ops.count("argument") >= 2 and "view_assert" not in ops
+
+
+def test_async_export_signals_the_callers_fence_from_its_plan(compile_mlir, tmp_path, monkeypatch):
+    """An async export (`--iree-execution-model=async-external`, iree-turbine's
+    `main$async`) ends its queue work with a queue operation that signals the caller's
+    fence, and no await: the segment takes that signal as its last step, so every call
+    runs the plan (nothing through the queue imports), results equal iree.runtime's; a
+    failing execution fails the caller's fence with the error the general path gives it,
+    which the sync wrapper's await raises."""
+    import numpy as np
+
+    from helpers_plans import launched_plans
+    from runtime_support.errors import StatusCode
+    from runtime_support.hal.command_buffer import HalCommandBuffer
+    from runtime_support.hal.plan import Plan
+
+    src = tmp_path / "mul.mlir"
+    src.write_text(_MUL_MLIR)
+    vmfb = compile_mlir(src, QUEUE_FLAGS + ("--iree-execution-model=async-external",))
+    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+    session = IreeSession(compile_mlir(src, QUEUE_FLAGS))  # (the oracle: the same program, sync)
+    rng = np.random.default_rng(3)
+    launched = launched_plans(monkeypatch)
+    calls = _counted_queue_imports(monkeypatch)
+    ctx = pkg.load(device="local-sync")
+    for _ in range(3):
+        a, b = (rng.standard_normal(4).astype(np.float32) for _ in range(2))
+        (want,) = session.call("mul", [a, b], session.signature("mul"))
+        assert ctx.call("mul", a, b).tobytes() == np.asarray(want).tobytes()
+    signal = ctx.create_fence()  # (the caller's own fence, as turbine passes it)
+    view = ctx.call("mul", a, b, None, signal)
+    assert signal.is_reached and view.to_numpy().tobytes() == np.asarray(want).tobytes()
+    assert len(launched) == 4 and len({id(p) for p in launched}) == 1
+    assert not calls.get("device_queue_alloca") and not calls.get("device_queue_execute_indirect")
+
+    a, b = np.arange(4, dtype=np.float32), np.full(4, 1.5, np.float32)
+    real_launch = Plan.launch
+
+    def failing(plan, workers):
+        raise VMError(StatusCode.DATA_LOSS, "kernel failed on purpose")
+
+    monkeypatch.setattr(Plan, "launch", failing)
+    with pytest.raises(VMError) as fast_error:
+        ctx.call("mul", a, b)
+    monkeypatch.setattr(Plan, "launch", real_launch)
+    ctx.call("mul", a, b)  # (the next call runs)
+
+    monkeypatch.setenv("PYREE_QUEUE_FAST", "0")  # the general path, failing the same way
+    monkeypatch.setattr(HalCommandBuffer, "execute", lambda self, table=None, workers=None: failing(None, 1))
+    general = pkg.load(device="local-sync")
+    with pytest.raises(VMError) as general_error:
+        general.call("mul", a, b)
+    assert (fast_error.value.code, str(fast_error.value)) == (
+        general_error.value.code, str(general_error.value),
+    )
