@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from translator.host_paths import DEFAULT_HOST_PATH
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CACHE = REPO / ".pyree-cache" / "bench"
 
@@ -109,7 +111,7 @@ def _translator_key() -> str:
 
 def translate(
     vmfb: Path, cache: Path, name: str, *, reuse: bool = True, merge_runs: bool = True,
-    host_path: str = "fused",
+    host_path: str = DEFAULT_HOST_PATH,
 ) -> tuple[Path, float, bool]:
     """(package folder, seconds, reused): read + decode + verify + codegen + black + write.
 
@@ -118,7 +120,7 @@ def translate(
     from translator.codegen import write_package
     from translator.reader import read_module_file
 
-    options = (b"" if merge_runs else b"no-runs") + (b"" if host_path == "fused" else host_path.encode())
+    options = (b"" if merge_runs else b"no-runs") + (b"" if host_path == "fused" else host_path.encode())  # (keys kept as they were)
     key = hashlib.sha256(vmfb.read_bytes() + _translator_key().encode() + options).hexdigest()[:16]
     out_dir = cache / "packages" / f"{name}-{key}"
     record = out_dir / "translate.json"

@@ -42,6 +42,7 @@ import numpy as np
 
 from bench import build, fresh, report, timing
 from bench.programs import BY_NAME, CHAIN_LENGTH, PROGRAMS
+from translator.host_paths import DEFAULT_HOST_PATH, HOST_PATHS
 
 DEVICE_PAIRS = {"sync": ("local-sync", "local-sync"), "task": ("local", "local-task")}
 MODES = {  # min seconds per (program, device pair), min and max interleaved rounds
@@ -292,7 +293,7 @@ def parser() -> argparse.ArgumentParser:
                     help="translate again even where the cache holds the package")
     ap.add_argument("--no-fresh", dest="fresh", action="store_false",
                     help="leave out the import and load of each package in fresh processes")
-    ap.add_argument("--host-path", choices=("fused", "programs"), default="fused",
+    ap.add_argument("--host-path", choices=HOST_PATHS, default=DEFAULT_HOST_PATH,
                     help="how pyree-translate writes the host's queue calls (its --host-path)")
     ap.add_argument("--vmvx", nargs="?", const="also", default="off",
                     choices=("off", "also", "only"),

@@ -5,6 +5,8 @@ results, accounting, statistics, failures, fallbacks and threads."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -15,10 +17,14 @@ from runtime_support.loaders import statistics
 from runtime_support.run_cli import import_package_as
 from tests.helpers_compile import LLVM_CPU_FLAGS, compile_mlir
 from tests.helpers_threads import outputs_from_threads
-from translator.codegen import loops, write_package
+from translator.codegen import loops, write_package as _write_package
 from translator.codegen.stmt import Assign, ChainCall, Comment, Continue, If, Release, While
 from translator.codegen.stmt import Provenance
 from translator.reader import read_module_file
+
+# These tests are of the fused mechanisms (`--host-path=fused`), kept until issue #25
+# deletes them; the default host path is queue programs (tests/test_queue_programs.py).
+write_package = partial(_write_package, host_path="fused")
 
 # The benchmark's host loop, smaller: 50 iterations of a 16-wide matvec + tanh.
 LOOP = (PROGRAM_DIR / "host_loop.mlir").read_text().replace("256x256", "16x16").replace("256", "16")

@@ -316,9 +316,12 @@ def test_no_fuse_keeps_one_call_per_op(tensor_vmfb, tmp_path):
     assert fused.returncode == plain.returncode == 0, (fused.stderr, plain.stderr)
     on = (tmp_path / "on" / "pkg" / "__init__.py").read_text()
     off = (tmp_path / "off" / "pkg" / "__init__.py").read_text()
-    assert "submit_alloca_execute_indirect(" in on
+    assert "= QueueProgram(" in on
     assert "= hal_fence_await(" not in on and "= hal_fence_await(" in off
-    assert "submit_" not in off
+    assert "QueueProgram" not in off and "submit_" not in off
+    older = run_cli(tensor_vmfb, "-o", tmp_path / "fused", "--name", "pkg", "-q", "--host-path=fused")
+    assert older.returncode == 0, older.stderr
+    assert "submit_alloca_execute_indirect(" in (tmp_path / "fused" / "pkg" / "__init__.py").read_text()
 
 
 def test_package_help_and_dir_show_the_api(tensor_vmfb, tmp_path):

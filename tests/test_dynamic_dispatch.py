@@ -18,7 +18,13 @@ import numpy as np
 import pytest
 
 from bench.programs import dynamic_chain_source
-from helpers_plans import dispatch_records, replay_runs
+from helpers_plans import (
+    dispatch_records,
+    launched_plans,
+    one_plan_per_key,
+    plans_per_call,
+    replay_runs,
+)
 from runtime_support.errors import StatusCode, VMError
 from runtime_support.hal.buffer import HalBuffer
 from runtime_support.hal.command_buffer import (
@@ -266,8 +272,45 @@ def dynamic_package(dynamic_vmfb, tmp_path_factory):
     return load_package(write_package(read_module_file(dynamic_vmfb), out, "pkg"))
 
 
+@pytest.fixture(scope="module")
+def dynamic_package_fused(dynamic_vmfb, tmp_path_factory):
+    from translator.codegen import write_package
+    from translator.reader import read_module_file
+
+    out = tmp_path_factory.mktemp("fused")
+    return load_package(write_package(read_module_file(dynamic_vmfb), out, "pkg_fused", host_path="fused"))
+
+
 @pytest.mark.parametrize("device", ["local-sync", "local"])
-def test_dynamic_shapes_match_iree(dynamic_vmfb, dynamic_package, device, monkeypatch):
+def test_dynamic_shapes_one_plan_per_size_match_iree(dynamic_vmfb, dynamic_package, device, monkeypatch):
+    """Queue programs (the default host path): every call runs its segment's native plan,
+    one plan per size (built at the size's first call), bit-identical to iree.runtime."""
+    rt = pytest.importorskip("iree.runtime")
+    config = rt.Config("local-sync")
+    with open(dynamic_vmfb, "rb") as f:
+        vm_module = rt.VmModule.copy_buffer(config.vm_instance, f.read())
+    theirs = rt.load_vm_module(vm_module, config).main
+    ctx = dynamic_package.load(device=device, workers=2)
+    launched = launched_plans(monkeypatch)
+    rng = np.random.default_rng(2)
+    calls = []
+    for n in (1, 7, 1024, 3, 300_000, 1024, 300_000, 5, 300_000, 300_000, 0):
+        a = rng.standard_normal(n).astype(np.float32)
+        b = rng.standard_normal(n).astype(np.float32)
+
+        def call(a=a, b=b, n=n):
+            ours, expected = ctx.main(a, b), np.asarray(theirs(a, b).to_host())
+            assert ours.dtype == expected.dtype and ours.shape == expected.shape == (n,)
+            assert ours.tobytes() == expected.tobytes()
+
+        calls.append((n, call))
+    per_call = plans_per_call(calls, launched)
+    if native.native_runtime() is not None:
+        assert one_plan_per_key([(n, ids) for n, ids in per_call if n]), per_call
+
+
+@pytest.mark.parametrize("device", ["local-sync", "local"])
+def test_dynamic_shapes_match_iree(dynamic_vmfb, dynamic_package_fused, device, monkeypatch):
     """Sizes from an empty grid to grids the worker pool takes, call after call (each a
     new one-shot command buffer), bit-identical to iree.runtime: a size's first call
     through the direct runs, the calls after it through its replay plan."""
@@ -276,7 +319,7 @@ def test_dynamic_shapes_match_iree(dynamic_vmfb, dynamic_package, device, monkey
     with open(dynamic_vmfb, "rb") as f:
         vm_module = rt.VmModule.copy_buffer(config.vm_instance, f.read())
     theirs = rt.load_vm_module(vm_module, config).main
-    ctx = dynamic_package.load(device=device, workers=2)
+    ctx = dynamic_package_fused.load(device=device, workers=2)  # (one_shot.py's replays)
     from runtime_support.hal.executable import HalExecutable
 
     (exe,) = [ctx.refs[k] for k in range(len(ctx.refs)) if type(ctx.refs[k]) is HalExecutable]
@@ -358,32 +401,48 @@ def test_recycled_argument_copies_hold_their_array_and_are_never_shared():
     )
 
 
+@pytest.mark.parametrize("host_path", ["programs", "fused"])
 @pytest.mark.parametrize("device", ["local-sync", "local"])
 def test_dynamic_matmul_chain_replays_match_iree(compile_mlir, tmp_path_factory, device,
-                                                 monkeypatch):
+                                                 monkeypatch, host_path):
     """Twelve dispatches recorded per call, batch sizes coming again and again: each
-    size's calls after its first replay one native plan, bit-identical to iree.runtime."""
+    size's calls after its first replay one native plan (fused: one_shot.py's replays;
+    programs: the segment's plan per size, its first call included), bit-identical to
+    iree.runtime."""
     from translator.codegen import write_package
     from translator.reader import read_module_file
 
     rt = pytest.importorskip("iree.runtime")
     vmfb = compile_mlir(_src(tmp_path_factory, "chain", dynamic_chain_source(12)), FLAGS)
-    pkg = load_package(write_package(read_module_file(vmfb), tmp_path_factory.mktemp("c"), "c"))
+    pkg = load_package(write_package(read_module_file(vmfb), tmp_path_factory.mktemp("c"), "c",
+                                     host_path=host_path))
     config = rt.Config("local-sync")
     with open(vmfb, "rb") as f:
         theirs = rt.load_vm_module(rt.VmModule.copy_buffer(config.vm_instance, f.read()),
                                    config).main
     ctx = pkg.load(device=device, workers=2)
     replays = replay_runs(monkeypatch)
+    launched = launched_plans(monkeypatch)
     rng = np.random.default_rng(5)
     w = (rng.standard_normal((16, 16)) / 4).astype(np.float32)
     sizes = (4, 0, 4, 1, 4, 300, 1, 300, 300, 0, 0, 4)
+    calls = []
     for n in sizes:
         a = rng.standard_normal((n, 16)).astype(np.float32)
-        ours, expected = ctx.main(a, w), np.asarray(theirs(a, w).to_host())
-        assert ours.shape == expected.shape == (n, 16)
-        assert ours.tobytes() == expected.tobytes(), n
-    if native.native_runtime() is not None:
+
+        def call(a=a, n=n):
+            ours, expected = ctx.main(a, w), np.asarray(theirs(a, w).to_host())
+            assert ours.shape == expected.shape == (n, 16)
+            assert ours.tobytes() == expected.tobytes(), n
+
+        calls.append((n, call))
+    per_call = plans_per_call(calls, launched)
+    if native.native_runtime() is None:
+        return
+    if host_path == "programs":
+        assert one_plan_per_key([(n, ids) for n, ids in per_call if n]), per_call
+        assert all(len(dispatch_records(plan)) == 12 for plan in launched)
+    else:
         # every call of a size after its first on the fast path (the context's first call
         # goes through the imports, its lookup not answered yet): 4 x2, 1 x1, 300 x2, 0 x2
         assert [ran for _, ran in replays] == [True] * 7

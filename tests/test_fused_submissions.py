@@ -9,6 +9,8 @@ ones and iree.runtime give, bit for bit, on local-sync and local.
 
 from __future__ import annotations
 
+from functools import partial
+
 import copy
 
 import numpy as np
@@ -26,11 +28,15 @@ from runtime_support.run_cli import import_package_as
 from tests.helpers_compile import LLVM_CPU_FLAGS, compile_mlir
 from translator.analyses import cfg, submissions
 from translator.analyses.liveness import RefLiveness
-from translator.codegen import write_package
+from translator.codegen import write_package as _write_package
 from translator.ir import Op, Reg
 from translator.isa import BY_MNEMONIC
 from translator.pipeline import Pipeline
 from translator.reader import read_module_file
+
+# These tests are of the fused mechanisms (`--host-path=fused`), kept until issue #25
+# deletes them; the default host path is queue programs (tests/test_queue_programs.py).
+write_package = partial(_write_package, host_path="fused")
 
 MUL4 = """
 func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {

@@ -39,8 +39,8 @@ GOLDEN = {
     "multi_export": ("multi_export", "several exports and internal calls; one export table"),
     "dynamic_shapes": ("dyn_shape_2d", "dynamic dimensions: i64 index arithmetic, shape lists"),
     "vm_branches": ("vm_branches", "VM dialect: br_table as if/elif, counted loop, i64 compares"),
-    "runs": ("tensor_barrier_chain", "a run of awaited submissions as one call; its layout constant in _runs.py"),
-    "readback_loop": ("cf_readback_loop", "a host loop reading a result back: one-shot calls that keep the awaited fence or return a new one the loop carries; a failed wait's exit inline"),
+    "barrier_chain": ("tensor_barrier_chain", "awaited submissions across several command buffers as one queue program call; the programs in _programs.py"),
+    "readback_loop": ("cf_readback_loop", "a host loop reading a result back: a queue program per region of the body, the readback inside one, command buffers recorded per call as program steps"),
 }
 FRAME_CASE = "elementwise"
 _DEF = re.compile(r"^    def (\w+)\(")
@@ -104,6 +104,15 @@ def _runs_block(frame: str) -> str:
     return frame[start + 1 : end].rstrip("\n") + "\n"
 
 
+_PROGRAM = re.compile(r"^QUEUE_\d+ = QueueProgram\($.*?^\)$", re.M | re.S)
+
+
+def _programs_block(frame: str) -> str:
+    """The frame's queue programs (translator/codegen/queue_programs.py): every
+    `QUEUE_k = QueueProgram(...)` constant, in order."""
+    return "\n\n".join(m.group(0) for m in _PROGRAM.finditer(frame)) + "\n" if _PROGRAM.search(frame) else ""
+
+
 def _check_golden(path: Path, text: str, header: str, update: bool) -> None:
     text = header + text
     if update:
@@ -131,6 +140,9 @@ def test_golden_generated_code(golden, compile_mlir, tmp_path, update_golden):
     runs = _runs_block(frame)
     if runs:  # the runs' layouts are module constants: their own golden, beside the functions
         functions["_runs"] = runs
+    programs = _programs_block(frame)
+    if programs:  # the queue programs are module constants too: one golden of them all
+        functions["_programs"] = programs
     header = f"# Golden {golden!r}: {program}.mlir, one function. Covers: {covers}.\n"
     for name, text in functions.items():
         _check_golden(case_dir / f"{name}.py", text, header, update_golden)

@@ -171,9 +171,9 @@ def model_artifacts(tmp_path_factory):
 # --- pyree ---------------------------------------------------------------------------------------
 
 
-def translate_and_load(art, tmp_path, device="local-sync"):
+def translate_and_load(art, tmp_path, device="local-sync", **translate):
     pkg = load_package(
-        write_package(read_module_file(art.vmfb), tmp_path, f"{art.model}_{art.params}")
+        write_package(read_module_file(art.vmfb), tmp_path, f"{art.model}_{art.params}", **translate)
     )
     parameters = {art.scope: str(art.irpa)} if art.irpa is not None else None
     return pkg, pkg.load(device=device, parameters=parameters)
@@ -251,29 +251,42 @@ def test_repeated_calls_and_failures_through_main(model_artifacts, tmp_path):
     assert got == failures(unfused.load(device="local-sync"))
 
 
+@pytest.mark.parametrize("host_path", ["programs", "fused"])
 @pytest.mark.parametrize("device", ["local-sync", "local"])
 def test_dynamic_batch_calls_match_iree_runtime(model_artifacts, tmp_path, device,
-                                                monkeypatch):
+                                                monkeypatch, host_path):
     """The MLP exported with a dynamic batch dim (each call records its one-shot command
     buffers; a batch size that comes again replays their plans): batch sizes in and out
-    of order, each call bit-identical to iree.runtime."""
-    from helpers_plans import replay_runs
+    of order, each call bit-identical to iree.runtime. Queue programs: every call runs one
+    plan per batch size; fused: calls of a size seen before replay one_shot.py's plans."""
+    from helpers_plans import launched_plans, one_plan_per_key, plans_per_call, replay_runs
     from iree_oracle import IreeSession
     from runtime_support.loaders import native
 
     replayed = replay_runs(monkeypatch)
+    launched = launched_plans(monkeypatch)
 
     art = model_artifacts("mlp", "inline", dynamic_batch=True)
     x = np.load(art.input)
     theirs = IreeSession(art.vmfb, driver="local-sync")
-    _, ctx = translate_and_load(art, tmp_path, device=device)
+    _, ctx = translate_and_load(art, tmp_path, device=device, host_path=host_path)
     rng = np.random.default_rng(7)
+    calls = []
     for batch in (4, 1, 4, 4, 9, 1, 9, 4, 1):
         xb = rng.standard_normal((batch, *x.shape[1:])).astype(np.float32)
-        [want] = theirs.call("main", [xb])
-        got = ctx.main(xb)
-        assert got.shape == want.shape and got.tobytes() == want.tobytes(), batch
-    if native.native_runtime() is not None:
+
+        def call(xb=xb, batch=batch):
+            [want] = theirs.call("main", [xb])
+            got = ctx.main(xb)
+            assert got.shape == want.shape and got.tobytes() == want.tobytes(), batch
+
+        calls.append((batch, call))
+    per_call = plans_per_call(calls, launched)
+    if native.native_runtime() is None:
+        pass
+    elif host_path == "programs":
+        assert one_plan_per_key(per_call), per_call
+    else:
         assert replayed  # (4, 4, 9, 1, 4, 1: calls of a batch size seen before)
     ctx.close()
 

@@ -9,6 +9,8 @@ on local-sync and local.
 
 from __future__ import annotations
 
+from functools import partial
+
 import copy
 import threading
 
@@ -34,11 +36,15 @@ from tests.helpers_compile import LLVM_CPU_FLAGS, compile_mlir
 from translator.analyses import cfg, one_shots
 from translator.analyses.liveness import RefLiveness
 from translator.analyses.submissions import callee
-from translator.codegen import write_package
+from translator.codegen import write_package as _write_package
 from translator.ir import Imm, Op, Reg
 from translator.isa import BY_MNEMONIC
 from translator.pipeline import Pipeline
 from translator.reader import read_module_file
+
+# These tests are of the fused mechanisms (`--host-path=fused`), kept until issue #25
+# deletes them; the default host path is queue programs (tests/test_queue_programs.py).
+write_package = partial(_write_package, host_path="fused")
 
 DYN_ADD = """
 func.func @dyn_add(%a: tensor<?xf32>, %b: tensor<?xf32>) -> tensor<?xf32> {

@@ -11,13 +11,19 @@ chain may start after a fence.join of outside fences.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
 from runtime_support.run_cli import import_package_as
 from tests.helpers_compile import LLVM_CPU_FLAGS, compile_mlir
-from translator.codegen import write_package
+from translator.codegen import write_package as _write_package
 from translator.reader import read_module_file
+
+# These tests are of the fused mechanisms (`--host-path=fused`), kept until issue #25
+# deletes them; the default host path is queue programs (tests/test_queue_programs.py).
+write_package = partial(_write_package, host_path="fused")
 
 # Collatz steps of a scalar (static shapes: reusable command buffers, queue chains).
 STEPS = """

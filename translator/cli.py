@@ -19,6 +19,7 @@ from pathlib import Path
 
 from runtime_support.names import identifier
 from translator.errors import InvalidModuleError, OutputFolderError
+from translator.host_paths import DEFAULT_HOST_PATH, HOST_PATHS
 
 
 # Top-level modules a generated package imports, itself or through the runtime: a package
@@ -104,20 +105,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-fuse",
         action="store_true",
-        help="one call per VM op for each dispatch's submission (fence.create, queue.alloca, "
-        "queue.execute, fence.await), queue chain (queue.alloca ... queue.dealloca) and "
-        "argument check (buffer_view.assert, buffer_view.buffer, buffer.assert), "
-        "instead of one call of a fused helper "
-        "(runtime_support/hal/fused.py), and no run of awaited submissions merged into one "
-        "call (translator/codegen/runs.py); the same behaviour, slower",
+        help="one call of each hal import per VM op: no queue programs (see --host-path) "
+        "and no fused helpers; the same behaviour, slower (for reading or debugging the host "
+        "code op by op)",
     )
     p.add_argument(
         "--host-path",
-        choices=("fused", "programs"),
-        default="fused",
-        help="how the host's queue calls are written: `fused` (default) or `programs`: "
-        "each queue region becomes a queue program, a module constant of named steps run "
-        "by runtime_support/exec (docs/design/host-path.md; in development)",
+        choices=HOST_PATHS,
+        default=DEFAULT_HOST_PATH,
+        help="how the host's queue calls are written: `programs` (default): each queue "
+        "region becomes a queue program, a module constant of named steps run by "
+        "runtime_support/exec (docs/design/host-path.md); `fused`: the older per-shape "
+        "fused helpers, kept until they are removed",
     )
     return p
 

@@ -11,12 +11,31 @@ Generated code; regenerate with the command below rather than editing.
 from runtime_support.context import Export, Import, ModuleContext, describe_exports, vm_fail
 from runtime_support.vm.numerics import add_i64, trunc_i64_i32
 from runtime_support.vm.globals import global_store_ref
-from runtime_support.hal.fused import (
-    ALLOCATED,
-    alloca_execute_indirect,
-    check_argument,
-    check_argument_allocator,
+from runtime_support.exec.program import FailIf, QueueProgram, Rodata
+from runtime_support.exec.steps import (
+    BufferAssert,
+    BufferViewAssert,
+    BufferViewBuffer,
+    CommandBufferCreate,
+    CommandBufferDispatch,
+    CommandBufferExecutionBarrier,
+    CommandBufferFinalize,
+    DeviceAllocator,
+    DeviceQueueAlloca,
+    DeviceQueueExecuteIndirect,
+    ExecutableLookupFunction,
+    FenceAwait,
+    FenceCreate,
 )
+from runtime_support.exec.general import bind_program
+from runtime_support.hal.buffer import (
+    MEMORY_TYPE_DEVICE_LOCAL,
+    MEMORY_TYPE_DEVICE_VISIBLE,
+    USAGE_DISPATCH_STORAGE,
+    USAGE_TRANSFER,
+)
+from runtime_support.hal.command_buffer import CATEGORY_DISPATCH, CATEGORY_TRANSFER
+from runtime_support.hal.element_types import ENCODING_DENSE_ROW_MAJOR, FLOAT_32
 
 #: The VM module's own name (from the vmfb) and the package name it was written as.
 VM_MODULE_NAME = "module"
@@ -88,6 +107,118 @@ _GLOBAL_REFS = 3
 MESSAGE_0 = 'HAL device `__device_0` not found or unavailable: #hal.device.target<"local", [#hal.executable.target<"llvm-cpu", "embedded-elf-x86_64", {cpu = "generic", cpu_features = "", data_layout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128", debug_symbols = false, iree.encoding.resolver = #iree_cpu.cpu_encoding_resolver<>, max_stack_allocation_size = 32768 : i64, native_vector_size = 16 : i64, target_triple = "x86_64-unknown-unknown-eabi-elf"}>]>'
 MESSAGE_1 = "HAL device `__device_0` does not support any variant of executable `elementwise_dispatch_0`; available formats: [embedded-elf-x86_64]"
 
+# Queue programs: each queue region of a function, run by runtime_support/exec (one call
+# where the region was; docs/design/host-path.md).
+QUEUE_0 = QueueProgram(
+    function="__init",
+    inputs=("r1", "r2", "r0"),
+    steps=(
+        CommandBufferCreate(
+            out="cmd0",
+            device="r1",
+            modes=0,
+            command_categories=CATEGORY_TRANSFER | CATEGORY_DISPATCH,
+            queue_affinity=-1,
+            binding_capacity=3,
+        ),
+        ExecutableLookupFunction(
+            out="function0",
+            executable="r2",
+            name=Rodata(5, "rodata_elementwise_dispatch_0_elementwise_10_f3"),
+        ),
+        CommandBufferDispatch(
+            command_buffer="cmd0",
+            executable="r2",
+            function_id="function0",
+            workgroup_x=1,
+            workgroup_y=1,
+            workgroup_z=1,
+            flags=0,
+            constants=(),
+            bindings=(
+                (0, 0, "r0", 0, 40),
+                (0, 1, "r0", 0, 40),
+                (0, 2, "r0", 0, 192),
+                (0, 2, "r0", 0, 192),
+                (0, 2, "r0", 0, 192),
+            ),
+        ),
+        CommandBufferExecutionBarrier(
+            command_buffer="cmd0", source_stage_mask=28, target_stage_mask=13, flags=0
+        ),
+        CommandBufferFinalize(command_buffer="cmd0"),
+    ),
+    outputs=("cmd0",),
+)
+
+QUEUE_1 = QueueProgram(
+    function="elementwise",
+    inputs=("r0", "r5", "r3", "r1", "r2", "r4"),
+    steps=(
+        BufferViewAssert(
+            buffer_view="r0",
+            message="r5",
+            element_type=FLOAT_32,
+            encoding_type=ENCODING_DENSE_ROW_MAJOR,
+            shape=(2, 5),
+        ),
+        BufferViewBuffer(out="buffer0", buffer_view="r0"),
+        DeviceAllocator(out="allocator0", device="r3"),
+        BufferAssert(
+            buffer="buffer0",
+            message=Rodata(7, "rodata_tensor"),
+            allocator="allocator0",
+            minimum_length=40,
+            memory_types=MEMORY_TYPE_DEVICE_VISIBLE,
+            buffer_usage=USAGE_TRANSFER | USAGE_DISPATCH_STORAGE,
+        ),
+        BufferViewAssert(
+            buffer_view="r1",
+            message=Rodata(8, "rodata_input1"),
+            element_type=FLOAT_32,
+            encoding_type=ENCODING_DENSE_ROW_MAJOR,
+            shape=(2, 5),
+        ),
+        BufferViewBuffer(out="buffer1", buffer_view="r1"),
+        BufferAssert(
+            buffer="buffer1",
+            message=Rodata(7, "rodata_tensor"),
+            allocator="allocator0",
+            minimum_length=40,
+            memory_types=MEMORY_TYPE_DEVICE_VISIBLE,
+            buffer_usage=USAGE_TRANSFER | USAGE_DISPATCH_STORAGE,
+        ),
+        FenceCreate(out="fence0", device="r3", flags=0),
+        DeviceQueueAlloca(
+            out="buffer2",
+            device="r3",
+            queue_affinity=-1,
+            wait_fence="r2",
+            signal_fence="fence0",
+            pool=0,
+            memory_types=MEMORY_TYPE_DEVICE_LOCAL,
+            buffer_usage=USAGE_TRANSFER | USAGE_DISPATCH_STORAGE,
+            allocation_size=192,
+            flags=0,
+        ),
+        FenceCreate(out="fence1", device="r3", flags=0),
+        DeviceQueueExecuteIndirect(
+            device="r3",
+            queue_affinity=-1,
+            wait_fence="fence0",
+            signal_fence="fence1",
+            command_buffer="r4",
+            flags=0,
+            binding_table=(("buffer0", 0, 40), ("buffer1", 0, 40), ("buffer2", 0, 192)),
+        ),
+        FenceAwait(out="status0", timeout_millis=-1, flags=0, fences=("fence1",)),
+        FailIf(
+            test="status0", status="status0", message="failed to wait on timepoint", location=None
+        ),
+    ),
+    outputs=("buffer2",),
+)
+
 
 def _bind(ctx):
     """Binds the VM functions to one context; imports, globals and rodata become locals."""
@@ -113,16 +244,8 @@ def _bind(ctx):
         hal_fence_create,
         hal_fence_await,
     ) = ctx.imports
-    submit_alloca_execute_indirect = alloca_execute_indirect(
-        hal_fence_create,
-        hal_device_queue_alloca,
-        hal_device_queue_execute_indirect,
-        hal_fence_await,
-    )
-    check_input = check_argument(hal_buffer_view_assert, hal_buffer_view_buffer, hal_buffer_assert)
-    check_input_allocator = check_argument_allocator(
-        hal_buffer_view_assert, hal_buffer_view_buffer, hal_device_allocator, hal_buffer_assert
-    )
+    queue_0 = bind_program(QUEUE_0, ctx, _IMPORTS)
+    queue_1 = bind_program(QUEUE_1, ctx, _IMPORTS)
     (
         rodata_hal_device_id,
         rodata_local,

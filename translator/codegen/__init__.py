@@ -20,13 +20,18 @@ from translator.codegen.escape import comment_text, docstring_literal, string_li
 from translator.codegen.function import FunctionEmitter
 from translator.codegen.names import NameTable
 from translator.codegen.ops import HELPER_MODULES, OpRenderer
-from translator.codegen.passes import MessageTable, tidy_ifs, tidy_releases, trim_ref_init
+from translator.codegen.passes import (
+    MessageTable,
+    drop_unread_constants,
+    tidy_ifs,
+    tidy_releases,
+    trim_ref_init,
+)
 from translator.codegen.runs import RunTable
 from translator.codegen.loops import LoopTable
 from translator.codegen.queue_programs import ProgramTable
 
-# The host path's lowerings: today's fused mechanisms, or queue programs (issue #25).
-HOST_PATHS = ("fused", "programs")
+from translator.host_paths import DEFAULT_HOST_PATH, HOST_PATHS
 from translator.codegen import package_folder
 from translator.codegen.printer import Printer
 from translator.analyses import arguments, chains, one_shots, submissions
@@ -191,7 +196,7 @@ def generate(
     fuse_submissions: bool = True,
     merge_runs: bool = True,
     loop_chains: bool = True,
-    host_path: str = "fused",
+    host_path: str = DEFAULT_HOST_PATH,
     template: str = "module.py.j2",
     helper_modules: dict[str, str] | None = None,
     view_fields: dict | None = None,
@@ -207,11 +212,14 @@ def generate(
     `merge_runs`: runs of such calls become one call (codegen/runs.py); False keeps one
     per dispatch (the benchmark measures both). `loop_chains`: a host loop of one queue
     chain runs its iterations as steps of one runtime object (codegen/loops.py).
-    `host_path`: "fused" (the mechanisms above) or "programs": every queue region becomes
-    a queue program (codegen/queue_programs.py, docs/design/host-path.md) and the fused
-    mechanisms are off."""
+    `host_path`: "programs" (the default): every queue region becomes a queue program
+    (codegen/queue_programs.py, docs/design/host-path.md) and the fused mechanisms above
+    are off; "fused": those mechanisms. `fuse_submissions=False` (--no-fuse) keeps one
+    import call per op under either (no queue programs, no fused helpers)."""
     if host_path not in HOST_PATHS:
         raise ValueError(f"host_path must be one of {', '.join(HOST_PATHS)}, not {host_path!r}")
+    # (--no-fuse: one import call per op, no queue programs either)
+    programs = host_path == "programs" and fuse_submissions
     if host_path == "programs":
         fuse_submissions = merge_runs = loop_chains = False
     if pipeline is None:
@@ -234,7 +242,7 @@ def generate(
         renderer.numeric_inline = numeric_inline
     renderer.unchecked_ref_loads = unchecked_ref_loads(module, functions)
     renderer.fuse_submissions = fuse_submissions
-    if host_path == "programs":
+    if programs:
         renderer.programs = ProgramTable(renderer.use, names.rodata)
     messages = MessageTable()
     runs = RunTable(lambda: renderer._fused_local("run"), renderer.use)
@@ -256,6 +264,8 @@ def generate(
             body = loops.rewrite(body)
             if loops.count > rewritten:
                 body = tidy_releases(body)
+        if programs:
+            body = drop_unread_constants(body)
         messages.hoist(body)
         printer = Printer(provenance=provenance or not locations.has_locations(k))
         views.append(
@@ -437,7 +447,7 @@ def write_package(
     fuse_submissions: bool = True,
     merge_runs: bool = True,
     loop_chains: bool = True,
-    host_path: str = "fused",
+    host_path: str = DEFAULT_HOST_PATH,
     force: bool = False,
     private: bool = False,
 ) -> Path:

@@ -152,6 +152,43 @@ def describe(kind: str, value: int) -> str | None:
     return " | ".join(parts) if parts and not rest else None
 
 
+# Kind -> (the helper module key its runtime constants are imported under, codegen/ops.py
+# HELPER_MODULES; the prefix of their names there): how a queue program's fields name them.
+RUNTIME_CONSTANTS = {
+    "element_type": ("hal_element_types", ""),
+    "encoding_type": ("hal_element_types", "ENCODING_"),
+    "memory_type": ("hal_buffer", "MEMORY_TYPE_"),
+    "buffer_usage": ("hal_buffer", "USAGE_"),
+    "command_buffer_mode": ("hal_command_buffer", "MODE_"),
+    "command_category": ("hal_command_buffer", "CATEGORY_"),
+}
+
+
+def expression(kind: str, value: int) -> tuple[str, str, tuple[str, ...]] | None:
+    """`value` as the runtime's named constants: (helper module key, the expression,
+    the names it uses), e.g. ("hal_buffer", "USAGE_TRANSFER | USAGE_DISPATCH_STORAGE",
+    (...)); None where no name fits or the names would not make exactly `value`."""
+    if not 0 <= value <= 0xFFFFFFFF:
+        return None
+    text = describe(kind, value)
+    if text is None:
+        return None
+    key, prefix = RUNTIME_CONSTANTS[kind]
+    names = tuple(prefix + part for part in text.split(" | "))
+    made = 0
+    for part in text.split(" | "):
+        made |= NAMES[kind][part]
+    if made != value:
+        return None
+    return key, " | ".join(names), names
+
+
+def step_enum_fields(full_name: str, params: tuple[str, ...]) -> dict[str, str]:
+    """An import's fields (step params, in cconv order) that take an enum: name -> kind."""
+    roles = ENUM_ARGUMENTS.get(full_name, {})
+    return {params[i]: kind for i, kind in roles.items() if i < len(params)}
+
+
 def const_notes(module, fn: Function) -> dict[int, str]:
     """pc of a `vm.const.i32` -> the enum name its value has where it is used."""
     writes: dict[int, list] = {}

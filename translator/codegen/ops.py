@@ -50,6 +50,10 @@ HELPER_MODULES = {
     "program": "runtime_support.exec.program",
     "steps": "runtime_support.exec.steps",
     "general": "runtime_support.exec.general",
+    # HAL enum constants a queue program's fields name (codegen/hal_enums.py)
+    "hal_buffer": "runtime_support.hal.buffer",
+    "hal_command_buffer": "runtime_support.hal.command_buffer",
+    "hal_element_types": "runtime_support.hal.element_types",
 }
 
 # The local a one-shot group's steps are appended to (analyses/one_shots.py).

@@ -6,14 +6,18 @@
   next statement overwrites or a `return`/`raise` ends anyway; merges adjacent release
   chains.
 - `tidy_ifs`: `if c: <nothing> else: X` becomes `if not c: X`.
+- `drop_unread_constants`: `i3 = 3075` where nothing in the function reads `i3` (a
+  constant whose only readers became literals of a queue program).
 - `MessageTable.hoist`: `vm.fail` messages longer than a line become module constants
   (`MESSAGE_3`), so a 2 KB target description does not sit inside a `raise`.
 
 None of them changes behaviour: releases only drop references that are already None or
-replaced one statement later.
+replaced one statement later, and a dropped constant is an integer nothing reads.
 """
 
 from __future__ import annotations
+
+import re
 
 from templates.statements import STATEMENTS
 from translator.codegen.stmt import (
@@ -121,6 +125,58 @@ def tidy_ifs(body: list[Stmt]) -> None:
                 s.body, s.orelse = s.orelse, []
         elif isinstance(s, While):
             tidy_ifs(s.body)
+
+
+_INT_LITERAL = re.compile(r"-?\d+")
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def drop_unread_constants(body: list[Stmt]) -> list[Stmt]:
+    """Drops `iN = <integer>` statements whose local no statement of the function reads
+    (after queue programs took their readers' operands as literals, IREE's hoisted
+    constants are often read by nothing). A read is a name in any statement's `reads`
+    or in any text a statement prints (conservative: a name that appears is kept)."""
+    read: set[str] = set()
+    _collect_reads(body, read)
+    return _drop_constants(body, read)
+
+
+def _collect_reads(body: list[Stmt], read: set[str]) -> None:
+    for s in body:
+        if isinstance(s, (Assign, Call)):
+            read |= s.reads
+            read.update(_NAME.findall(s.value))
+        elif isinstance(s, If):
+            read.update(_NAME.findall(s.test))
+            _collect_reads(s.body, read)
+            _collect_reads(s.orelse, read)
+        elif isinstance(s, While):
+            _collect_reads(s.body, read)
+        elif isinstance(s, Return):
+            for v in s.values:
+                read.update(_NAME.findall(v))
+        elif isinstance(s, Raise):
+            read.update(_NAME.findall(s.status))
+
+
+def _drop_constants(body: list[Stmt], read: set[str]) -> list[Stmt]:
+    out = []
+    for s in body:
+        if (
+            type(s) is Assign
+            and len(s.targets) == 1
+            and s.targets[0] not in read
+            and s.targets[0][:1] == "i"
+            and _INT_LITERAL.fullmatch(s.value)
+        ):
+            continue
+        if isinstance(s, If):
+            s.body = _drop_constants(s.body, read)
+            s.orelse = _drop_constants(s.orelse, read)
+        elif isinstance(s, While):
+            s.body = _drop_constants(s.body, read)
+        out.append(s)
+    return out
 
 
 class MessageTable:

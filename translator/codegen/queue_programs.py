@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from runtime_support.exec.program import MAX_POSITIONAL
 from translator.analyses.queue_regions import Compute, FailCheck, Lit, Region, RegionStep
+from translator.codegen import hal_enums
 from translator.codegen.escape import comment_text, string_literal as lit
 from translator.codegen.stmt import Assign, Call, Comment, Stmt
 from translator.ir import Reg
@@ -125,12 +126,25 @@ class ProgramTable:
             names[v] = f"{prefix}{n}"
         return names
 
+    def _field(self, value, enum_kind: str | None, ref) -> str:
+        """A field's text: an enum literal by the runtime's names for it (`memory_types=
+        MEMORY_TYPE_DEVICE_LOCAL`), anything else as `ref` renders it."""
+        if enum_kind is not None and isinstance(value, Lit) and type(value.value) is int:
+            named = hal_enums.expression(enum_kind, value.value)
+            if named is not None:
+                key, text, names = named
+                for name in names:
+                    self.use(key, name)
+                return text
+        return ref(value)
+
     def _step(self, item, ref) -> str:
         if isinstance(item, RegionStep):
             cls = item.entry.cls.__name__
             self.use("steps", cls)
             fields = [f"out={_out(item.results, ref)}"] if item.results else []
-            fields += [f"{k}={ref(v)}" for k, v in item.fields.items()]
+            enums = hal_enums.step_enum_fields(item.entry.full_name, item.entry.params)
+            fields += [f"{k}={self._field(v, enums.get(k), ref)}" for k, v in item.fields.items()]
             return f"{cls}({', '.join(fields)})"
         if isinstance(item, Compute):
             self.use("program", "Compute")

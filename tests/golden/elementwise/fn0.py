@@ -1,42 +1,10 @@
 # Golden 'elementwise': tensor_elementwise.mlir, one function. Covers: dispatches behind a fence wait; its failure arm as an early exit; HAL calls with enum arguments; command-buffer init function.
     def fn0():
         "Internal VM function 0 (cconv '0v_r')."
-        # pc 0x1-0x10c hal.command_buffer.create, hal.executable.lookup.function (+3 more)
-        i0 = 13
-        i1 = 28
-        i2 = 2
+        # pc 0x16-0x10c hal.command_buffer.create
         r0 = None
-        i3 = 1
-        i4 = 3  # TRANSFER | DISPATCH
-        i5 = 0
-        i6 = 192
-        i8 = 40
-        i10 = 0
-        i12 = -1
         r1 = refs.get(0)  # !hal.device
         r2 = refs.get(1)  # !hal.executable
-        r3 = hal_command_buffer_create(r1, i5, i4, i12, i4)
-        r1 = rodata_elementwise_dispatch_0_elementwise_10_f3
-        i12 = hal_executable_lookup_function(r2, r1)
-        r1 = None
-        hal_command_buffer_dispatch(
-            r3,
-            r2,
-            i12,
-            i3,
-            i3,
-            i3,
-            i10,
-            [],
-            [
-                (i5, i5, r0, i10, i8),
-                (i5, i3, r0, i10, i8),
-                (i5, i2, r0, i10, i6),
-                (i5, i2, r0, i10, i6),
-                (i5, i2, r0, i10, i6),
-            ],
-        )
-        r2 = None
-        hal_command_buffer_execution_barrier(r3, i1, i0, i10)
-        hal_command_buffer_finalize(r3)
+        # QUEUE_0: pc 0x64-0x100, 5 queue steps
+        r3 = queue_0(r1, r2, r0)
         return r3

@@ -1,4 +1,4 @@
-# Golden 'readback_loop': cf_readback_loop.mlir, one function. Covers: a host loop reading a result back: one-shot calls that keep the awaited fence or return a new one the loop carries; a failed wait's exit inline.
+# Golden 'readback_loop': cf_readback_loop.mlir, one function. Covers: a host loop reading a result back: a queue program per region of the body, the readback inside one, command buffers recorded per call as program steps.
     def __init():
         "VM export '__init' (cconv '0v_v'); no ABI declaration."
         r3 = r4 = r5 = None

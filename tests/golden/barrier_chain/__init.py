@@ -1,4 +1,4 @@
-# Golden 'runs': tensor_barrier_chain.mlir, one function. Covers: a run of awaited submissions as one call; its layout constant in _runs.py.
+# Golden 'barrier_chain': tensor_barrier_chain.mlir, one function. Covers: awaited submissions across several command buffers as one queue program call; the programs in _programs.py.
     def __init():
         "VM export '__init' (cconv '0v_v'); no ABI declaration."
         r3 = r4 = r5 = None
