@@ -221,8 +221,8 @@ def test_generated_code_calls_the_helper(vmfbs, tmp_path):
     from translator.codegen import generate
 
     module = read_module_file(vmfbs["mul4"])
-    on = generate(module, "m").source
-    off = generate(module, "m", fuse_submissions=False).source
+    on = generate(module, "m", host_path="fused").source
+    off = generate(module, "m", fuse_submissions=False, host_path="fused").source
     assert "submit_alloca_execute_indirect(" in on and "ALLOCATED" in on
     assert "hal_fence_create(" not in on.split("def main")[1]
     assert "submit_" not in off and "hal_device_queue_execute_indirect(" in off
