@@ -28,6 +28,7 @@ from runtime_support.hal import (
 )
 from runtime_support.hal import element_types as et
 from runtime_support.hal.command_buffer import Binding, BufferRef, resolve_ref
+from runtime_support.hal.buffer import Allocation
 from iree_tools import find_tool  # IREE tools on PATH or in the iree packages
 
 F32 = et.FLOAT_32
@@ -612,6 +613,25 @@ def test_fill_validation(hal, device):
     hal.device_queue_fill(device, -1, None, signal, buf, 0, 20, 0, 1, 0)
     assert hal.fence_query(signal) == StatusCode.OUT_OF_RANGE
     expect(StatusCode.OUT_OF_RANGE, hal.fence_await, -1, 0, [signal])
+    # every kind of queue.fill error, the buffer untouched: pattern length, range (the
+    # whole-buffer length from an offset past the end too), alignment, a read-only buffer
+    buf.write(0, bytes(range(16)))
+    ro = HalBuffer.over(Allocation.wrap(bytes(16), readonly=True), 0x46, 3, None)
+    for target, args, code in (
+        (buf, (0, 4, 7, 3), StatusCode.INVALID_ARGUMENT),
+        (buf, (12, 8, 7, 4), StatusCode.OUT_OF_RANGE),
+        (buf, (20, -1, 7, 4), StatusCode.OUT_OF_RANGE),
+        (buf, (-4, 4, 7, 4), StatusCode.OUT_OF_RANGE),
+        (buf, (2, 4, 7, 4), StatusCode.INVALID_ARGUMENT),
+        (buf, (0, 6, 7, 4), StatusCode.INVALID_ARGUMENT),
+        (ro, (0, 4, 7, 4), StatusCode.PERMISSION_DENIED),
+    ):
+        signal = hal.fence_create(device, 0)
+        hal.device_queue_fill(device, -1, None, signal, target, *args, 0)
+        assert hal.fence_query(signal) == code, args
+    assert buf.read() == bytes(range(16)) and ro.read() == bytes(16)
+    hal.device_queue_fill(device, -1, None, None, buf, 4, -1, 0x0102, 2, 0)  # (to the end)
+    assert buf.read() == bytes(range(4)) + bytes((2, 1)) * 6
 
 
 def test_update_captures_bytes_at_record_time(hal, device):

@@ -253,6 +253,7 @@ class Allocation(PreserveCount):
 # Fills up to this many bytes write a bytes object (~0.4 us) rather than a numpy view
 # of the pattern's type (~0.9 us).
 _SMALL_FILL = 64
+_PATTERN_MASKS = {1: 0xFF, 2: 0xFFFF, 4: 0xFFFFFFFF}
 _FILL_DTYPES = {1: np.dtype(np.uint8), 2: np.dtype("<u2"), 4: np.dtype("<u4")}
 
 
@@ -415,25 +416,31 @@ class HalBuffer:
 
     def fill(self, offset: int, length: int, pattern: int, pattern_length: int) -> None:
         """Repeats the low `pattern_length` (1, 2 or 4) bytes of `pattern`, little-endian."""
-        if pattern_length not in (1, 2, 4):
+        if pattern_length != 4 and pattern_length != 1 and pattern_length != 2:
             raise VMError(
                 StatusCode.INVALID_ARGUMENT, f"fill pattern length {pattern_length} not 1, 2 or 4"
             )
-        offset, length = self.check_range(offset, length, "fill")
+        size = self.length  # (check_range and _check_writable, inline: a decode loop's token)
+        if length == WHOLE_BUFFER:
+            length = size - offset
+        if offset < 0 or length < 0 or offset + length > size:
+            raise _range_error("fill", offset, length, size)
         if offset % pattern_length or length % pattern_length:
             raise VMError(
                 StatusCode.INVALID_ARGUMENT,
                 f"fill offset {offset} and length {length} must be multiples of the "
                 f"pattern length {pattern_length}",
             )
-        self._check_writable("fill")
+        allocation = self.allocation
+        if allocation.readonly:
+            raise VMError(StatusCode.PERMISSION_DENIED, "fill: buffer is read-only")
         start = self.offset + offset  # (bytes_view's slice: the range is checked above)
-        value = pattern & ((1 << (8 * pattern_length)) - 1)
+        value = pattern & _PATTERN_MASKS[pattern_length]
         if length <= _SMALL_FILL:  # (a token or a flag: bytes through the memoryview)
             row = value.to_bytes(pattern_length, "little")
-            self.allocation.array.data[start : start + length] = row * (length // pattern_length)
+            allocation.array.data[start : start + length] = row * (length // pattern_length)
             return
-        target = self.allocation.array[start : start + length]
+        target = allocation.array[start : start + length]
         # One scalar store per element through a little-endian view (a memset/fill loop);
         # broadcasting a (pattern_length,) row over a (-1, pattern_length) byte view is
         # 25-60x slower, and models fill megabytes per call (padding, accumulators).
