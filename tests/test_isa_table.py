@@ -222,7 +222,7 @@ def test_cannot_fail_ops_never_raise():
 def test_divisions_fail_only_on_a_zero_or_minus_one_divisor():
     """isa.FAILS_ON_DIVISOR: every integer division and remainder of the table, and each
     returns for every edge dividend over every divisor but 0 and -1 (what
-    analyses/one_shots.py relies on for a division by a known constant)."""
+    analyses/constants.py `movable` relies on for a division by a known constant)."""
     import itertools
 
     from runtime_support.vm import numerics

@@ -465,9 +465,9 @@ def _make_table() -> dict[tuple[str, int], OpSpec]:
 
 
 # Integer ops (and bit casts) whose semantics (runtime_support.vm.numerics) cannot fail,
-# whatever their operands: an analysis may move them ahead of a call that can (analyses/arguments.py:
-# the byte length of a dynamic-shape argument), or a call's effects past them
-# (analyses/one_shots.py: workgroup counts between a command buffer's recording calls).
+# whatever their operands: a queue region's steps' effects may pass them (analyses/constants.py
+# `movable`: workgroup counts between a command buffer's recording calls, the byte length of a
+# dynamic-shape argument between its checks).
 CANNOT_FAIL = frozenset({
     "add.i32", "sub.i32", "mul.i32", "and.i32", "or.i32", "xor.i32", "not.i32",
     "add.i64", "sub.i64", "mul.i64", "and.i64", "or.i64", "xor.i64", "not.i64",

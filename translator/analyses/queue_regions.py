@@ -5,7 +5,7 @@ A region is a single-entry run of ops, found on the decoded IR, made of
 - *steps*: calls of a `hal` import in the step table (runtime_support/exec/steps.py), with
   the (name, cconv) the `hal` module declares;
 - *movable ops*: integer ops that cannot fail (or divide by a register the dataflow proves
-  holds a constant other than 0 and -1; `one_shots.movable`), rodata moves, null refs and
+  holds a constant other than 0 and -1; `constants.movable`), rodata moves, null refs and
   releases (`discard.refs`), which a queue program's call site keeps before the call;
 - *fail exits*: a branch whose other arm only fails (`if status: raise`, `cf.assert`),
   kept as the check of the step before it.
@@ -47,8 +47,8 @@ from dataclasses import dataclass, field
 from runtime_support.exec import steps
 from translator.analyses import cfg
 from translator.analyses.liveness import RefLiveness
-from translator.analyses.one_shots import _typed, _update_constants, block_constants, movable
-from translator.analyses.submissions import callee
+from translator.analyses.calls import callee, typed
+from translator.analyses.constants import block_constants, movable, update_constants
 from translator.ir import Function, Op, Reg
 
 # value id -> how describe() names it; inputs are named by their register
@@ -218,7 +218,7 @@ class _IntLiveness:
     def _rw(self, op: Op) -> tuple[set, set]:
         if callee(self.module, op) is not None:
             try:
-                reads, writes = _typed(self.module, op)
+                reads, writes = typed(self.module, op)
                 return self._ints(reads), self._ints(writes)
             except ValueError:
                 pass
@@ -322,7 +322,7 @@ class _Finder:
         made: set = set()  # slots holding a step's result
         known = self.known_at(b)
         for op in self.fn.blocks[b].ops[:i]:
-            _update_constants(known, op)
+            update_constants(known, op)
         while True:
             ops = self.fn.blocks[b].ops
             op = ops[i]
@@ -353,7 +353,7 @@ class _Finder:
             made -= written
             if role == "step" and _step(self.module, op).kind is not steps.ViewDim:
                 made |= written  # (a view's dimension is a plain value: integer ops may read it)
-            _update_constants(known, op)
+            update_constants(known, op)
             if op.spec.is_terminator:  # a step that ends its block (fence.await)
                 crossed = self.crossing(b, op)
                 if crossed is None:
@@ -393,7 +393,7 @@ def _region(finder: _Finder, grown) -> Region:
     for op in fn.blocks[first_b].ops:
         if op is first_op:
             break
-        _update_constants(known, op)
+        update_constants(known, op)
 
     def read(r: Reg, fold: bool = True):
         """The value id `r` holds, the Lit it holds (a constant), or the input register
@@ -428,7 +428,7 @@ def _region(finder: _Finder, grown) -> Region:
     for b, op, role in grown:
         if role == "step":
             entry = _step(module, op)
-            operands, results = _typed(module, op)
+            operands, results = typed(module, op)
             values = [read(r) for r in operands]
             for r, v in zip(operands, values):
                 if isinstance(v, int):
@@ -499,7 +499,7 @@ def _region(finder: _Finder, grown) -> Region:
                     unsupported.append(f"0x{op.pc:x}: vm.{op.mnemonic} is not computed in a program")
                 write(r, v)
         if role != "branch":
-            _update_constants(known, op)
+            update_constants(known, op)
             if op.spec.is_terminator:
                 nxt = finder.crossing(b, op)
                 if nxt is not None:

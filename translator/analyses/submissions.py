@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from translator.analyses.calls import callee  # noqa: F401  (chains.py, arguments.py)
 from translator.analyses.liveness import RefLiveness
-from translator.ir import IMPORT_BIT, Function, Op, Reg
-from translator.isa import CALL_KINDS
+from translator.ir import Function, Op, Reg
 
 # The imports a group calls and the cconv the fused helper expects of each.
 FENCE_CREATE = ("hal.fence.create", "0rI_r")
@@ -56,19 +56,6 @@ class Submission:
     @property
     def execute(self) -> Op:
         return self.ops[-1]
-
-
-def callee(module, op: Op) -> tuple[str, str] | None:
-    """(full name, cconv) of a required import an op calls; None for anything else."""
-    if op.spec.emit not in CALL_KINDS:
-        return None
-    c = op["callee_ordinal"]
-    if not c & IMPORT_BIT:
-        return None
-    imp = module.imports[c & ~IMPORT_BIT]
-    if imp.optional:
-        return None
-    return imp.full_name, imp.signature.calling_convention
 
 
 def _ords(regs) -> list[int]:
