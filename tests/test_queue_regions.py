@@ -128,8 +128,8 @@ def test_assert_between_checks_and_submission(compile_mlir, tmp_path):
     assert ref_outputs(big) == ["Alloca"]  # the result buffer only
     kinds = {made(big, v) for v in big.interior}
     assert {"NewFence", "Record", "Join"} <= kinds or {"NewFence", "Record"} <= kinds
-    # every queue op of main is in one region: the second argument's buffer_view.dim is
-    # a step (ViewDim) between the first argument's checks and the second's
+    # every queue op of main is in a region, one region: the second argument's
+    # buffer_view.dim between the checks is a step too (ViewDim)
     assert step_pcs(p, fn) <= set().union(*(r.pcs for r in regions))
     assert len(regions) == 1
 
