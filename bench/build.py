@@ -19,7 +19,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from translator.host_paths import DEFAULT_HOST_PATH
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CACHE = REPO / ".pyree-cache" / "bench"
@@ -110,8 +109,7 @@ def _translator_key() -> str:
 
 
 def translate(
-    vmfb: Path, cache: Path, name: str, *, reuse: bool = True, merge_runs: bool = True,
-    host_path: str = DEFAULT_HOST_PATH,
+    vmfb: Path, cache: Path, name: str, *, reuse: bool = True, queue_programs: bool = True,
 ) -> tuple[Path, float, bool]:
     """(package folder, seconds, reused): read + decode + verify + codegen + black + write.
 
@@ -120,14 +118,14 @@ def translate(
     from translator.codegen import write_package
     from translator.reader import read_module_file
 
-    options = (b"" if merge_runs else b"no-runs") + (b"" if host_path == "fused" else host_path.encode())  # (keys kept as they were)
+    options = b"" if queue_programs else b"no-fuse"
     key = hashlib.sha256(vmfb.read_bytes() + _translator_key().encode() + options).hexdigest()[:16]
     out_dir = cache / "packages" / f"{name}-{key}"
     record = out_dir / "translate.json"
     if reuse and record.is_file() and (out_dir / name / "__init__.py").is_file():
         return out_dir / name, json.loads(record.read_text())["seconds"], True
     t0 = time.perf_counter()
-    pkg = write_package(read_module_file(vmfb), out_dir, name, merge_runs=merge_runs, host_path=host_path)
+    pkg = write_package(read_module_file(vmfb), out_dir, name, queue_programs=queue_programs)
     seconds = time.perf_counter() - t0
     record.write_text(json.dumps({"seconds": seconds}) + "\n")
     return pkg, seconds, False

@@ -42,7 +42,6 @@ import numpy as np
 
 from bench import build, fresh, report, timing
 from bench.programs import BY_NAME, CHAIN_LENGTH, PROGRAMS
-from translator.host_paths import DEFAULT_HOST_PATH, HOST_PATHS
 
 DEVICE_PAIRS = {"sync": ("local-sync", "local-sync"), "task": ("local", "local-task")}
 MODES = {  # min seconds per (program, device pair), min and max interleaved rounds
@@ -102,7 +101,7 @@ def run_program(program, args) -> list[dict]:
     try:
         pkg_dir, base["translate_s"], base["translate_cached"] = build.translate(
             vmfb, args.cache, program.name.replace("-", "_"), reuse=not args.retranslate,
-            merge_runs=program.merge_runs, host_path=args.host_path,
+            queue_programs=program.queue_programs,
         )
     except Exception as e:  # noqa: BLE001
         return [dict(base, status=f"does not translate: {one_line(e)}")]
@@ -189,10 +188,10 @@ def local_against_sync(module, setup, inputs, rows, args) -> None:
         row["pyree_local_direct"], row["pyree_sync_direct"] = timing.stats(ta), timing.stats(tb)
 
 
-# The chain rows host cost per dispatch comes from: (program, form of its submissions).
+# The chain rows host cost per dispatch comes from: (program, form of its queue calls).
 CHAINS = (
-    (f"chain{CHAIN_LENGTH}", "one call per run"),
-    (f"chain{CHAIN_LENGTH}-steps", "one call per dispatch"),
+    (f"chain{CHAIN_LENGTH}", "one queue program call"),
+    (f"chain{CHAIN_LENGTH}-steps", "one import call per op"),
 )
 
 
@@ -293,8 +292,6 @@ def parser() -> argparse.ArgumentParser:
                     help="translate again even where the cache holds the package")
     ap.add_argument("--no-fresh", dest="fresh", action="store_false",
                     help="leave out the import and load of each package in fresh processes")
-    ap.add_argument("--host-path", choices=HOST_PATHS, default=DEFAULT_HOST_PATH,
-                    help="how pyree-translate writes the host's queue calls (its --host-path)")
     ap.add_argument("--vmvx", nargs="?", const="also", default="off",
                     choices=("off", "also", "only"),
                     help="VMVX rows (bench/vmvx.py): each program built for VMVX, pyree "

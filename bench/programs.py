@@ -27,7 +27,7 @@ class Program:
     setup: Callable[[np.random.Generator], tuple] | None = None  # setup's, once per load
     quick: bool = True  # part of --quick
     model: str | None = None  # examples/models name, for the PyTorch models
-    merge_runs: bool = True  # translator option (codegen/runs.py); False: one call per dispatch
+    queue_programs: bool = True  # translator option; False: --no-fuse, one import call per op
     dynamic_batch: bool = False  # the model exported with a dynamic batch dim
 
 
@@ -160,12 +160,12 @@ PROGRAMS: tuple[Program, ...] = (
             lambda r: (_f32(r, 4), _f32(r, 4))),
     Program(f"chain{CHAIN_LENGTH}", f"{CHAIN_LENGTH} chained 4-element dispatches",
             _src(f"chain{CHAIN_LENGTH}"), lambda r: (_f32(r, 4), _f32(r, 4))),
-    # The same program translated with its run of submissions left as one fused call per
-    # dispatch: the per-dispatch host path that loops and non-straight-line code take.
+    # The same program translated with --no-fuse: one import call per VM op, the host path
+    # of queue calls outside any queue region.
     Program(f"chain{CHAIN_LENGTH}-steps",
-            f"{CHAIN_LENGTH} chained dispatches, one submission call each (runs not merged)",
+            f"{CHAIN_LENGTH} chained dispatches, one import call per op (--no-fuse)",
             _src(f"chain{CHAIN_LENGTH}"), lambda r: (_f32(r, 4), _f32(r, 4)),
-            merge_runs=False),
+            queue_programs=False),
     Program("dynamic_shapes", "1024-element add+mul on tensor<?xf32> (a command buffer per call)",
             _src("dynamic_shapes"), lambda r: (_f32(r, 1024), _f32(r, 1024))),
     Program(f"dynamic_chain{DYNAMIC_CHAIN_LENGTH}",

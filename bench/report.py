@@ -59,10 +59,10 @@ def markdown(data: dict) -> str:
         lines += [
             "",
             f"Host cost per dispatch: (median(chain{n}) − median(chain1)) / {n - 1}; "
-            f"pyree's submissions as translated (one call per run of them), and as "
-            f"chain{n}-steps leaves them (one call per dispatch, as in loops).",
+            f"pyree's queue calls as translated (one queue program call), and as "
+            f"chain{n}-steps leaves them (--no-fuse: one import call per op).",
             "",
-            "| devices (pyree / IREE) | pyree submissions | pyree | IREE | ratio |",
+            "| devices (pyree / IREE) | pyree queue calls | pyree | IREE | ratio |",
             "|---|---|---|---|---|",
         ]
         for d in data["dispatch_cost"]:

@@ -90,7 +90,7 @@ def run_program(program, args, llvm_rows: list[dict]) -> dict:
         row["kernels"], row["vectorized"] = kernel_counts(vmfb)
         pkg_dir, row["translate_s"], row["translate_cached"] = build.translate(
             vmfb, args.cache, program.name.replace("-", "_") + "_vmvx",
-            reuse=not args.retranslate, merge_runs=program.merge_runs, host_path=args.host_path,
+            reuse=not args.retranslate, queue_programs=program.queue_programs,
         )
     except Exception as e:  # noqa: BLE001
         row["status"] = f"does not translate: {one_line(e)}"

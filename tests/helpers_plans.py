@@ -1,26 +1,10 @@
-"""Watching native plans in tests: the replay plans one_shot.py runs, the plans queue
-programs' segments launch, and a plan's dispatch records (where the runner keeps its
-inline and pool estimates)."""
+"""Watching native plans in tests: the plans queue programs' segments launch, and a
+plan's dispatch records (where the runner keeps its inline and pool estimates)."""
 
 from __future__ import annotations
 
 from runtime_support.hal.plan import Plan
 from runtime_support.loaders import native
-
-
-def replay_runs(monkeypatch) -> list:
-    """Each replay plan the one-shot fast path runs (Plan.run_values), in order, as
-    (plan, whether it ran)."""
-    runs = []
-    run_values = Plan.run_values
-
-    def spy(plan, workers, values):
-        ran = run_values(plan, workers, values)
-        runs.append((plan, ran))
-        return ran
-
-    monkeypatch.setattr(Plan, "run_values", spy)
-    return runs
 
 
 def launched_plans(monkeypatch) -> list:

@@ -110,7 +110,7 @@ def test_host_cost_per_dispatch_for_both_chain_forms():
             row(f"chain{n}-steps", "sync", 5.0 + (n - 1) * 2.0, 8.0 + (n - 1))]
     costs = cli.dispatch_costs(rows)
     assert [(c["form"], round(c["pyree_us"], 6), round(c["iree_us"], 6)) for c in costs] == [
-        ("one call per run", 0.1, 1.0), ("one call per dispatch", 2.0, 1.0)]
+        ("one queue program call", 0.1, 1.0), ("one import call per op", 2.0, 1.0)]
     assert costs[1]["ratio"] == pytest.approx(2.0)
 
 

@@ -23,7 +23,6 @@ from helpers_plans import (
     launched_plans,
     one_plan_per_key,
     plans_per_call,
-    replay_runs,
 )
 from runtime_support.errors import StatusCode, VMError
 from runtime_support.hal.buffer import HalBuffer
@@ -272,15 +271,6 @@ def dynamic_package(dynamic_vmfb, tmp_path_factory):
     return load_package(write_package(read_module_file(dynamic_vmfb), out, "pkg"))
 
 
-@pytest.fixture(scope="module")
-def dynamic_package_fused(dynamic_vmfb, tmp_path_factory):
-    from translator.codegen import write_package
-    from translator.reader import read_module_file
-
-    out = tmp_path_factory.mktemp("fused")
-    return load_package(write_package(read_module_file(dynamic_vmfb), out, "pkg_fused", host_path="fused"))
-
-
 @pytest.mark.parametrize("device", ["local-sync", "local"])
 def test_dynamic_shapes_one_plan_per_size_match_iree(dynamic_vmfb, dynamic_package, device, monkeypatch):
     """Queue programs (the default host path): every call runs its segment's native plan,
@@ -310,16 +300,16 @@ def test_dynamic_shapes_one_plan_per_size_match_iree(dynamic_vmfb, dynamic_packa
 
 
 @pytest.mark.parametrize("device", ["local-sync", "local"])
-def test_dynamic_shapes_match_iree(dynamic_vmfb, dynamic_package_fused, device, monkeypatch):
+def test_dynamic_shapes_match_iree(dynamic_vmfb, dynamic_package, device, monkeypatch):
     """Sizes from an empty grid to grids the worker pool takes, call after call (each a
-    new one-shot command buffer), bit-identical to iree.runtime: a size's first call
-    through the direct runs, the calls after it through its replay plan."""
+    new one-shot command buffer), bit-identical to iree.runtime: each size's calls run
+    its segment's plan, and a big grid goes to the worker pool on `local` only."""
     rt = pytest.importorskip("iree.runtime")
     config = rt.Config("local-sync")
     with open(dynamic_vmfb, "rb") as f:
         vm_module = rt.VmModule.copy_buffer(config.vm_instance, f.read())
     theirs = rt.load_vm_module(vm_module, config).main
-    ctx = dynamic_package_fused.load(device=device, workers=2)  # (one_shot.py's replays)
+    ctx = dynamic_package.load(device=device, workers=2)
     from runtime_support.hal.executable import HalExecutable
 
     (exe,) = [ctx.refs[k] for k in range(len(ctx.refs)) if type(ctx.refs[k]) is HalExecutable]
@@ -332,7 +322,7 @@ def test_dynamic_shapes_match_iree(dynamic_vmfb, dynamic_package_fused, device, 
         return dispatch(ordinal, counts, constants, bindings, workers)
 
     exe.native.dispatch = spy
-    replays = replay_runs(monkeypatch)
+    launched = launched_plans(monkeypatch)
     rng = np.random.default_rng(2)
     for n in (0, 1, 7, 1024, 3, 300_000, 1024, 300_000, 5, 300_000, 300_000):
         a = rng.standard_normal(n).astype(np.float32)
@@ -342,11 +332,7 @@ def test_dynamic_shapes_match_iree(dynamic_vmfb, dynamic_package_fused, device, 
         assert ours.tobytes() == expected.tobytes()
     if native.native_runtime() is None:
         return
-    # 1024 and 300_000 came again: their calls after the first ran their replay plans
-    # (a plan per size; 300_000's three times: a grid's runner runs it inline twice first)
-    assert [ran for _, ran in replays] == [True] * 4
-    assert len({id(plan) for plan, _ in replays}) == 2
-    big = replays[-1][0]
+    big = launched[-1]  # (300_000's plan, run four times)
     (record,) = dispatch_records(big)
     if device == "local":
         # the big grid went to the pool: on the direct path (its first call, measured
@@ -401,27 +387,22 @@ def test_recycled_argument_copies_hold_their_array_and_are_never_shared():
     )
 
 
-@pytest.mark.parametrize("host_path", ["programs", "fused"])
 @pytest.mark.parametrize("device", ["local-sync", "local"])
-def test_dynamic_matmul_chain_replays_match_iree(compile_mlir, tmp_path_factory, device,
-                                                 monkeypatch, host_path):
+def test_dynamic_matmul_chain_replays_match_iree(compile_mlir, tmp_path_factory, device, monkeypatch):
     """Twelve dispatches recorded per call, batch sizes coming again and again: each
-    size's calls after its first replay one native plan (fused: one_shot.py's replays;
-    programs: the segment's plan per size, its first call included), bit-identical to
-    iree.runtime."""
+    size's calls run one native plan (the segment's plan per size, its first call
+    included), bit-identical to iree.runtime."""
     from translator.codegen import write_package
     from translator.reader import read_module_file
 
     rt = pytest.importorskip("iree.runtime")
     vmfb = compile_mlir(_src(tmp_path_factory, "chain", dynamic_chain_source(12)), FLAGS)
-    pkg = load_package(write_package(read_module_file(vmfb), tmp_path_factory.mktemp("c"), "c",
-                                     host_path=host_path))
+    pkg = load_package(write_package(read_module_file(vmfb), tmp_path_factory.mktemp("c"), "c"))
     config = rt.Config("local-sync")
     with open(vmfb, "rb") as f:
         theirs = rt.load_vm_module(rt.VmModule.copy_buffer(config.vm_instance, f.read()),
                                    config).main
     ctx = pkg.load(device=device, workers=2)
-    replays = replay_runs(monkeypatch)
     launched = launched_plans(monkeypatch)
     rng = np.random.default_rng(5)
     w = (rng.standard_normal((16, 16)) / 4).astype(np.float32)
@@ -439,12 +420,5 @@ def test_dynamic_matmul_chain_replays_match_iree(compile_mlir, tmp_path_factory,
     per_call = plans_per_call(calls, launched)
     if native.native_runtime() is None:
         return
-    if host_path == "programs":
-        assert one_plan_per_key([(n, ids) for n, ids in per_call if n]), per_call
-        assert all(len(dispatch_records(plan)) == 12 for plan in launched)
-    else:
-        # every call of a size after its first on the fast path (the context's first call
-        # goes through the imports, its lookup not answered yet): 4 x2, 1 x1, 300 x2, 0 x2
-        assert [ran for _, ran in replays] == [True] * 7
-        assert len({id(plan) for plan, _ in replays}) == 4
-        assert all(len(dispatch_records(plan)) == 12 for plan, _ in replays)
+    assert one_plan_per_key([(n, ids) for n, ids in per_call if n]), per_call
+    assert all(len(dispatch_records(plan)) == 12 for plan in launched)

@@ -94,16 +94,6 @@ def _translate(compile_mlir, program: str, out: Path, name: str = "pkg", **kw) -
     return write_package(module, out, name, **kw)
 
 
-def _runs_block(frame: str) -> str:
-    """The frame's runs of submissions (translator/codegen/runs.py): their comment and
-    `RUN_k = Run(...)` constants, up to the next blank line pair."""
-    start = frame.find("\n# Runs of submissions")
-    if start < 0:
-        return ""
-    end = frame.find("\n\n\n", start + 1)
-    return frame[start + 1 : end].rstrip("\n") + "\n"
-
-
 _PROGRAM = re.compile(r"^QUEUE_\d+ = QueueProgram\($.*?^\)$", re.M | re.S)
 
 
@@ -137,9 +127,6 @@ def test_golden_generated_code(golden, compile_mlir, tmp_path, update_golden):
         for stale in case_dir.glob("*.py"):
             if stale.stem not in functions:
                 stale.unlink()
-    runs = _runs_block(frame)
-    if runs:  # the runs' layouts are module constants: their own golden, beside the functions
-        functions["_runs"] = runs
     programs = _programs_block(frame)
     if programs:  # the queue programs are module constants too: one golden of them all
         functions["_programs"] = programs

@@ -215,23 +215,23 @@ def test_repeated_calls_and_failures_through_main(model_artifacts, tmp_path):
     for every input; and what fails inside main$async (a dispatch of a closed
     executable, whose failure reaches main's `hal.fence.await` through the fence the
     queue chain signals; an input the module's checks reject) raises through main the
-    VMError an unspecialized wrapper and the unfused package raise."""
+    VMError an unspecialized wrapper and the --no-fuse package raise."""
     from iree_oracle import IreeSession
     from runtime_support.errors import VMError
 
     art = model_artifacts("mlp", "inline")
     x = np.load(art.input)
     theirs = IreeSession(art.vmfb, driver="local-sync")
-    pkg, ctx = translate_and_load(art, tmp_path / "fused")
+    pkg, ctx = translate_and_load(art, tmp_path / "programs")
     main = ctx.main
     for k in range(4):
         xk = (x * (k + 1) - k).astype(np.float32)
         [want] = theirs.call("main", [xk])
         assert main(xk).tobytes() == want.tobytes(), k
     assert "_switch" not in main.__code__.co_names  # (specialized, the same function object)
-    unfused = load_package(
-        write_package(read_module_file(art.vmfb), tmp_path / "unfused", "mlp_unfused",
-                      fuse_submissions=False)
+    per_op = load_package(
+        write_package(read_module_file(art.vmfb), tmp_path / "per_op", "mlp_per_op",
+                      queue_programs=False)
     )
 
     def failures(context):
@@ -248,28 +248,24 @@ def test_repeated_calls_and_failures_through_main(model_artifacts, tmp_path):
     got = failures(ctx)
     assert "executable is closed" in got[-1]
     assert got == failures(pkg.load(device="local-sync"))  # (first calls: not specialized)
-    assert got == failures(unfused.load(device="local-sync"))
+    assert got == failures(per_op.load(device="local-sync"))
 
 
-@pytest.mark.parametrize("host_path", ["programs", "fused"])
 @pytest.mark.parametrize("device", ["local-sync", "local"])
-def test_dynamic_batch_calls_match_iree_runtime(model_artifacts, tmp_path, device,
-                                                monkeypatch, host_path):
+def test_dynamic_batch_calls_match_iree_runtime(model_artifacts, tmp_path, device, monkeypatch):
     """The MLP exported with a dynamic batch dim (each call records its one-shot command
-    buffers; a batch size that comes again replays their plans): batch sizes in and out
-    of order, each call bit-identical to iree.runtime. Queue programs: every call runs one
-    plan per batch size; fused: calls of a size seen before replay one_shot.py's plans."""
-    from helpers_plans import launched_plans, one_plan_per_key, plans_per_call, replay_runs
+    buffers): batch sizes in and out of order, each call bit-identical to iree.runtime,
+    every call running one plan per batch size."""
+    from helpers_plans import launched_plans, one_plan_per_key, plans_per_call
     from iree_oracle import IreeSession
     from runtime_support.loaders import native
 
-    replayed = replay_runs(monkeypatch)
     launched = launched_plans(monkeypatch)
 
     art = model_artifacts("mlp", "inline", dynamic_batch=True)
     x = np.load(art.input)
     theirs = IreeSession(art.vmfb, driver="local-sync")
-    _, ctx = translate_and_load(art, tmp_path, device=device, host_path=host_path)
+    _, ctx = translate_and_load(art, tmp_path, device=device)
     rng = np.random.default_rng(7)
     calls = []
     for batch in (4, 1, 4, 4, 9, 1, 9, 4, 1):
@@ -282,12 +278,8 @@ def test_dynamic_batch_calls_match_iree_runtime(model_artifacts, tmp_path, devic
 
         calls.append((batch, call))
     per_call = plans_per_call(calls, launched)
-    if native.native_runtime() is None:
-        pass
-    elif host_path == "programs":
+    if native.native_runtime() is not None:
         assert one_plan_per_key(per_call), per_call
-    else:
-        assert replayed  # (4, 4, 9, 1, 4, 1: calls of a batch size seen before)
     ctx.close()
 
 

@@ -1,10 +1,10 @@
 """Queue programs (issue #25, docs/design/host-path.md): every queue region written as a
 `QueueProgram` and run by runtime_support/exec gives what iree.runtime gives.
 
-The property suite of the design's migration step 2: each corpus program translated with
-`host_path="programs"` (the fused mechanisms off) against iree.runtime on the same vmfb,
-results bit-identical and errors with the same status, on both local devices; and random
-HAL queue programs (tests/random_programs.py) under both host paths against iree.runtime.
+The property suite of the design's migration step 2: each corpus program translated
+(queue programs: the default) against iree.runtime on the same vmfb, results
+bit-identical and errors with the same status, on both local devices; and random HAL
+queue programs (tests/random_programs.py) against iree.runtime.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ pytest.importorskip("iree.runtime")
 
 @pytest.mark.parametrize("case,device", DEVICE_CASES, ids=[f"{c.id}-{d}" for c, d in DEVICE_CASES])
 def test_programs_match_iree_runtime(case, device, compile_mlir, tmp_path):
-    check_against_iree(case, device, compile_mlir, tmp_path, host_path="programs")
+    check_against_iree(case, device, compile_mlir, tmp_path)
 
 
 # The general path alone (PYREE_QUEUE_FAST=0): what the fast path must equal.
@@ -37,7 +37,7 @@ GENERAL_CASES = [(c, d) for c, d in DEVICE_CASES if d == "local-sync"]
 @pytest.mark.parametrize("case,device", GENERAL_CASES, ids=[f"{c.id}-{d}" for c, d in GENERAL_CASES])
 def test_general_path_matches_iree_runtime(case, device, compile_mlir, tmp_path, monkeypatch):
     monkeypatch.setenv("PYREE_QUEUE_FAST", "0")
-    check_against_iree(case, device, compile_mlir, tmp_path, host_path="programs")
+    check_against_iree(case, device, compile_mlir, tmp_path)
 
 
 def _count_shapes(monkeypatch) -> tuple[list, list]:
@@ -75,7 +75,7 @@ def test_fast_path_runs_one_shot_recordings_as_plans(compile_mlir, tmp_path, mon
 
     (case,) = [c for c in corpus_cases(variants=("embedded-elf",)) if c.id.startswith("dyn_shape_2d@")]
     vmfb = compile_mlir(case.source, case.flags)
-    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg"))
     builds, runs = _count_shapes(monkeypatch)
     ctx = pkg.load(device="local-sync")
     session = IreeSession(vmfb)
@@ -103,7 +103,7 @@ def _mul_translated(compile_mlir, tmp_path):
     src = tmp_path / "mul.mlir"
     src.write_text(_MUL_MLIR)
     vmfb = compile_mlir(src, QUEUE_FLAGS)
-    return vmfb, load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+    return vmfb, load_package(write_package(read_module_file(vmfb), tmp_path, "pkg"))
 
 
 def _counted_queue_imports(monkeypatch) -> dict:
@@ -191,7 +191,7 @@ def test_segment_failure_raises_as_the_general_path(compile_mlir, tmp_path, monk
     vmfb, pkg = _mul_translated(compile_mlir, tmp_path)
     a = np.arange(4, dtype=np.float32)
     b = np.full(4, 1.5, np.float32)
-    want = load_package(write_package(read_module_file(vmfb), tmp_path, "ref", host_path="programs"))
+    want = load_package(write_package(read_module_file(vmfb), tmp_path, "ref"))
     want = want.load(device="local-sync").call("mul", a, b).tobytes()
     from runtime_support.hal.plan import Plan
 
@@ -255,7 +255,7 @@ def test_dispatch_constants_are_value_slots(compile_mlir, tmp_path, monkeypatch)
     src = tmp_path / "window.mlir"
     src.write_text(_OFFSET_MLIR)
     vmfb = compile_mlir(src, QUEUE_FLAGS)
-    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg"))
     builds, runs = _count_shapes(monkeypatch)
     ctx = pkg.load(device="local-sync")
     session = IreeSession(vmfb)
@@ -427,8 +427,7 @@ def test_segment_keeps_transients_apart(compile_mlir, tmp_path, monkeypatch):
 # tests/random_programs.py's queue programs (several dispatches and barriers per command
 # buffer, dynamic lengths, readbacks in scf.if / scf.while / scf.for, a call of a function
 # that is not inlined, cf.assert failures, arguments of the wrong length or shape), each
-# translated with host_path="fused" and with host_path="programs" and run on both local
-# devices against iree.runtime on the same vmfb. More:
+# translated and run on both local devices against iree.runtime on the same vmfb. More:
 #
 #     PYREE_QUEUE_MODULES=40 PYREE_RANDOM_SEED=7 python -m pytest -q tests/test_queue_programs.py -k random
 
@@ -436,7 +435,6 @@ QUEUE_MODULES = int(os.environ.get("PYREE_QUEUE_MODULES", "6"))
 QUEUE_FUNCTIONS = 4  # per module
 QUEUE_SEED = int(os.environ.get("PYREE_RANDOM_SEED", "0"))
 QUEUE_FLAGS = tuple(load_manifest()["variants"]["embedded-elf"]["flags"])
-HOST_PATHS = ("fused", "programs")
 
 
 def _compile_queue_functions(functions, tmp_path, compile_mlir, seed):
@@ -503,14 +501,13 @@ def _differs(expected, expected_error, actual, actual_error) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("host_path", HOST_PATHS)
 @pytest.mark.parametrize("module", range(QUEUE_MODULES))
-def test_random_queue_programs_match_iree(module, host_path, compile_mlir, tmp_path):
+def test_random_queue_programs_match_iree(module, compile_mlir, tmp_path):
     seed = QUEUE_SEED * 100003 + module
     vmfb, names = _compile_queue_functions(
         queue_functions(seed, QUEUE_FUNCTIONS), tmp_path, compile_mlir, seed
     )
-    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path=host_path))
+    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg"))
     contexts = {device: pkg.load(device=device) for device in ("local-sync", "local")}
     session = IreeSession(vmfb)
     problems, compared, failed = [], 0, 0
@@ -526,10 +523,10 @@ def test_random_queue_programs_match_iree(module, host_path, compile_mlir, tmp_p
                     problems.append(f"{name}(lengths {[a.shape[0] for a in args]}) {device}: {why}")
     where = f"python -m tests.random_programs --queue {seed} {QUEUE_FUNCTIONS}"
     print(
-        f"queue module {seed} ({host_path}): {len(names)} functions, {compared} calls equal, "
+        f"queue module {seed}: {len(names)} functions, {compared} calls equal, "
         f"{failed} failing on every side ({where})"
     )
-    assert not problems, f"host_path={host_path!r}, module: {where}\n" + "\n".join(problems)
+    assert not problems, f"module: {where}\n" + "\n".join(problems)
     assert compared > 0
 
 
@@ -761,7 +758,7 @@ def test_segment_reads_back_while_it_holds_the_queue(compile_mlir, tmp_path, mon
     src = tmp_path / "readback.mlir"
     src.write_text(_READBACK_MLIR)
     vmfb = compile_mlir(src, QUEUE_FLAGS)
-    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg"))
     _, runs = _count_shapes(monkeypatch)
     shapes = []
     counted_build = fast.build_shape
@@ -808,7 +805,7 @@ def test_dynamic_argument_checks_are_one_op(compile_mlir, tmp_path, monkeypatch)
     src = tmp_path / "dmul.mlir"
     src.write_text(_DYNAMIC_MLIR)
     vmfb = compile_mlir(src, QUEUE_FLAGS)
-    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg"))
     programs = [v for n, v in vars(pkg).items() if n.startswith("QUEUE_") and isinstance(v, QueueProgram)]
     interleaved = 0
     for program in programs:
@@ -874,7 +871,7 @@ def test_async_export_signals_the_callers_fence_from_its_plan(compile_mlir, tmp_
     src = tmp_path / "mul.mlir"
     src.write_text(_MUL_MLIR)
     vmfb = compile_mlir(src, QUEUE_FLAGS + ("--iree-execution-model=async-external",))
-    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs"))
+    pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg"))
     session = IreeSession(compile_mlir(src, QUEUE_FLAGS))  # (the oracle: the same program, sync)
     rng = np.random.default_rng(3)
     launched = launched_plans(monkeypatch)

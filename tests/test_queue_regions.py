@@ -1,8 +1,9 @@
 """Queue regions (translator/analyses/queue_regions.py, docs/design/host-path.md §4).
 
-- coverage: every group the existing matchers find (submissions, chains, one-shots,
-  argument checks) lies inside exactly one region, in every corpus and bench program;
-- beyond the matchers: small programs of the shapes they miss, each one region;
+- coverage: every step op lies inside exactly one region, in every corpus and bench
+  program (regions never overlap);
+- shapes: small programs (checks between submissions, readbacks, dynamic dispatches),
+  each as few regions as the design says;
 - privacy: a fence or command buffer that escapes is an output, never interior.
 """
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, corpus_cases
-from translator.analyses import arguments, chains, one_shots, queue_regions, submissions
+from translator.analyses import queue_regions
 from translator.analyses.liveness import RefLiveness
 from translator.pipeline import Pipeline
 from runtime_support.exec import steps
@@ -34,47 +35,34 @@ def regions_of(pipeline: Pipeline):
         yield k, fn, live, queue_regions.find(pipeline.module, fn, live, pipeline.cfg(k))
 
 
-def matcher_groups(module, fn, live):
-    """(matcher, pcs) of each group the existing mechanisms find."""
-    subs = submissions.find(module, fn, live)
-    for g in subs.values():
-        yield "submission", {op.pc for op in (*g.ops, g.await_op)}
-    for g in chains.find(module, fn, live, {k: len(g.ops) for k, g in subs.items()}).values():
-        yield "chain", {op.pc for op in g.ops}
-    for gs in one_shots.find(module, fn, live).values():
-        for g in gs:
-            ops = [op for _, group in g.steps for op in group] + [*g.ending.ops, *g.ending.between]
-            yield "one_shot", {op.pc for op in ops}
-    for g in arguments.find(module, fn).values():
-        yield "argument", {op.pc for op in g.ops}
-
-
 def check_coverage(path) -> int:
+    """Every step op in exactly one region; returns how many regions there are."""
     p = Pipeline.from_file(path)
-    groups = 0
+    count = 0
     for _k, fn, live, regions in regions_of(p):
+        for pc in step_pcs(p, fn):
+            inside = [r for r in regions if pc in r.pcs]
+            assert len(inside) == 1, f"{fn.name}: the step at pc {pc} is in {len(inside)} regions"
         pcs = [r.pcs for r in regions]
         for a in range(len(pcs)):  # regions never overlap
             for b in range(a + 1, len(pcs)):
                 assert not pcs[a] & pcs[b], (fn.name, a, b)
-        for kind, group in matcher_groups(p.module, fn, live):
-            inside = [r for r in regions if group <= r.pcs]
-            assert len(inside) == 1, f"{fn.name}: a {kind} group at {sorted(group)} is in no one region"
-            groups += 1
-    return groups
+        count += len(regions)
+    return count
 
 
 @pytest.mark.parametrize("case", CORPUS, ids=lambda c: c.id)
-def test_corpus_matcher_groups_lie_in_one_region(case, compile_mlir):
+def test_corpus_steps_lie_in_one_region(case, compile_mlir):
     check_coverage(compile_mlir(case.source, case.flags))
 
 
 @pytest.mark.parametrize("src", BENCH, ids=lambda p: p.stem)
-def test_bench_matcher_groups_lie_in_one_region(src, compile_mlir):
+def test_bench_steps_lie_in_one_region(src, compile_mlir):
     assert check_coverage(compile_mlir(src, LLVM_CPU)) > 0  # (every bench program has some)
 
 
-# --------------------------------------------------------------------------- beyond the matchers
+# --------------------------------------------------------------------------- shapes
+
 
 
 def main_regions(compile_mlir, tmp_path, name, source, fn_name="main", flags=LLVM_CPU):
@@ -102,8 +90,8 @@ def ref_outputs(region) -> list[str]:
 
 
 # (a) a cf.assert on a host scalar: IREE 3.13 hoists it after the argument checks and
-# before the submission; the region goes through it (a fail exit), holding what the
-# matchers see as separate groups (the argument checks, the one-shot).
+# before the submission; the region goes through it (a fail exit), holding the argument
+# checks and the command buffer recorded per call.
 ASSERT_BETWEEN = """
 func.func @main(%a: tensor<?xf32>, %b: tensor<?xf32>, %k: i32) -> tensor<?xf32> {
   %x = arith.addf %a, %a : tensor<?xf32>
@@ -120,9 +108,8 @@ def test_assert_between_checks_and_submission(compile_mlir, tmp_path):
     p, fn, live, regions = main_regions(compile_mlir, tmp_path, "assert_between", ASSERT_BETWEEN)
     big = max(regions, key=lambda r: len(r.steps))
     assert [f.message for f in big.fail_exits] == ["k out of range", "failed to wait on timepoint"]
-    groups = list(matcher_groups(p.module, fn, live))
-    inside = [kind for kind, g in groups if g <= big.pcs]
-    assert {"argument", "one_shot"} <= set(inside)  # groups of two matchers, one region
+    kinds = {s.kind for s in big.steps}
+    assert {steps.CheckArgument, steps.Dispatch} <= kinds  # the checks and the recording, one region
     # in: the second view and k (the check's compare is a movable op reading it)
     assert {(r.is_ref, r.ordinal) for r in big.inputs} >= {(True, 1), (False, 0)}
     assert ref_outputs(big) == ["Alloca"]  # the result buffer only
@@ -201,8 +188,6 @@ def test_dynamic_dispatches_one_region(compile_mlir, tmp_path):
     assert kinds.count(steps.Dispatch) >= 2 and kinds.count(steps.CheckArgument) == 4
     divs = [op for op in region.movable if op.spec.fails_on_divisor]
     assert divs  # a division IREE emits for the counts, kept as a movable op
-    groups = [kind for kind, g in matcher_groups(p.module, fn, live) if g <= region.pcs]
-    assert groups.count("argument") == 2 and "one_shot" in groups
     assert ref_outputs(region) == ["Alloca"]
     assert {(True, 0), (True, 1)} <= {(r.is_ref, r.ordinal) for r in region.inputs}  # the views
     assert len(region.transients) == 1

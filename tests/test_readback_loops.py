@@ -1,29 +1,23 @@
 """Host loops whose condition reads a dispatch's result back (IREE's stablehlo `collatz`
-model, generation loops): structured code and fused submissions, equal to iree.runtime.
+model, generation loops): structured code and queue programs, equal to iree.runtime.
 
 Each iteration submits, awaits and reads a value back with `hal.buffer.load`; the loop is
 left normally or by a failed wait, whose `vm.fail` block the checks before the loop share.
 The structurer inlines that failure exit (it was a block-state loop); the submissions
-whose fence the next iteration waits on are fused: a one-shot command buffer returns the
-fence it awaited (`keep`) or the new one it signals unawaited (NEW_FENCE), and a queue
-chain may start after a fence.join of outside fences.
+whose fence the next iteration waits on are queue programs (their fences outputs the next
+iteration's program reads), and one may start after a fence.join of outside fences.
+Both lowerings the translator keeps run: queue programs and --no-fuse (one call per op).
 """
 
 from __future__ import annotations
-
-from functools import partial
 
 import numpy as np
 import pytest
 
 from runtime_support.run_cli import import_package_as
 from tests.helpers_compile import LLVM_CPU_FLAGS, compile_mlir
-from translator.codegen import write_package as _write_package
+from translator.codegen import write_package
 from translator.reader import read_module_file
-
-# These tests are of the fused mechanisms (`--host-path=fused`), kept until issue #25
-# deletes them; the default host path is queue programs (tests/test_queue_programs.py).
-write_package = partial(_write_package, host_path="fused")
 
 # Collatz steps of a scalar (static shapes: reusable command buffers, queue chains).
 STEPS = """
@@ -98,42 +92,33 @@ func.func @halve(%start: tensor<?xf32>) -> (tensor<?xf32>, tensor<i32>) {
 """
 
 SOURCES = {"steps": STEPS, "halve": HALVE}
-# What each generated function must show (the loop, its fused submissions).
-SHOWN = {
-    "steps": ("while True:", "submit_chain("),
-    "halve": ("while True:", "submit_one_shot(", "True,  # keep: the awaited fence comes back too",
-              "NEW_FENCE,  # signal fence: a new one, returned"),
-}
-# Fused chains in `steps`: the loop head's, the body's after a fence.join of outside
-# fences, and the select's.
-STEPS_CHAINS = 3
+# What each generated function must show (the loop, its queue programs).
+SHOWN = ("while True:", "QueueProgram(")
+FORMS = ("programs", "per_op")  # write_package(queue_programs=True / False)
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """name -> (vmfb, {fused: package module})."""
+    """name -> (vmfb, {form: package module})."""
     out = tmp_path_factory.mktemp("readback")
     result = {}
     for name, source in SOURCES.items():
         vmfb = compile_mlir(source, out, LLVM_CPU_FLAGS, name)
         pkgs = {}
-        for fuse in (True, False):
-            where = out / ("fused" if fuse else "unfused")
-            pkg = write_package(read_module_file(vmfb), where, name, fuse_submissions=fuse)
-            pkgs[fuse] = import_package_as(f"_readback_{name}_{fuse}", pkg)
+        for form in FORMS:
+            pkg = write_package(read_module_file(vmfb), out / form, name, queue_programs=form == "programs")
+            pkgs[form] = import_package_as(f"_readback_{name}_{form}", pkg)
         result[name] = (vmfb, pkgs)
     return result
 
 
 @pytest.mark.parametrize("name", sorted(SOURCES))
-def test_loop_is_structured_and_fused(built, name):
-    text = open(built[name][1][True].__file__).read()
+def test_loop_is_structured_with_queue_programs(built, name):
+    text = open(built[name][1]["programs"].__file__).read()
     assert "Irreducible control flow" not in text
     assert "block = " not in text
-    for s in SHOWN[name]:
+    for s in SHOWN:
         assert s in text, s
-    if name == "steps":
-        assert text.count("submit_chain(") == STEPS_CHAINS
 
 
 def _inputs(name, rng, k):
@@ -145,20 +130,20 @@ def _inputs(name, rng, k):
 
 @pytest.mark.parametrize("name", sorted(SOURCES))
 @pytest.mark.parametrize("device, driver", [("local-sync", "local-sync"), ("local", "local-task")])
-def test_fused_equals_unfused_and_iree(built, name, device, driver):
+def test_programs_and_per_op_equal_iree(built, name, device, driver):
     rt = pytest.importorskip("iree.runtime")
     vmfb, pkgs = built[name]
     ctx = rt.SystemContext(config=rt.Config(driver))
     ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, vmfb.read_bytes()))
     iree_fn = getattr(ctx.modules.module, name)
-    ours = {fuse: getattr(pkgs[fuse].load(device=device), name) for fuse in (True, False)}
+    ours = {form: getattr(pkgs[form].load(device=device), name) for form in FORMS}
     rng = np.random.default_rng(3)
     for k in range(8):
         args = _inputs(name, rng, k)
         want = iree_fn(*(np.asarray(a) for a in args))
         want = [want] if not isinstance(want, (tuple, list)) else want
         want = [np.asarray(w.to_host()).tobytes() for w in want]
-        for fuse in (True, False):
-            got = ours[fuse](*(np.asarray(a) for a in args))
+        for form in FORMS:
+            got = ours[form](*(np.asarray(a) for a in args))
             got = [got] if not isinstance(got, tuple) else got
-            assert [np.asarray(g).tobytes() for g in got] == want, (name, k, fuse)
+            assert [np.asarray(g).tobytes() for g in got] == want, (name, k, form)

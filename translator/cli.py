@@ -19,7 +19,6 @@ from pathlib import Path
 
 from runtime_support.names import identifier
 from translator.errors import InvalidModuleError, OutputFolderError
-from translator.host_paths import DEFAULT_HOST_PATH, HOST_PATHS
 
 
 # Top-level modules a generated package imports, itself or through the runtime: a package
@@ -105,18 +104,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-fuse",
         action="store_true",
-        help="one call of each hal import per VM op: no queue programs (see --host-path) "
-        "and no fused helpers; the same behaviour, slower (for reading or debugging the host "
-        "code op by op)",
-    )
-    p.add_argument(
-        "--host-path",
-        choices=HOST_PATHS,
-        default=DEFAULT_HOST_PATH,
-        help="how the host's queue calls are written: `programs` (default): each queue "
-        "region becomes a queue program, a module constant of named steps run by "
-        "runtime_support/exec (docs/design/host-path.md); `fused`: the older per-shape "
-        "fused helpers, kept until they are removed",
+        help="one call of each hal import per VM op, no queue programs (by default each "
+        "queue region becomes a queue program, a module constant of named steps run by "
+        "runtime_support/exec: docs/design/host-path.md); the same behaviour, slower (for "
+        "reading or debugging the host code op by op)",
     )
     return p
 
@@ -266,8 +257,7 @@ def _translate(args, path) -> int:
             source_name=Path(path).name,
             provenance=args.provenance,
             pipeline=Pipeline(module),
-            fuse_submissions=not args.no_fuse,
-            host_path=args.host_path,
+            queue_programs=not args.no_fuse,
             force=args.force,
         )
         print(out)

@@ -238,7 +238,7 @@ def translate_kernel(ordinal: int, data: bytes) -> KernelFile:
                 ),
                 "header": [comment_text(f"Translator: pyree {__version__}")],
             },
-            fuse_submissions=False,
+            queue_programs=False,
             numeric_inline=INLINE,
         )
     except InvalidModuleError as e:

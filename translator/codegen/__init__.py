@@ -27,18 +27,12 @@ from translator.codegen.passes import (
     tidy_releases,
     trim_ref_init,
 )
-from translator.codegen.runs import RunTable
-from translator.codegen.loops import LoopTable
 from translator.codegen.queue_programs import ProgramTable
-
-from translator.host_paths import DEFAULT_HOST_PATH, HOST_PATHS
 from translator.codegen import package_folder
 from translator.codegen.printer import Printer
-from translator.analyses import arguments, chains, one_shots, submissions
 from translator.codegen.view import (
     ExportRow,
     FunctionView,
-    FusedRow,
     ImportRow,
     ModuleView,
     RodataRow,
@@ -193,10 +187,7 @@ def generate(
     *,
     provenance: bool = False,
     pipeline: Pipeline | None = None,
-    fuse_submissions: bool = True,
-    merge_runs: bool = True,
-    loop_chains: bool = True,
-    host_path: str = DEFAULT_HOST_PATH,
+    queue_programs: bool = True,
     template: str = "module.py.j2",
     helper_modules: dict[str, str] | None = None,
     view_fields: dict | None = None,
@@ -207,21 +198,8 @@ def generate(
     `pipeline`: the module's front end (decoded, verified functions and their analyses);
     made here when not given. `provenance`: VM comments (`# pc 0x42 hal.fence.await`) on
     every function; without it, only on functions that show no source location.
-    `fuse_submissions`: each per-dispatch submission group with private fences becomes
-    one call of a fused helper (analyses/submissions.py); False keeps one call per op.
-    `merge_runs`: runs of such calls become one call (codegen/runs.py); False keeps one
-    per dispatch (the benchmark measures both). `loop_chains`: a host loop of one queue
-    chain runs its iterations as steps of one runtime object (codegen/loops.py).
-    `host_path`: "programs" (the default): every queue region becomes a queue program
-    (codegen/queue_programs.py, docs/design/host-path.md) and the fused mechanisms above
-    are off; "fused": those mechanisms. `fuse_submissions=False` (--no-fuse) keeps one
-    import call per op under either (no queue programs, no fused helpers)."""
-    if host_path not in HOST_PATHS:
-        raise ValueError(f"host_path must be one of {', '.join(HOST_PATHS)}, not {host_path!r}")
-    # (--no-fuse: one import call per op, no queue programs either)
-    programs = host_path == "programs" and fuse_submissions
-    if host_path == "programs":
-        fuse_submissions = merge_runs = loop_chains = False
+    `queue_programs`: every queue region becomes a queue program (codegen/queue_programs.py,
+    docs/design/host-path.md); False (--no-fuse) keeps one import call per op."""
     if pipeline is None:
         pipeline = Pipeline(module)
     # Translate-time checks of the module's imports and exports run before any code is generated.
@@ -241,12 +219,9 @@ def generate(
     if numeric_inline is not None:  # (a VMVX kernel's: translator/vmvx.py)
         renderer.numeric_inline = numeric_inline
     renderer.unchecked_ref_loads = unchecked_ref_loads(module, functions)
-    renderer.fuse_submissions = fuse_submissions
-    if programs:
+    if queue_programs:
         renderer.programs = ProgramTable(renderer.use, names.rodata)
     messages = MessageTable()
-    runs = RunTable(lambda: renderer._fused_local("run"), renderer.use)
-    loops = LoopTable(renderer.use)
     views = []
     structured = fallback = 0
     for k, fn in enumerate(functions):
@@ -254,17 +229,7 @@ def generate(
         tree = FunctionEmitter(renderer, fn, cconvs[k], ref_count, pipeline.cfg(k)).generate()
         body = tidy_releases(trim_ref_init(tree.body))
         tidy_ifs(body)
-        if fuse_submissions and merge_runs:
-            merged = len(runs.constants)
-            body = runs.merge(body)
-            if len(runs.constants) > merged:  # (a run's steps' releases, once more)
-                body = tidy_releases(body)
-        if fuse_submissions and loop_chains:
-            rewritten = loops.count
-            body = loops.rewrite(body)
-            if loops.count > rewritten:
-                body = tidy_releases(body)
-        if programs:
+        if queue_programs:
             body = drop_unread_constants(body)
         messages.hoist(body)
         printer = Printer(provenance=provenance or not locations.has_locations(k))
@@ -338,95 +303,15 @@ def generate(
         ],
         rodata=[RodataRow(names.rodata(s.ordinal), off, length) for s, (off, length) in zip(module.rodata, table)],
         messages=messages.constants(),
-        runs=runs.constants,
         programs=renderer.programs.constants if renderer.programs else [],
         program_locals=renderer.programs.locals if renderer.programs else [],
         global_bytes=module.global_bytes_capacity,
         global_refs=module.global_ref_count,
         functions=views,
-        fused=[
-            FusedRow(local, kind, [_import_local(names, module, i) for i in _FUSED_IMPORTS[kind]])
-            # (a key `kind#site`: a call site's own helper of that kind)
-            for kind, local in ((key.split("#")[0], local) for key, local in sorted(renderer.fused.items()))
-        ],
         **fields,
     )
     text = _environment().get_template(template).render(m=view)
     return GeneratedPackage(text, bytes(blob), table, structured, fallback, kernels)
-
-
-# The imports each fused helper is built from (runtime_support/hal/fused.py,
-# one_shot.py), in order.
-_FUSED_IMPORTS = {
-    "alloca_execute_indirect": (
-        submissions.FENCE_CREATE,
-        submissions.QUEUE_ALLOCA,
-        submissions.EXECUTE_INDIRECT,
-        submissions.FENCE_AWAIT,
-    ),
-    "execute_indirect": (
-        submissions.FENCE_CREATE,
-        submissions.EXECUTE_INDIRECT,
-        submissions.FENCE_AWAIT,
-    ),
-    "execute": (submissions.FENCE_CREATE, submissions.QUEUE_EXECUTE, submissions.FENCE_AWAIT),
-    # (a run's steps are alloca_execute_indirect groups: codegen/runs.py)
-    "run": (
-        submissions.FENCE_CREATE,
-        submissions.QUEUE_ALLOCA,
-        submissions.EXECUTE_INDIRECT,
-        submissions.FENCE_AWAIT,
-    ),
-    "check_argument": (arguments.VIEW_ASSERT, arguments.VIEW_BUFFER, arguments.BUFFER_ASSERT),
-    "check_argument_allocator": (
-        arguments.VIEW_ASSERT,
-        arguments.VIEW_BUFFER,
-        arguments.DEVICE_ALLOCATOR,
-        arguments.BUFFER_ASSERT,
-    ),
-    "chain": (
-        submissions.FENCE_CREATE,
-        submissions.QUEUE_ALLOCA,
-        chains.FENCE_JOIN,
-        submissions.EXECUTE_INDIRECT,
-        chains.QUEUE_DEALLOCA,
-    ),
-    "one_shot": (
-        submissions.FENCE_CREATE,
-        submissions.QUEUE_ALLOCA,
-        chains.FENCE_JOIN,
-        one_shots.CB_CREATE,
-        one_shots.LOOKUP_FUNCTION,
-        one_shots.CB_DISPATCH,
-        one_shots.CB_BARRIER,
-        one_shots.CB_COPY,
-        one_shots.CB_FILL,
-        one_shots.CB_FINALIZE,
-        submissions.QUEUE_EXECUTE,
-        submissions.FENCE_AWAIT,
-        chains.QUEUE_DEALLOCA,
-    ),
-}
-_FUSED_IMPORTS["one_shot_signal"] = _FUSED_IMPORTS["one_shot"]
-
-
-def _import_local(names: NameTable, module: Module, want: tuple[str, str]) -> str:
-    """The `_bind` local of the import a fused helper is built from; "None" for one the
-    module lacks (a `chain` helper whose call sites need no join or dealloca)."""
-    k = _import_ordinal(module, want)
-    return "None" if k is None else names.import_name(k)
-
-
-def _import_ordinal(module: Module, want: tuple[str, str]) -> int:
-    """The ordinal of the required import (full name, cconv) a submission group calls."""
-    return next(
-        (
-            i.ordinal
-            for i in module.imports
-            if not i.optional and (i.full_name, i.signature.calling_convention) == want
-        ),
-        None,
-    )
 
 
 def format_source(source: str) -> str:
@@ -444,10 +329,7 @@ def write_package(
     source_name: str = "",
     provenance: bool = False,
     pipeline: Pipeline | None = None,
-    fuse_submissions: bool = True,
-    merge_runs: bool = True,
-    loop_chains: bool = True,
-    host_path: str = DEFAULT_HOST_PATH,
+    queue_programs: bool = True,
     force: bool = False,
     private: bool = False,
 ) -> Path:
@@ -455,11 +337,11 @@ def write_package(
     directory. An existing OUT_DIR/NAME is replaced only where pyree wrote it (else
     OutputFolderError), or with `force`; the swap is atomic (codegen/package_folder.py).
     With `private` the package is this user's alone whatever the umask (0700, 0600).
+    `queue_programs`: as generate's (False: --no-fuse, one import call per op).
     """
     pkg = generate(
         module, name, source_name, provenance=provenance, pipeline=pipeline,
-        fuse_submissions=fuse_submissions, merge_runs=merge_runs, loop_chains=loop_chains,
-        host_path=host_path,
+        queue_programs=queue_programs,
     )
     source = format_source(pkg.source) if format_code else pkg.source
     files = {"__init__.py": source.encode("utf-8"), "rodata.bin": pkg.rodata}

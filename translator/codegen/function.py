@@ -18,7 +18,7 @@ from translator.cconv import CConv
 from translator.analyses import cfg
 from translator.analyses.layout import parameter_names
 from translator.analyses.liveness import RefLiveness
-from translator.analyses import arguments, chains, one_shots, queue_regions, submissions
+from translator.analyses import queue_regions
 from translator.codegen.hal_enums import const_notes
 from translator.codegen.ops import Edge, OpRenderer, Terminator
 from translator.analyses.regkinds import HIGH, RegisterKinds
@@ -71,42 +71,6 @@ class FunctionEmitter:
         self._terms: dict[int, Terminator] = {}
         self.notes = const_notes(renderer.module, fn)
         self.live = RefLiveness(fn, self.info)
-        # Blocks that end in a submission group, lowered as one fused call.
-        self.groups = (
-            submissions.find(renderer.module, fn, self.live) if renderer.fuse_submissions else {}
-        )
-        # Queue chains inside blocks (first op's pc -> chain), lowered as one fused call.
-        self.chains = (
-            chains.find(renderer.module, fn, self.live, {k: len(g.ops) for k, g in self.groups.items()})
-            if renderer.fuse_submissions
-            else {}
-        )
-        self.in_chain = {op.pc for c in self.chains.values() for op in c.ops[1:]}
-        # Each argument's checks (first op's pc -> group), lowered as one fused call.
-        self.arguments = arguments.find(renderer.module, fn) if renderer.fuse_submissions else {}
-        self.in_chain |= {op.pc for g in self.arguments.values() for op in g.ops[1:]}
-        # Blocks that record a one-shot command buffer and submit it: each step where its
-        # call was (first op's pc -> (group, kind, ops)), the execute one fused call.
-        found = (
-            one_shots.find(renderer.module, fn, self.live) if renderer.fuse_submissions else {}
-        )
-        claimed = self.in_chain | set(self.chains) | set(self.arguments)
-        shots = [g for gs in found.values() for g in gs if not g.pcs & claimed]
-        # The await form ends its block (the terminator); the signal form's execute is a
-        # statement where it was.
-        kept = {id(g) for g in shots}
-        # A group whose ending awaits in the block's terminator is lowered there; any other
-        # one at its ending's last op. The ending's other ops lower to nothing.
-        self.one_shots = {
-            b: g for b, gs in found.items() for g in gs if id(g) in kept and g.ending.terminal
-        }
-        self.one_shot_steps = {ops[0].pc: (g, kind, ops) for g in shots for kind, ops in g.steps}
-        for g in shots:
-            ending = g.ending.ops
-            self.one_shot_steps.update({op.pc: (g, "ending", (op,)) for op in ending[:-1]})
-            if not g.ending.terminal:
-                self.one_shot_steps[ending[-1].pc] = (g, "call", (ending[-1],))
-        self.in_chain |= {op.pc for g in shots for _, ops in g.steps for op in ops[1:]}
         # Queue programs: each region's call where its first op was; its other ops lower
         # to nothing, and a terminator it crosses goes straight on (its fail arm is the
         # program's check).
@@ -138,38 +102,18 @@ class FunctionEmitter:
 
     # -- pieces shared by both strategies --------------------------------------------
     def block_ops(self, index: int) -> list[Stmt]:
-        block = self.fn.blocks[index]
-        ops = block.ops
-        group = self.groups.get(index)
-        if group is not None:  # its ops are the terminator's (`terminator`)
-            ops = ops[: len(ops) - 1 - len(group.ops)] + [group.ops[0]]
+        ops = self.fn.blocks[index].ops
         out: list[Stmt] = []
         for op, nxt in zip(ops[:-1], ops[1:]):
-            if op.pc in self.in_chain or op.pc in self.in_site:
+            if op.pc in self.in_site:
                 continue
             site = self.sites.get(op.pc)
             if site is not None:
                 out += site.stmts
                 continue
-            chain = self.chains.get(op.pc)
-            if chain is not None:
-                out += self.r.lower_chain(self.fn, chain, self.live.dies_at)
-                continue
-            argument = self.arguments.get(op.pc)
-            if argument is not None:
-                out += self.r.lower_argument(self.fn, argument, self.live.dies_at)
-                continue
-            step = self.one_shot_steps.get(op.pc)
-            if step is not None:
-                out += self.r.lower_one_shot_step(self.fn, *step, self.live.dies_at)
-                continue
             overwritten = (
                 _overwritten_by(nxt)
-                if nxt is not (group and group.ops[0])
-                and nxt.pc not in self.chains
-                and nxt.pc not in self.arguments
-                and nxt.pc not in self.sites
-                and nxt.pc not in self.in_site
+                if nxt.pc not in self.sites and nxt.pc not in self.in_site
                 else frozenset()
             )
             stmts = self.r.lower_op(self.fn, op, overwritten, self.live.dies_at(op))
@@ -183,16 +127,10 @@ class FunctionEmitter:
         term = self._terms.get(index)
         if term is None:
             op = self.fn.blocks[index].ops[-1]
-            group = self.groups.get(index)
-            one_shot = self.one_shots.get(index)
             crossed = self.site_terms.get(index)
             if crossed is not None:  # (a queue program's: it goes on, nothing to copy)
                 pre, successor = crossed
                 term = Terminator(self.r.provenance(self.fn, op), list(pre), None, [Edge(None, successor, ())])
-            elif one_shot is not None:
-                term = self.r.lower_one_shot(self.fn, one_shot, self.live.dies_at, self.index_of)
-            elif group is not None:
-                term = self.r.lower_submission(self.fn, group, self.live.dies_at, self.index_of)
             else:
                 term = self.r.lower_terminator(self.fn, op, self.index_of)
             self._terms[index] = term

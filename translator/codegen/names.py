@@ -18,7 +18,7 @@ from translator.codegen.escape import comment_text  # noqa: F401  (re-exported)
 _RESERVED = set(dir(builtins)) | {
     "rwdata", "refs", "ctx", "block", "np", "self", "load", "EXPORTS", "CCONVS",
     "ModuleContext", "vm_fail", "Export", "Import", "_EXPORTS", "_IMPORTS", "_RODATA", "_bind",
-    "describe_exports", "VM_MODULE_NAME", "PACKAGE_NAME", "__dir__", "recording", "shape",
+    "describe_exports", "VM_MODULE_NAME", "PACKAGE_NAME", "__dir__",
 }
 
 
@@ -95,14 +95,6 @@ class NameTable:
 
     def function(self, k: int) -> str:
         return self.functions[k]
-
-    def fused_local(self, kind: str) -> str:
-        """The `_bind` local holding a context's fused submission helper of `kind`
-        (`alloca_execute_indirect` -> `submit_alloca_execute_indirect`)."""
-        # (`check_argument` -> `check_input`: the builder keeps its own name)
-        if kind.startswith("check_argument"):
-            return self._unique(kind.replace("check_argument", "check_input"))
-        return self._unique(f"submit_{kind}")
 
     def import_name(self, i: int) -> str:
         return self.imports[i]

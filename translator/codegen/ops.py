@@ -12,14 +12,12 @@ written inline, in the form `runtime_support.vm.numerics.INLINE` gives beside th
 from __future__ import annotations
 
 import math
-import re
 
 from dataclasses import dataclass
 
 from translator.codegen.escape import comment_text, string_literal as lit
 from translator.codegen.names import NameTable
 from translator.analyses.regkinds import HIGH
-from translator.analyses.submissions import EXECUTE_FIXED
 from translator.codegen.stmt import (
     Assign,
     Call,
@@ -30,8 +28,6 @@ from translator.codegen.stmt import (
     Release,
     Return,
     Stmt,
-    Submit,
-    ChainCall,
 )
 from translator.ir import IMPORT_BIT, Function, Op, Reg
 from runtime_support.vm.numerics import INLINE as NUMERIC_INLINE
@@ -44,8 +40,6 @@ HELPER_MODULES = {
     "buffer": "runtime_support.vm.buffer",
     "list": "runtime_support.vm.list",
     "globals": "runtime_support.vm.globals",
-    "fused": "runtime_support.hal.fused",
-    "one_shot": "runtime_support.hal.one_shot",
     # queue programs (codegen/queue_programs.py)
     "program": "runtime_support.exec.program",
     "steps": "runtime_support.exec.steps",
@@ -55,24 +49,6 @@ HELPER_MODULES = {
     "hal_command_buffer": "runtime_support.hal.command_buffer",
     "hal_element_types": "runtime_support.hal.element_types",
 }
-
-# The local a one-shot group's steps are appended to (analyses/one_shots.py).
-RECORDING = "recording"
-# The local an argument check's shape is read into before the scalars that write its
-# registers (analyses/arguments.py, `snapshot`).
-SHAPE = "shape"
-
-
-_REGISTER = re.compile(r"\b[ri]\d+\b")  # a register local in an argument text
-
-
-def _table_entries(ex: list[str], allocated) -> tuple:
-    """execute.indirect's table (its operands after the fixed ones, as text) as (buffer,
-    offset, length) entries, None for the buffer of each entry in `allocated`."""
-    return tuple(
-        (None if k in allocated else e[0], e[1], e[2])
-        for k, e in enumerate(ex[i : i + 3] for i in range(EXECUTE_FIXED, len(ex), 3))
-    )
 
 
 def helper_name(mnemonic: str) -> str:
@@ -123,12 +99,8 @@ class OpRenderer:
         # (slot, type ordinal) of ref-global loads that are plain reads
         # (translator/analyses/ref_globals.py); set by the caller for the whole module.
         self.unchecked_ref_loads: frozenset = frozenset()
-        # Whether submission groups (analyses/submissions.py) become one fused call.
-        self.fuse_submissions = True
-        # Fused helper kind -> the local `_bind` builds it into (module-wide).
-        self.fused: dict[str, str] = {}
         # Queue programs (codegen/queue_programs.py): a ProgramTable where queue regions
-        # become programs (then fuse_submissions is off), else None.
+        # become programs, else None (--no-fuse: one import call per op).
         self.programs = None
 
     def use(self, module: str, name: str) -> str:
@@ -375,392 +347,6 @@ class OpRenderer:
             return [Call(prov, expr, self.reads(op))]
         return [Assign(prov, outs, expr, self.reads(op))]
 
-    # -- fused submissions ----------------------------------------------------------------
-    def _fused_local(self, kind: str, module: str = "fused", site: str | None = None) -> str:
-        """The context's local for a helper of runtime_support/hal/fused.py (or another
-        HELPER_MODULES module), bound once; with `site`, one of its own for that call
-        site (a helper that compiles itself for its call site's shape)."""
-        key = kind if site is None else f"{kind}#{site}"
-        local = self.fused.get(key)
-        if local is None:
-            local = self.fused[key] = self.names.fused_local(kind)
-            self.use(module, kind)
-        return local
-
-    def _binding_table(self, ex: list[str], allocated_entries) -> str:
-        """execute.indirect's table entries (its operands after the fixed ones) as a list
-        literal, the buffer the fused call allocates reading `ALLOCATED` in the entries
-        given."""
-        table = [ex[i : i + 3] for i in range(EXECUTE_FIXED, len(ex), 3)]
-        if allocated_entries:
-            allocated = self.use("fused", "ALLOCATED")
-            for k in allocated_entries:
-                table[k] = [allocated] + table[k][1:]
-        return "[" + ", ".join("(" + ", ".join(e) + ")" for e in table) + "]"
-
-    def lower_submission(self, fn: Function, group, dead, index_of: dict[int, int]) -> Terminator:
-        """A submission group (analyses/submissions.py) as one call of the context's fused
-        helper (runtime_support/hal/fused.py), its arguments in the ops' order with the
-        private fences left out; a table entry holding the new buffer reads `ALLOCATED`.
-        Afterwards every register the ops left null is released (the fences included)."""
-        term = group.await_op
-        kind = group.kind
-        local = self._fused_local(kind)
-        ops = group.ops
-        execute = group.execute
-        ex = [self.reg(r) for r in execute["operands"]]
-        table_text = self._binding_table(ex, group.slots)
-        create_flags = self.reg(ops[-2]["operands"][1])
-        device, affinity, wait, _signal, cmd, flags = ex[:EXECUTE_FIXED]
-        timeout, await_flags = (self.reg(r) for r in term["operands"][:2])
-        if kind == "alloca_execute_indirect":
-            al = [self.reg(r) for r in group.alloca["operands"]]
-            slots = f"({', '.join(map(str, group.slots))},)" if group.slots else "()"
-            args = [
-                (device, "device"),
-                (self.reg(ops[0]["operands"][1]), "flags (fence.create)"),
-                (al[1], "affinity (queue.alloca)"),
-                (al[2], "wait fence"),
-                (al[4], "pool"),
-                (al[5], "memory types"),
-                (al[6], "buffer usage"),
-                (al[7], "allocation size"),
-                (al[8], "flags"),
-                (create_flags, "flags (fence.create)"),
-                (affinity, "affinity (queue.execute.indirect)"),
-                (cmd, "command buffer"),
-                (flags, "flags"),
-                (table_text, "binding table"),
-                (slots, "table entries of the new buffer (ALLOCATED)"),
-                (timeout, "timeout (fence.await)"),
-                (await_flags, "flags"),
-            ]
-            targets = (self.reg(group.alloca["results"][0]), self.reg(term["results"][0]))
-        elif kind == "execute":
-            args = [
-                (device, "device"),
-                (create_flags, "flags (fence.create)"),
-                (affinity, "affinity (queue.execute)"),
-                (wait, "wait fence"),
-                (cmd, "command buffer"),
-                (flags, "flags"),
-                (timeout, "timeout (fence.await)"),
-                (await_flags, "flags"),
-            ]
-            targets = (self.reg(term["results"][0]),)
-        else:
-            args = [
-                (device, "device"),
-                (create_flags, "flags (fence.create)"),
-                (affinity, "affinity (queue.execute.indirect)"),
-                (wait, "wait fence"),
-                (cmd, "command buffer"),
-                (flags, "flags"),
-                (table_text, "binding table"),
-                (timeout, "timeout (fence.await)"),
-                (await_flags, "flags"),
-            ]
-            targets = (self.reg(term["results"][0]),)
-        # One argument a line, each with what it is: the call stays readable.
-        call = f"{local}(\n" + "".join(f"{a},  # {label}\n" for a, label in args) + ")"
-        provs = [self.provenance(fn, op) for op in (*ops, term)]
-        # The `if status: raise` that follows is the next block's; the comment names
-        # what the call does, the call carries the execute's provenance (the dispatch).
-        names = ", ".join(p.callee.removeprefix("hal.") for p in provs)
-        # What the call reads: the registers among its arguments (a register the group
-        # also writes, e.g. a wait fence in the register the second fence goes to, is
-        # read before: the arguments are evaluated first).
-        reads = frozenset(n for a, _ in args for n in _REGISTER.findall(a))
-        step = ()
-        if kind != "execute":
-            table = _table_entries(ex, group.slots)
-            if kind == "alloca_execute_indirect":
-                head = tuple(a for a, _ in args[:13])
-            else:  # (no alloca: its operands None)
-                head = (device, None, None, wait, None, None, None, None, None, create_flags,
-                        affinity, cmd, flags)
-            step = head + (table, group.slots, timeout, await_flags)
-        stmts: list[Stmt] = [
-            Comment(provs[0], f"fused: {names}"),
-            Submit(provs[-2], targets, call, reads, step=step),
-        ]
-        # What the ops release (moved or last read; the new buffer only if the execute
-        # was its last reader), and the fences, which nothing reads afterwards.
-        released: list[str] = []
-        for op, prov in zip(ops, provs):
-            for r in self.moves_after(op, prov, frozenset(), dead(op)):
-                released += r.names
-        for r in self.moves_after(term, provs[-1]):
-            released += r.names
-        released += [self.reg(r) for op in ops if op is not group.alloca for r in op.writes()]
-        released = list(dict.fromkeys(released))
-        if released:
-            stmts.append(Release(provs[-1], released))
-        return Terminator(provs[-1], stmts, None, self._edges(term, index_of, [None]))
-
-    def lower_chain(self, fn: Function, chain, dead) -> list[Stmt]:
-        """A queue chain (analyses/chains.py) as one call of the context's `chain` helper
-        (runtime_support/hal/fused.py): the allocated buffers and the last fence are its
-        results; table entries and a dealloca of a buffer allocated in the same call read
-        `ALLOCATED`. Afterwards the registers the ops released, and those left holding a
-        private fence, are released (never a result)."""
-        local = self._fused_local("chain")
-        ops = chain.ops
-        reg = self.reg
-        ex = [reg(r) for r in chain.execute["operands"]]
-        table_text = self._binding_table(ex, [k for k, _ in chain.slots])
-        table = _table_entries(ex, {k for k, _ in chain.slots})
-        # A dealloca of the chain's own alloca reads ALLOCATED; TRANSIENT where nothing
-        # reads that buffer after the call (its result is `_`: the runtime may run the
-        # dispatches on a scratch buffer, see fused.TRANSIENT)
-        allocated = ""
-        if chain.dealloca_of >= 0:
-            dead_after = chain.targets[chain.dealloca_of] < 0
-            allocated = self.use("fused", "TRANSIENT" if dead_after else "ALLOCATED")
-        create_of = {id(ops[k + 1]): ops[k] for k in range(len(ops) - 1)}  # op -> its fence.create
-        wait = reg(chain.allocas[0]["operands"][2])  # (a chain has at least one alloca)
-        args = [(ex[0], "device"), (wait, "wait fence")]
-        allocas = ""
-        for k, al in enumerate(chain.allocas):
-            a = [reg(r) for r in al["operands"]]
-            flags = reg(create_of[id(al)]["operands"][1])
-            allocas += f"({flags}, {a[1]}, {a[4]}, {a[5]}, {a[6]}, {a[7]}, {a[8]}),  # queue.alloca {k}\n"
-        args.append((f"(\n{allocas})", "the queue.allocas"))
-        if chain.join is not None:
-            args.append((reg(chain.join["operands"][0]), "flags (fence.join)"))
-        else:
-            args.append(("None", "no fence.join"))
-        args += [
-            (reg(create_of[id(chain.execute)]["operands"][1]), "flags (fence.create)"),
-            (ex[1], "affinity (queue.execute.indirect)"),
-            (ex[4], "command buffer"),
-            (ex[5], "flags"),
-            (table_text, "binding table"),
-            (_tuple(f"({k}, {j})" for k, j in chain.slots), "(table entry, queue.alloca) of each ALLOCATED"),
-        ]
-        if chain.dealloca is not None:
-            d = [reg(r) for r in chain.dealloca["operands"]]
-            buffer = allocated if chain.dealloca_of >= 0 else d[4]
-            if chain.targets[-1] < 0:  # it signals an outside fence
-                flags, signal = "None", d[3]
-            else:
-                flags, signal = reg(create_of[id(chain.dealloca)]["operands"][1]), "None"
-            args.append((f"({flags}, {d[1]}, {buffer}, {d[5]}, {chain.dealloca_of}, {signal})", "queue.dealloca"))
-        else:
-            args.append(("None", "no queue.dealloca"))
-        call = f"{local}(\n" + "".join(f"{a},  # {label}\n" for a, label in args) + ")"
-        provs = [self.provenance(fn, op) for op in ops]
-        names = ", ".join(p.callee.removeprefix("hal.") for p in provs)
-        reads = frozenset(n for a, _ in args for n in _REGISTER.findall(a))
-        targets = tuple(f"r{t}" if t >= 0 else "_" for t in chain.targets)
-        legend = "queue.alloca: (fence flags, affinity, pool, memory types, usage, size, flags)"
-        if chain.dealloca is not None:
-            legend += "; queue.dealloca: (fence flags, affinity, buffer, flags, of queue.alloca or -1, outside signal fence)"
-        stmts: list[Stmt] = [
-            Comment(provs[0], f"fused: {names}"),
-            Comment(provs[0], legend),
-            ChainCall(self.provenance(fn, chain.execute), targets, call, reads,
-                      args=tuple(args), table=table),
-        ]
-        released: list[str] = []
-        for op, prov in zip(ops, provs):
-            for r in self.moves_after(op, prov, frozenset(), dead(op)):
-                released += r.names
-        released += [f"r{r}" for r in chain.private]
-        released = [r for r in dict.fromkeys(released) if r not in targets]
-        if released:
-            stmts.append(Release(provs[-1], released))
-        return stmts
-
-    def lower_argument(self, fn: Function, group, dead) -> list[Stmt]:
-        """One argument's checks (analyses/arguments.py) as one call of the context's
-        `check_argument` helper (runtime_support/hal/fused.py), which returns the buffer
-        (and the allocator, when the device.allocator call is among the ops). The rodata
-        moves and integer ops between go first: they cannot fail and nothing else in the
-        group touches their registers (analyses/arguments.py)."""
-        kind = group.kind
-        local = self._fused_local(kind)
-        reg = self.reg
-        a = [reg(r) for r in group.view_assert["operands"]]
-        c = [reg(r) for r in group.buffer_assert["operands"]]
-        args = [a[0], a[1], a[2], a[3], _tuple(a[4:])]  # (the shape: a tuple, see fused.py)
-        targets = [reg(group.view_buffer["results"][0])]
-        if group.allocator is not None:
-            args.append(reg(group.allocator["operands"][0]))
-            targets.append(reg(group.allocator["results"][0]))
-        else:
-            args.append(c[2])
-        args += [c[1], c[3], c[4], c[5]]
-        stmts: list[Stmt] = []
-        if group.snapshot:  # (the scalars write a shape register: read it first)
-            provs = self.provenance(fn, group.view_assert)
-            stmts.append(Assign(provs, (SHAPE,), args[4], frozenset(_REGISTER.findall(args[4]))))
-            args[4] = SHAPE
-        for op in group.scalars + group.rodata:
-            stmts += self.lower_op(fn, op, frozenset(), dead(op))
-        moved = group.scalars + group.rodata
-        calls = [o for o in group.ops if all(o is not m for m in moved)]
-        provs = [self.provenance(fn, op) for op in calls]
-        names = ", ".join(p.callee.removeprefix("hal.") for p in provs)
-        stmts.append(Comment(provs[0], f"fused: {names}"))
-        reads = frozenset(n for x in args for n in _REGISTER.findall(x)) | ({SHAPE} if group.snapshot else set())
-        stmts.append(Assign(provs[0], tuple(targets), f"{local}({', '.join(args)})", reads))
-        released: list[str] = []
-        for op, prov in zip(calls, provs):
-            for r in self.moves_after(op, prov, frozenset(), dead(op)):
-                released += r.names
-        released = [r for r in dict.fromkeys(released) if r not in targets]
-        released += [SHAPE] if group.snapshot else []
-        if released:
-            stmts.append(Release(provs[-1], released))
-        return stmts
-
-    # -- one-shot command buffers (analyses/one_shots.py) --------------------------------
-    def lower_one_shot_step(self, fn: Function, group, kind: str, ops, dead) -> list[Stmt]:
-        """One step of a one-shot group where its call was: its operands as a tuple
-        appended to `recording` (the group's first step makes the list), the command
-        buffer left out, `LOOKED_UP` and `ALLOCATED` where the group's markers say (see
-        runtime_support/hal/one_shot.py). The refs the call writes are released there
-        (the helper makes their values), those it read last after it."""
-        reg = self.reg
-        one = lambda name: self.use("one_shot", name)  # noqa: E731
-        op = ops[-1]
-        o = [reg(r) for r in op["operands"]]
-        if kind == "alloca":
-            items = [one("ALLOCA"), reg(ops[0]["operands"][1]), o[1], o[2], *o[4:9]]
-        elif kind == "create":
-            items = [one("CREATE"), *o[1:5]]
-        elif kind == "lookup":
-            items = [one("LOOKUP"), o[0], o[1]]
-        elif kind == "join":
-            items = [one("JOIN"), o[0]]
-        elif kind == "barrier":
-            items = [one("BARRIER"), *o[1:]]
-        elif kind in ("copy", "fill"):
-            for p, marker in group.markers[op.pc].items():
-                o[p] = self._new_buffer(marker)
-            items = [one(kind.upper()), *o[1:]]
-        elif kind == "dispatch":
-            for p, marker in group.markers[op.pc].items():
-                o[p] = one("LOOKED_UP") if marker == "LOOKED_UP" else self._new_buffer(marker)
-            constants, count = op["segment_sizes"][-2:]
-            base = 7 + constants
-            bindings = [_tuple(o[base + 5 * b : base + 5 * b + 5]) for b in range(count)]
-            items = [one("DISPATCH"), *o[1:7], _tuple(o[7:base]), _tuple(bindings)]
-        elif kind == "call":  # the ending's last op: the helper's call
-            return self._one_shot_call(fn, group, dead)
-        elif kind == "ending":  # (the ending's other ops: part of the call)
-            return []
-        else:  # finalize: the helper finalizes after the last step
-            items = None
-        provs = [self.provenance(fn, x) for x in ops]
-        stmts: list[Stmt] = []
-        if items is not None:
-            step = _tuple(items)
-            reads = frozenset(n for x in items for n in _REGISTER.findall(x))
-            if group.steps[0][1][0] is ops[0]:
-                stmts.append(Assign(provs[-1], (RECORDING,), f"[{step}]", reads))
-            else:
-                stmts.append(Call(provs[-1], f"{RECORDING}.append({step})", reads | {RECORDING}))
-        released = [reg(r) for x in ops for r in x.writes() if r.is_ref]
-        for x, prov in zip(ops, provs):
-            for r in self.moves_after(x, prov, frozenset(), dead(x)):
-                released += r.names
-        released = list(dict.fromkeys(released))
-        if released:
-            stmts.append(Release(provs[-1], released))
-        return stmts
-
-    def _new_buffer(self, k: int) -> str:
-        """The marker of the buffer of a one-shot group's alloca `k` (`ALLOCATED`,
-        `ALLOCATED_1`, ...: runtime_support/hal/one_shot.py's NEW_BUFFERS)."""
-        return self.use("fused", "ALLOCATED") if k == 0 else self.use("one_shot", f"ALLOCATED_{k}")
-
-    def _one_shot_call(self, fn: Function, group, dead) -> list[Stmt]:
-        """A one-shot group's ending (analyses/one_shots.Ending) as one call of its call
-        site's helper (runtime_support/hal/one_shot.py) on the steps recorded above:
-        `one_shot` where the ending awaits its last fence (it returns the await's
-        status, and the fence where code after reads it: `keep`), `one_shot_signal`
-        where that fence is from outside (left as the queue would) or a new one the
-        block does not await (NEW_FENCE: the call makes it and returns it). It assigns
-        each new buffer and each lookup's result the group keeps (`_`: left alone)."""
-        ending, reg = group.ending, self.reg
-        execute = ending.execute
-        kind = "one_shot" if ending.awaited is not None else "one_shot_signal"
-        local = self._fused_local(kind, "one_shot", f"{fn.ordinal}:{execute.pc}")
-        ex = [reg(r) for r in execute["operands"]]
-        if group.allocas:
-            whose = "the queue.alloca's" if len(group.allocas) == 1 else "the queue.allocas' (joined)"
-            wait = (self.use("one_shot", "ALLOCA_FENCE"), f"wait fence: {whose}")
-        else:
-            wait = (ex[2], "wait fence")
-        targets = tuple("_" if t is None else reg(t) for t in group.targets)
-        tail = []
-        if ending.dealloca is not None:
-            d = [reg(r) for r in ending.dealloca["operands"]]
-            freed = d[4] if group.tail_buffer is None else self._new_buffer(group.tail_buffer)
-            create = ending.dealloca_create if ending.awaited is not None else ending.signal_create
-            fence_flags = reg(create["operands"][1])
-            tail = [(_tuple([fence_flags, d[1], freed, d[5]]),
-                     "queue.dealloca after it: new fence's flags, affinity, buffer, flags")]
-        if ending.awaited is not None:
-            term = ending.awaited
-            timeout, await_flags = (reg(r) for r in term["operands"][:2])
-            args = [
-                (reg(ending.signal_create["operands"][1]), "flags (fence.create)"),
-                (ex[1], "affinity (queue.execute)"),
-                wait,
-                (ex[5], "flags"),
-                (timeout, "timeout (fence.await)"),
-                (await_flags, "flags"),
-                *tail,
-            ]
-            if ending.kept:  # (read after the await: the call returns it before the status)
-                if not tail:
-                    args.append(("None", "no queue.dealloca"))
-                args.append(("True", "keep: the awaited fence comes back too"))
-                targets += (reg(term["operands"][2]),)
-            targets += (reg(term["results"][0]),)
-        elif ending.carried:  # a new last fence, made and returned by the call
-            last = ending.dealloca_create if ending.dealloca is not None else ending.signal_create
-            new_fence = self.use("one_shot", "NEW_FENCE")
-            args = [(ex[1], "affinity (queue.execute)"), wait,
-                    (new_fence, "signal fence: a new one, returned"), (ex[5], "flags"),
-                    *(tail or [("None", "no queue.dealloca")]),
-                    (reg(last["operands"][1]), "flags (fence.create of the new fence)")]
-            targets += (reg(last["results"][0]),)
-        else:
-            signal = ex[3] if ending.dealloca is None else reg(ending.dealloca["operands"][3])
-            args = [(ex[1], "affinity (queue.execute)"), wait, (signal, "signal fence"),
-                    (ex[5], "flags"), *tail]
-        args = [(ex[0], "device"), (RECORDING, "the steps recorded above"), *args]
-        call = f"{local}(\n" + "".join(f"{a},  # {label}\n" for a, label in args) + ")"
-        ops = ending.ops
-        provs = [self.provenance(fn, x) for x in (group.steps[-1][1][0], *ops)]
-        names = ", ".join(p.callee.removeprefix("hal.") for p in provs)
-        reads = frozenset(n for a, _ in args for n in _REGISTER.findall(a)) | {RECORDING}
-        stmts: list[Stmt] = [Comment(provs[0], f"fused: the steps recorded above, {names}")]
-        where = provs[1 + ops.index(execute)]  # (the call carries the execute's provenance)
-        if all(t == "_" for t in targets):
-            stmts.append(Call(where, call, reads))
-        else:
-            stmts.append(Assign(where, targets, call, reads, unpack=True))  # (a tuple, always)
-        # The ops' last reads, the new fences, and the steps' list.
-        released: list[str] = []
-        for op, prov in zip(ops, provs[1:]):
-            last = dead(op) if op.spec.emit != "call_yield" else frozenset()  # (not the await)
-            for r in self.moves_after(op, prov, frozenset(), last):
-                released += r.names
-        released += [reg(op["results"][0]) for op in ending.new_fences]
-        released = [r for r in dict.fromkeys(released) if r not in targets]
-        stmts.append(Release(provs[-1], [*released, RECORDING]))
-        return stmts
-
-    def lower_one_shot(self, fn: Function, group, dead, index_of: dict[int, int]) -> Terminator:
-        """A one-shot group whose ending awaits in the block's terminator: its call."""
-        stmts = self._one_shot_call(fn, group, dead)
-        return Terminator(stmts[-1].prov, stmts, None, self._edges(group.ending.awaited, index_of, [None]))
-
     # -- control flow -----------------------------------------------------------------
     def lower_remap(self, pairs, kinds, prov: Provenance | None) -> list[Stmt]:
         """Sequential slot copies, as the VM does them; i64 halves travel with the low slot."""
@@ -821,9 +407,3 @@ class OpRenderer:
 
 __all__ = ["Edge", "OpRenderer", "Terminator", "helper_name"]
 
-
-def _tuple(items) -> str:
-    """A tuple literal without a trailing comma where Python needs none (black keeps it
-    on one line)."""
-    items = list(items)
-    return f"({items[0]},)" if len(items) == 1 else "(" + ", ".join(items) + ")"

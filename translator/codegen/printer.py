@@ -26,8 +26,6 @@ from translator.codegen.stmt import (
     Release,
     Return,
     Stmt,
-    Submit,
-    ChainCall,
     While,
 )
 
@@ -131,7 +129,7 @@ class Printer:
         self._mark(s, indent)
         out = self.lines
         t = type(s)
-        if t is Assign or t is Submit or t is ChainCall:
+        if t is Assign:
             targets = SEPARATOR.join(s.targets)
             if s.unpack and len(s.targets) == 1:
                 targets = S["One"].format(target=targets)

@@ -48,28 +48,6 @@ class Assign(Stmt):
 
 
 @dataclass(slots=True)
-class Submit(Assign):
-    """A fused submission call (ops.py `lower_submission`), with its operands kept apart
-    for codegen/runs.py: `step` holds the `alloca_execute_indirect` helper's arguments in
-    order as expression text, the table a tuple of (buffer, offset, length) with None for
-    `ALLOCATED`; for `execute_indirect` the same positions, the alloca's None; empty for
-    `execute`."""
-
-    step: tuple = ()
-
-
-@dataclass(slots=True)
-class ChainCall(Assign):
-    """A fused queue chain call (ops.py `lower_chain`), its operands kept apart for
-    codegen/loops.py: `args` the helper's arguments in order as (text, label) pairs,
-    the table's entries as (buffer text or None for `ALLOCATED`, offset, length) in
-    `table`; `targets` holds one per queue.alloca, then the fence (`_`: not assigned)."""
-
-    args: tuple = ()
-    table: tuple = ()
-
-
-@dataclass(slots=True)
 class Call(Stmt):
     """A call whose result (if any) is dropped."""
 

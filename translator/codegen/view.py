@@ -32,13 +32,6 @@ class ImportRow:
 
 
 @dataclass(frozen=True)
-class FusedRow:
-    local: str  # the identifier `_bind` binds the helper to
-    builder: str  # runtime_support.hal.fused's function that builds it
-    imports: list[str]  # the import locals it is built from, in the builder's order
-
-
-@dataclass(frozen=True)
 class RodataRow:
     local: str
     offset: int
@@ -68,8 +61,6 @@ class ModuleView:
     global_bytes: int
     global_refs: int
     functions: list[FunctionView]
-    fused: list[FusedRow]
-    runs: list[tuple[str, list[str]]]  # (constant name, source lines: ints and fixed text)
     # A VMVX kernel module's own rows (translator/vmvx.py), None for a host package.
     kernel: object = None
     # Host package: its VMVX kernels as (executable sha256, kernel file name).
