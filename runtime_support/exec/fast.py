@@ -38,6 +38,7 @@ from ..hal.fence import REACHED, Fence
 from ..hal.module import HalModule
 from ..hal.queue import BUSY
 from .general import GeneralProgram
+from .loops import LoopMode
 from .program import Compute, fields_read, names_in
 from .segments import MAX_PLANS as SEGMENT_PLANS
 from .segments import _Decline, build_shape, find_segments, made_fences, run_shape
@@ -689,7 +690,8 @@ class FastProgram(GeneralProgram):
         await_import = imports.get(FenceAwait.IMPORT)
         recorded = [(span.create, span.members, span.execute) for span in self.spans]
         own = lambda step: _own(imports, step)  # noqa: E731
-        for segment in find_segments(program, recorded, private, own, values.key):
+        segments = find_segments(program, recorded, private, own, values.key)
+        for segment in segments:
             indices = range(segment.first, segment.last + 1)
             inner = [ops.pop(k) for k in indices if k in ops]
             getters = [
@@ -702,6 +704,18 @@ class FastProgram(GeneralProgram):
                 segment, inner, general_ops, getters, computes, await_import
             )
         self._fast_ops = [ops[k] for k in sorted(ops)]
+        # Loop mode (loops.py): a loop's program that is one segment, nothing computed
+        # per call before its plan (PYREE_QUEUE_LOOP=0: each step a call).
+        self.loop = None
+        from ..env_knobs import flag_knob
+
+        if (
+            program.carried and flag_knob("PYREE_QUEUE_LOOP", True) and len(segments) == 1 and len(self._fast_ops) == 1
+            and segments[0].first == 0 and segments[0].last == len(program.steps) - 1
+            and not segments[0].computes
+        ):
+            self.loop = LoopMode(self, segments[0])
+            self.step = self.loop.step
 
     def __call__(self, *args):
         tail = self._tail

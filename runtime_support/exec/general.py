@@ -20,6 +20,7 @@ from operator import itemgetter
 
 from ..errors import StatusCode, VMError
 from ..vm import numerics
+from .loops import results as loops_results
 from .program import Compute, FailIf, QueueProgram, Rodata
 from .steps import Step
 
@@ -232,6 +233,15 @@ class GeneralProgram:
         for op in self._ops:
             op(env)
         return None if self._outputs is None else self._outputs(env)
+
+    def step(self, *args):
+        """A call of a loop's program (QueueProgram.carried): here, the call itself."""
+        return self(*args)
+
+    @staticmethod
+    def results(*values):
+        """The loop's results at its exit (exec/loops.py): the values themselves here."""
+        return loops_results(*values)
 
     def resume(self, env: dict, start: int):
         """Runs steps `start`.. on the values in `env`; returns the outputs (one value,

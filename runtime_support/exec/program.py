@@ -70,12 +70,18 @@ class FailIf:
 @dataclass(frozen=True)
 class QueueProgram:
     """One queue region of `function`: the call's `inputs` (names), its `steps` in
-    program order, and the `outputs` the call returns (names of values, in order)."""
+    program order, and the `outputs` the call returns (names of values, in order).
+
+    `carried`: (output, input) pairs of a program that is a host loop's body, whose back
+    edge moves each output into that input for the next call (docs/design/host-path.md
+    §5.4). Its call site is then `queue_n.step(...)` and each way out of the loop reads
+    the last results through `queue_n.results(...)` (exec/loops.py)."""
 
     function: str
     inputs: tuple[str, ...]
     steps: tuple
     outputs: tuple[str, ...]
+    carried: tuple[tuple[str, str], ...] = ()
 
     @property
     def packed(self) -> bool:

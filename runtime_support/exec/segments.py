@@ -204,6 +204,7 @@ class Segment:
         self.buffer_names = sorted(name for name, r in external.items() if "buffer" in r)
         self.buffers = [slot(name) for name in self.buffer_names]
         keys = [slot(name) for name in keyed]
+        self.key_slots = frozenset(keys)  # (exec/loops.py: a carried input must not be one)
         self.key_of = itemgetter(*keys) if len(keys) > 1 else itemgetter(keys[0])
         # An integer result of keyed values only is the same in every call of a shape:
         # the plan holds it (a dispatch constant baked in, a value read later kept with

@@ -138,6 +138,10 @@ class Region:
     transients: tuple[Value, ...]
     fail_exits: tuple[FailExit, ...]
     carried: tuple[tuple[Reg, Reg], ...] = ()  # (output register, input register)
+    # Loop mode (docs/design/host-path.md §5.4), where `_loop_exits` proves it: per block
+    # the loop leaves to, the registers that may hold the loop's deferred results there
+    # (the call site's `results(...)` at the block's start). Empty: no loop mode.
+    loop_exits: tuple[tuple[int, tuple[Reg, ...]], ...] = ()
     made_by: dict = field(default_factory=dict, repr=False)  # value -> (op, kind name)
     # What a queue program needs (translator/codegen/queue_programs.py): the region's
     # steps, computes and fail checks in order; every register the region leaves holding
@@ -186,6 +190,12 @@ class Region:
         if self.carried:
             lines.append(
                 "  carried: " + " ".join(f"{_reg_name(a)}->{_reg_name(b)}" for a, b in self.carried)
+            )
+        if self.loop_exits:
+            lines.append(
+                "  loop exits: " + " ".join(
+                    f"bb{b}(" + " ".join(_reg_name(r) for r in regs) + ")" for b, regs in self.loop_exits
+                )
             )
         return "\n".join(lines)
 
@@ -575,6 +585,8 @@ def _region(finder: _Finder, grown) -> Region:
         live_after=frozenset(ref_live),
     )
     region.carried = _carried(finder, region, grown)
+    if region.carried:
+        region.loop_exits = _loop_exits(finder, region, grown)
     return region
 
 
@@ -626,22 +638,45 @@ def _results(held, wide, lits, ref_live, int_live) -> tuple[tuple[Reg, object], 
     return tuple(out)
 
 
-def _carried(finder: _Finder, region: Region, grown) -> tuple[tuple[Reg, Reg], ...]:
-    """(output, input) pairs the loop's back edge carries, where the region ends right
-    before that edge (see the module docstring)."""
+def _back_edge(finder: _Finder, region: Region, grown):
+    """(block, terminator, loop, copies) of the back edge the region's block ends in,
+    where only integer ops that cannot fail (`_between`) lie between the region's last op
+    and that terminator: a plain branch to the loop's header, or a conditional one with
+    one edge to it (IREE puts a loop's induction ops there: add, cmp, cond_br); or None."""
     fn, info = finder.fn, finder.info
     b, last, _ = grown[-1]
+    if last.spec.is_terminator:
+        return None
     ops = fn.blocks[b].ops
-    if last.spec.is_terminator or ops.index(last) != len(ops) - 2:
-        return ()
     term = ops[-1]
-    if term.spec.emit != "branch":
+    if not all(_between(op) for op in ops[ops.index(last) + 1 : -1]):
+        return None
+    if term.spec.emit not in ("branch", "cond_br"):
+        return None
+    edges = [(finder.index_of.get(pc), pairs) for pc, pairs in term.edges()]
+    back = [(h, pairs) for h, pairs in edges if h in info.loops and b in info.loops[h].body]
+    if len(back) != 1 or len({h for h, _ in edges}) != len(edges):
+        return None
+    h, pairs = back[0]
+    return b, term, info.loops[h], pairs
+
+
+def _between(op: Op) -> bool:
+    """An op a deferred loop step may pass: an integer op that cannot fail or an integer
+    constant, touching no ref register (nothing anyone can see happens there)."""
+    if op.spec.is_terminator or not (op.spec.cannot_fail or op.spec.integer_const):
+        return False
+    return not any(r.is_ref for r in (*op.reads(), *op.writes()))
+
+
+def _carried(finder: _Finder, region: Region, grown) -> tuple[tuple[Reg, Reg], ...]:
+    """(output, input) pairs the loop's back edge carries, where the region ends before
+    that edge (see the module docstring and `_back_edge`)."""
+    fn = finder.fn
+    found = _back_edge(finder, region, grown)
+    if found is None:
         return ()
-    h = info.succ[b][0]
-    loop = info.loops.get(h)
-    if loop is None or b not in loop.body:
-        return ()
-    pairs = term.edges()[0][1]
+    _b, _term, loop, pairs = found
     outs = {(r.is_ref, r.ordinal): r for r, _ in region.outputs}
     ins = {(r.is_ref, r.ordinal) for r in region.inputs}
     mine = set(region.blocks)
@@ -653,6 +688,100 @@ def _carried(finder: _Finder, region: Region, grown) -> tuple[tuple[Reg, Reg], .
         key_s, key_d = (src.is_ref, src.ordinal), (dst.is_ref, dst.ordinal)
         if key_s in outs and key_d in ins and key_d not in written:
             out.append((outs[key_s], dst))
+    return tuple(out)
+
+
+def _live_in(finder: _Finder, s: int) -> frozenset[int]:
+    """Ref registers live on entry to block `s`."""
+    first = finder.fn.blocks[s].ops[0]
+    below = finder.live.live_out(s) if first.spec.is_terminator else finder.live.after(first)
+    return frozenset((set(below) - {r.ordinal for r in first.writes() if r.is_ref})
+                     | {r.ordinal for r in first.reads() if r.is_ref})
+
+
+def _loop_exits(finder: _Finder, region: Region, grown) -> tuple[tuple[int, tuple[Reg, ...]], ...]:
+    """Where the loop mode holds (docs/design/host-path.md §5.4), the blocks the loop
+    leaves to and the registers to read its results from there; else ().
+
+    The call in the loop may then return *tokens* for its outputs and run its steps
+    later, two buffers per carried one taking turns, because:
+    - every output of the region is a ref the back edge carries into an input, and the
+      call assigns nothing else;
+    - every other op of the loop is an integer op that cannot fail or a branch (nothing
+      anyone can see happens between two calls, and none of them raises), and none of
+      them reads a register that may hold a token (the outputs' and the carried inputs'
+      registers) but the back edge's own carry copies; no edge leaving the loop copies
+      one either;
+    - every iteration that reaches the back edge passes the call once (its blocks are a
+      chain from its first, each reached from the one before alone), so a register of
+      those holds the last call's token or the one before it (the inputs', on an exit
+      before the back edge's copies), and a buffer of the call before the last is intact;
+    - each block the loop leaves to is reached from the loop alone, so `results(...)` at
+      its start runs on every way out; the registers it reads are the outputs' and the
+      carried inputs' live there."""
+    fn, info = finder.fn, finder.info
+    found = _back_edge(finder, region, grown)
+    if found is None:
+        return ()
+    b, term, loop, pairs = found
+    outputs = {(r.is_ref, r.ordinal) for r, _ in region.outputs}
+    carried_out = {(a.is_ref, a.ordinal) for a, _ in region.carried}
+    if not outputs or any(not r.is_ref for r, _ in region.outputs) or carried_out != outputs:
+        return ()
+    if {(r.is_ref, r.ordinal) for r, _ in region.results} != outputs:
+        return ()
+    dsts = [d for _, d in region.carried]
+    if len({d.ordinal for d in dsts}) != len(dsts) or not all(d.is_ref for d in dsts):
+        return ()
+    tokens = outputs | {(True, d.ordinal) for d in dsts}
+    carry = {((a.is_ref, a.ordinal), (d.is_ref, d.ordinal)) for a, d in region.carried}
+    pcs = region.pcs
+    crossed = {op.pc for op in region.ops if op.spec.is_terminator}
+    exits: dict[int, set] = {}  # block left to -> refs a token is copied into on the way
+    for x in sorted(loop.body):
+        for op in fn.blocks[x].ops:
+            if op.pc in pcs and op.pc not in crossed:
+                continue
+            if op.spec.is_terminator:
+                if op.pc in crossed:
+                    continue  # (the region's own: its other arms fail inside the call)
+                if op.spec.emit not in ("branch", "cond_br", "br_table"):
+                    return ()
+                cond = [r for r in op.reads() if r.bank is not None]
+                if any((r.is_ref, r.ordinal) in tokens for r in cond):
+                    return ()
+                for pc, copies in op.edges():
+                    t = finder.index_of.get(pc)
+                    leaving = t not in loop.body
+                    for src, dst in copies:
+                        k_s, k_d = (src.is_ref, src.ordinal), (dst.is_ref, dst.ordinal)
+                        if k_s in tokens:
+                            if leaving:  # (a token copied out: read from there too)
+                                exits.setdefault(t, set()).add(dst.ordinal)
+                            elif not (op is term and t == loop.header and (k_s, k_d) in carry):
+                                return ()
+                        elif leaving and k_d in outputs:
+                            return ()  # (the last token must reach the exit's results)
+                    if leaving:
+                        exits.setdefault(t, set())
+                continue
+            if not _between(op):
+                return ()
+    # the call once per iteration: the region's blocks a chain from its first
+    for x in region.blocks[1:]:
+        if len(info.preds.get(x, ())) != 1:
+            return ()
+    if region.blocks[0] != loop.header and not cfg.dominates(info.idom, region.blocks[0], b):
+        return ()
+    out = []
+    for s, copied in exits.items():
+        if any(p not in loop.body for p in info.preds.get(s, ())):
+            return ()
+        live = _live_in(finder, s)
+        regs = [r for r, _ in region.outputs]  # (always: they hold the last token)
+        held = {o for k, o in tokens} | copied
+        regs += [Reg(o | 0x8000, None) for o in sorted(held & live - {r.ordinal for r in regs})]
+        out.append((s, tuple(regs)))
     return tuple(out)
 
 

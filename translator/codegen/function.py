@@ -77,6 +77,7 @@ class FunctionEmitter:
         self.sites: dict[int, object] = {}  # first op's pc -> ProgramSite
         self.site_terms: dict[int, tuple[list[Stmt], int]] = {}  # block -> (pre, successor)
         self.in_site: set[int] = set()  # the regions' other ops
+        self.site_exits: dict[int, list[Stmt]] = {}  # block -> a loop program's results read there
         if renderer.programs is not None:
             self._find_sites()
 
@@ -93,6 +94,8 @@ class FunctionEmitter:
             if site is None:
                 continue
             self.sites[first.pc] = site
+            for b, stmts in (site.exits or {}).items():
+                self.site_exits.setdefault(b, []).extend(stmts)
             self.in_site |= {op.pc for op in region.ops[1:]}
             for op in region.ops:
                 if op.spec.is_terminator:
@@ -103,7 +106,7 @@ class FunctionEmitter:
     # -- pieces shared by both strategies --------------------------------------------
     def block_ops(self, index: int) -> list[Stmt]:
         ops = self.fn.blocks[index].ops
-        out: list[Stmt] = []
+        out: list[Stmt] = list(self.site_exits.get(index, ()))
         for op, nxt in zip(ops[:-1], ops[1:]):
             if op.pc in self.in_site:
                 continue

@@ -59,6 +59,9 @@ class ProgramSite:
     name: str  # the module constant, QUEUE_n
     local: str  # the bound program in `_bind`, queue_n
     stmts: list[Stmt]
+    # Loop mode (Region.loop_exits): per block the loop leaves to, the statements at its
+    # start that read the loop's last results (`queue_n.results(...)`).
+    exits: dict = None
 
 
 class ProgramTable:
@@ -90,29 +93,48 @@ class ProgramTable:
                 targets.append(reg(r))
         self.use("program", "QueueProgram")
         self.use("general", "bind_program")
+        # Loop mode: the outputs the back edge carries, by name (output value, input).
+        looped = bool(region.loop_exits)
+        out_name = {reg(r): ref(v) for r, v in region.outputs}
+        carried = (
+            "    carried=" + _tuple(_tuple((out_name[reg(a)], lit(reg(d)))) for a, d in region.carried) + ",\n"
+            if looped else ""
+        )
         text = (
             f"{name} = QueueProgram(\n"
             f"    function={lit(fn_name)},\n"
             f"    inputs={_tuple(lit(i) for i in inputs)},\n"
             f"    steps=(\n" + "".join(f"        {s},\n" for s in steps) + "    ),\n"
-            f"    outputs={_tuple(outputs)},\n"
+            f"    outputs={_tuple(outputs)},\n" + carried +
             ")"
         )
         self.constants.append((name, text))
         self.locals.append((local, name))
         args = ", ".join(inputs)
-        call = f"{local}(({args},))" if len(inputs) > MAX_POSITIONAL else f"{local}({args})"
+        callee = f"{local}.step" if looped else local
+        call = f"{callee}(({args},))" if len(inputs) > MAX_POSITIONAL else f"{callee}({args})"
         first, last = region.ops[0].pc, region.ops[-1].pc
         stmts: list[Stmt] = [
             Comment(prov, f"{name}: pc 0x{first:x}-0x{last:x}, {len(region.steps)} queue steps")
         ]
+        exits = None
+        if looped:
+            stmts.append(Comment(prov, "a step of the loop: run later, where the loop's exit reads its results"))
+            exits = {}
+            for b, regs in region.loop_exits:
+                names = tuple(reg(r) for r in regs)
+                exits[b] = [
+                    Comment(prov, f"{name}: the loop's last results (its deferred steps run here)"),
+                    Assign(prov, names, f"{local}.results({', '.join(names)})", frozenset(names),
+                           ),
+                ]
         reads = frozenset(inputs)
         if targets:
             stmts.append(Assign(prov, tuple(targets), call, reads))
         else:
             stmts.append(Call(prov, call, reads))
         stmts += after
-        return ProgramSite(region, name, local, stmts)
+        return ProgramSite(region, name, local, stmts, exits)
 
     @staticmethod
     def _value_names(region: Region) -> dict[int, str]:

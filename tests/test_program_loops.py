@@ -1,0 +1,346 @@
+"""Loop mode of queue programs (docs/design/host-path.md §5.4, runtime_support/exec/loops.py).
+
+A host loop whose body's queue work is one program with carried buffers and fences is
+written as `queue_n.step(...)` in the loop and `queue_n.results(...)` where the loop is
+left; its steps are deferred and run as one native call. Here: the analysis marks the
+loops IREE writes (scf.while as a do-while with its induction ops before the back edge,
+scf.for and a guarded scf.while with the test first), the results equal iree.runtime's
+and the general path's for trip counts 0, 1, 2, 3 and 50 (a dynamic one from an
+argument), the loop mode was taken (steps deferred, one native call, no plan launched per
+iteration), and a failing execution or a busy queue gives what the general path gives.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+
+from conftest import REPO_ROOT, load_manifest
+from iree_oracle import IreeSession
+from runtime_support.errors import StatusCode, VMError
+from test_translate_run import load_package
+from translator.analyses import queue_regions
+from translator.analyses.liveness import RefLiveness
+from translator.codegen import write_package
+from translator.pipeline import Pipeline
+from translator.reader import read_module_file
+
+pytest.importorskip("iree.runtime")
+
+FLAGS = tuple(load_manifest()["variants"]["embedded-elf"]["flags"])
+N = 16
+
+# The matvec+tanh body of bench/programs/host_loop.mlir, 16 wide, its trip count an argument.
+_FOR = """
+func.func @main(%w: tensor<16x16xf32>, %x0: tensor<16xf32>, %n: i32) -> tensor<16xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %ub = arith.index_cast %n : i32 to index
+  %zero = arith.constant 0.0 : f32
+  %r = scf.for %i = %c0 to %ub step %c1 iter_args(%x = %x0) -> tensor<16xf32> {
+    %e = tensor.empty() : tensor<16xf32>
+    %f = linalg.fill ins(%zero : f32) outs(%e : tensor<16xf32>) -> tensor<16xf32>
+    %y = linalg.matvec ins(%w, %x : tensor<16x16xf32>, tensor<16xf32>)
+                       outs(%f : tensor<16xf32>) -> tensor<16xf32>
+    %t = math.tanh %y : tensor<16xf32>
+    scf.yield %t : tensor<16xf32>
+  }
+  return %r : tensor<16xf32>
+}
+"""
+
+_WHILE = """
+func.func @main(%w: tensor<16x16xf32>, %x0: tensor<16xf32>, %n: i32) -> tensor<16xf32> {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %zero = arith.constant 0.0 : f32
+  %r:2 = scf.while (%i = %c0, %x = %x0) : (i32, tensor<16xf32>) -> (i32, tensor<16xf32>) {
+    %more = arith.cmpi slt, %i, %n : i32
+    scf.condition(%more) %i, %x : i32, tensor<16xf32>
+  } do {
+  ^bb0(%i: i32, %x: tensor<16xf32>):
+    %e = tensor.empty() : tensor<16xf32>
+    %f = linalg.fill ins(%zero : f32) outs(%e : tensor<16xf32>) -> tensor<16xf32>
+    %y = linalg.matvec ins(%w, %x : tensor<16x16xf32>, tensor<16xf32>)
+                       outs(%f : tensor<16xf32>) -> tensor<16xf32>
+    %t = math.tanh %y : tensor<16xf32>
+    %next = arith.addi %i, %c1 : i32
+    scf.yield %next, %t : i32, tensor<16xf32>
+  }
+  return %r#1 : tensor<16xf32>
+}
+"""
+
+SOURCES = {"for": _FOR, "while": _WHILE}
+TRIPS = (0, 1, 2, 3, 50)
+
+
+def _vmfb(compile_mlir, tmp_path, kind: str):
+    src = tmp_path / f"{kind}_loop.mlir"
+    src.write_text(SOURCES[kind])
+    return compile_mlir(src, FLAGS)
+
+
+def _package(vmfb, tmp_path, name="pkg"):
+    return load_package(write_package(read_module_file(vmfb), tmp_path, name, host_path="programs"))
+
+
+def _inputs(seed: int = 0):
+    rng = np.random.default_rng(seed)
+    w = (rng.standard_normal((N, N)) / 4).astype(np.float32)
+    x = rng.standard_normal(N).astype(np.float32)
+    return w, x
+
+
+@pytest.fixture
+def loop_modes(monkeypatch):
+    """Every LoopMode made from here on (exec/loops.py), to read its counters."""
+    from runtime_support.exec import loops
+
+    made = []
+    real = loops.LoopMode.__init__
+
+    def init(self, *args):
+        real(self, *args)
+        made.append(self)
+
+    monkeypatch.setattr(loops.LoopMode, "__init__", init)
+    return made
+
+
+def _regions(vmfb, fn_name="main"):
+    pipeline = Pipeline(read_module_file(vmfb))
+    for k, fn in enumerate(pipeline.functions):
+        if fn.name == fn_name:
+            live = RefLiveness(fn, pipeline.cfg(k))
+            return queue_regions.find(pipeline.module, fn, live, pipeline.cfg(k))
+    raise AssertionError(fn_name)
+
+
+@pytest.mark.parametrize("kind", ["for", "while", "host_loop"])
+def test_analysis_marks_the_loop_body(kind, compile_mlir, tmp_path):
+    """The loop body's region carries its fence and buffer into the next iteration and
+    has loop exits; no other region of the function does."""
+    if kind == "host_loop":
+        vmfb = compile_mlir(REPO_ROOT / "bench" / "programs" / "host_loop.mlir", FLAGS)
+    else:
+        vmfb = _vmfb(compile_mlir, tmp_path, kind)
+    regions = _regions(vmfb)
+    looped = [r for r in regions if r.loop_exits]
+    assert len(looped) == 1, "\n".join(r.describe() for r in regions)
+    (region,) = looped
+    assert len(region.carried) == 2
+    assert {(a.ordinal, a.is_ref) for a, _ in region.carried} == {
+        (r.ordinal, r.is_ref) for r, _ in region.outputs
+    }
+
+
+def test_analysis_declines_a_loop_with_readbacks(compile_mlir):
+    """readback_loop's body reads a value back and branches on it: no loop mode."""
+    vmfb = compile_mlir(REPO_ROOT / "bench" / "programs" / "readback_loop.mlir", FLAGS)
+    assert not any(r.loop_exits for r in _regions(vmfb))
+
+
+@pytest.mark.parametrize("device", ["local-sync", "local"])
+@pytest.mark.parametrize("kind", ["for", "while"])
+def test_loop_matches_iree_and_is_deferred(kind, device, compile_mlir, tmp_path, loop_modes):
+    """Trip counts 0, 1, 2, 3 and 50 (an argument): results bit-identical to
+    iree.runtime's; on a warm context every step of the loop is deferred and run in one
+    native call, no plan launched per iteration."""
+    from runtime_support.hal.plan import Plan
+
+    vmfb = _vmfb(compile_mlir, tmp_path, kind)
+    ctx = _package(vmfb, tmp_path).load(device=device)
+    session = IreeSession(vmfb)
+    sig = session.signature("main")
+    w, x = _inputs()
+    ctx.call("main", w, x, 2)  # (builds the segment's plan: its first step is a call)
+    (mode,) = loop_modes
+    launches = []
+    real_launch = Plan.launch
+    Plan.launch = lambda plan, workers: launches.append(1) or real_launch(plan, workers)
+    try:
+        for n in TRIPS:
+            before = (mode.runs_started, mode.steps_deferred, mode.native_steps)
+            launches.clear()
+            got = ctx.call("main", w, x, n)
+            (want,) = session.call("main", [w, x, np.int32(n)], sig)
+            assert got.tobytes() == np.asarray(want).tobytes(), n
+            runs, deferred, native_steps = (a - b for a, b in zip(
+                (mode.runs_started, mode.steps_deferred, mode.native_steps), before))
+            assert (runs, deferred, native_steps) == ((n > 0) * 1, n, n), n
+            assert not launches, n  # (no plan launched per iteration: one native call)
+    finally:
+        Plan.launch = real_launch
+
+
+def test_bench_host_loop_matches_the_general_path(compile_mlir, tmp_path, monkeypatch, loop_modes):
+    """bench's host_loop (50 iterations, do-while with add/cmp before the back edge):
+    loop mode, loop mode off and the general path give the same bytes; loop mode took
+    49 steps of the first call and all 50 of the second."""
+    vmfb = compile_mlir(REPO_ROOT / "bench" / "programs" / "host_loop.mlir", FLAGS)
+    pkg = _package(vmfb, tmp_path)
+    rng = np.random.default_rng(1)
+    w = (rng.standard_normal((256, 256)) / 16).astype(np.float32)
+    x = rng.standard_normal(256).astype(np.float32)
+    ctx = pkg.load(device="local-sync")
+    first, second = ctx.call("main", w, x).tobytes(), ctx.call("main", w, x).tobytes()
+    (mode,) = loop_modes
+    assert (mode.runs_started, mode.steps_deferred, mode.native_steps) == (2, 99, 99)
+    monkeypatch.setenv("PYREE_QUEUE_LOOP", "0")
+    off = pkg.load(device="local-sync").call("main", w, x).tobytes()
+    monkeypatch.setenv("PYREE_QUEUE_FAST", "0")
+    general = pkg.load(device="local-sync").call("main", w, x).tobytes()
+    assert first == second == off == general
+
+
+def _failing_steps(monkeypatch, fail_at: int):
+    """The native steps runner, failing the `fail_at`-th step it runs (1-based, counted
+    over all its calls) as a kernel would: the steps before it run, it counts as run and
+    its error is DATA_LOSS. Returns the list of failures made."""
+    from runtime_support.exec import loops
+    from runtime_support.hal.plan import Plan
+    from runtime_support.loaders import native
+
+    runtime = native.native_runtime()
+    real = runtime.run_plan_steps
+    seen = [0]
+    failures = []
+    words = len(native.STEPS_FIELDS)
+
+    def run_steps(address):
+        block = (ctypes.c_int64 * words).from_address(address)
+        count = block[loops._COUNT]
+        if failures or seen[0] + count < fail_at:
+            result = real(address)
+            seen[0] += block[loops._RAN]
+            return result
+        ok = fail_at - 1 - seen[0]
+        ran = 0
+        if ok:
+            block[loops._COUNT] = ok
+            assert real(address) == 0
+            ran = block[loops._RAN]
+        block[loops._RAN] = ran + 1
+        seen[0] += ran + 1
+        failures.append(True)
+        return 1 << 8  # (a failure of the plan's record 1: Plan._raise below)
+
+    def raise_(plan, result):
+        raise VMError(StatusCode.DATA_LOSS, "kernel failed on purpose")
+
+    monkeypatch.setattr(runtime, "run_plan_steps", run_steps)
+    monkeypatch.setattr(Plan, "_raise", raise_)
+    return failures
+
+
+def _failing_executions(monkeypatch, fail_at: int):
+    """HalCommandBuffer.execute and Plan.launch failing at the `fail_at`-th execution
+    of either (the general path's and the segment's per-call runs)."""
+    from runtime_support.hal.command_buffer import HalCommandBuffer
+    from runtime_support.hal.plan import Plan
+
+    seen = [0]
+    real_execute, real_launch = HalCommandBuffer.execute, Plan.launch
+
+    def count():
+        seen[0] += 1
+        if seen[0] == fail_at:
+            raise VMError(StatusCode.DATA_LOSS, "kernel failed on purpose")
+
+    def execute(self, *args, **kwargs):
+        count()
+        return real_execute(self, *args, **kwargs)
+
+    def launch(plan, workers):
+        count()
+        return real_launch(plan, workers)
+
+    monkeypatch.setattr(HalCommandBuffer, "execute", execute)
+    monkeypatch.setattr(Plan, "launch", launch)
+    return seen
+
+
+def _outcome(ctx, *args):
+    try:
+        return ctx.call("main", *args).tobytes(), None
+    except VMError as exc:
+        return None, (exc.code, str(exc))
+
+
+@pytest.mark.parametrize("fail_at", [1, 7])
+def test_failing_step_raises_as_the_general_path(fail_at, compile_mlir, tmp_path, monkeypatch, loop_modes):
+    """The `fail_at`-th iteration's execution fails: loop mode (the native steps runner
+    failing there), loop mode off and the general path raise the same error; a later call
+    runs the loop again."""
+    vmfb = _vmfb(compile_mlir, tmp_path, "while")
+    pkg = _package(vmfb, tmp_path)
+    w, x = _inputs(3)
+    ctx = pkg.load(device="local-sync")
+    good = _outcome(ctx, w, x, 12)  # (warm: the plan is built)
+    with monkeypatch.context() as m:
+        failures = _failing_steps(m, fail_at)
+        looped = _outcome(ctx, w, x, 12)
+        assert failures
+    assert looped[1] is not None and looped[1][0] == StatusCode.DATA_LOSS
+    assert _outcome(ctx, w, x, 12) == good
+    (mode,) = loop_modes
+    assert mode.runs_started == 3
+    with monkeypatch.context() as m:
+        m.setenv("PYREE_QUEUE_LOOP", "0")
+        off = pkg.load(device="local-sync")
+        _outcome(off, w, x, 12)
+        _failing_executions(m, fail_at)
+        assert _outcome(off, w, x, 12) == looped
+    with monkeypatch.context() as m:
+        m.setenv("PYREE_QUEUE_FAST", "0")
+        general = pkg.load(device="local-sync")
+        _failing_executions(m, fail_at)
+        assert _outcome(general, w, x, 12) == looped
+
+
+def test_busy_queue_runs_the_steps_as_calls(compile_mlir, tmp_path, monkeypatch, loop_modes):
+    """Where the queue is held when the deferred steps are due, they run as calls of the
+    program (through the imports): the same results, nothing run natively."""
+    from runtime_support.hal.queue import LocalQueue
+
+    vmfb = _vmfb(compile_mlir, tmp_path, "for")
+    ctx = _package(vmfb, tmp_path).load(device="local-sync")
+    w, x = _inputs(5)
+    want = ctx.call("main", w, x, 9).tobytes()
+    (mode,) = loop_modes
+    native_before = mode.native_steps
+    deferred_before = mode.steps_deferred
+    with monkeypatch.context() as m:
+        m.setattr(LocalQueue, "hold", lambda self: False)
+        assert ctx.call("main", w, x, 9).tobytes() == want
+    assert mode.native_steps == native_before
+    assert mode.steps_deferred == deferred_before + 9
+
+
+def test_statistics_turn_the_loop_mode_off(compile_mlir, tmp_path, monkeypatch, loop_modes):
+    """With statistics on, no step is deferred (each is a call: the plan's own counted
+    run); the results are the same."""
+    from runtime_support.loaders import statistics
+
+    vmfb = _vmfb(compile_mlir, tmp_path, "while")
+    ctx = _package(vmfb, tmp_path).load(device="local-sync")
+    w, x = _inputs(6)
+    want = ctx.call("main", w, x, 5).tobytes()
+    (mode,) = loop_modes
+    deferred = mode.steps_deferred
+    monkeypatch.setattr(statistics, "enabled", True)
+    assert ctx.call("main", w, x, 5).tobytes() == want
+    assert mode.steps_deferred == deferred
+
+
+def test_results_pass_other_values_through():
+    """`results` of values that are no tokens (a loop left before its first step): the
+    values themselves."""
+    from runtime_support.exec.loops import results
+
+    a, b = object(), object()
+    assert results(a) is a
+    assert results(a, b) == (a, b)
