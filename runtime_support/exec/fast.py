@@ -710,7 +710,8 @@ class FastProgram(GeneralProgram):
         from ..env_knobs import flag_knob
 
         if (
-            program.carried and flag_knob("PYREE_QUEUE_LOOP", True) and len(segments) == 1 and len(self._fast_ops) == 1
+            program.carried and not program.packed and flag_knob("PYREE_QUEUE_LOOP", True)
+            and len(segments) == 1 and len(self._fast_ops) == 1
             and segments[0].first == 0 and segments[0].last == len(program.steps) - 1
             and not segments[0].computes
         ):

@@ -137,7 +137,8 @@ class LoopMode:
                 else:
                     same = run.args
                     for k in self.same:
-                        if args[k] is not same[k]:
+                        a, b = args[k], same[k]
+                        if a is not b and not (type(a) is int and type(b) is int and a == b):
                             break
                     else:
                         run.expect = expect = run.tokens[run.count & 1]

@@ -45,6 +45,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from runtime_support.exec import steps
+from runtime_support.exec.program import MAX_POSITIONAL
 from translator.analyses import cfg
 from translator.analyses.liveness import RefLiveness
 from translator.analyses.calls import callee, typed
@@ -781,6 +782,8 @@ def _loop_exits(finder: _Finder, region: Region, grown) -> tuple[tuple[int, tupl
         regs = [r for r, _ in region.outputs]  # (always: they hold the last token)
         held = {o for k, o in tokens} | copied
         regs += [Reg(o | 0x8000, None) for o in sorted(held & live - {r.ordinal for r in regs})]
+        if len(regs) > MAX_POSITIONAL:
+            return ()  # (the exit's `results(...)` passes each register: 10 at most)
         out.append((s, tuple(regs)))
     return tuple(out)
 
