@@ -32,10 +32,16 @@ scalar read back): a fence stored to a global, returned or passed to a call is r
 op the region stops before, so it is an output, never interior. An allocated buffer that
 a `Dealloca` of the region releases and that is not an output is *transient*.
 
-Loops: where the region ends right before its block's back edge to a loop header, every
-block of the loop but the region's own writes none of the edge's destinations, and an
-edge copy moves an output into a register the region reads as an input, the pair
-(output, input) is *carried*: the next iteration's call reads what this one made.
+Loops: where the region ends before its block's back edge to a loop header (only integer
+ops that cannot fail between: IREE's induction ops, `add`, `cmp`, then a `br` or a
+`cond_br` one of whose edges is the back edge), every block of the loop but the region's
+own writes none of the edge's destinations, and an edge copy moves an output into a
+register the region reads as an input, the pair (output, input) is *carried*: the next
+iteration's call reads what this one made. Where every output is carried and the rest of
+the loop is integer ops and branches that read no register holding an output but through
+the carry copies (`_loop_exits`), the region has *loop exits*: its call may defer its
+steps (runtime_support/exec/loops.py) and each block the loop leaves to reads the last
+results first.
 
     find(module, fn, live, info=None, locate=None) -> [Region, ...]   (in pc order)
 """
