@@ -179,20 +179,28 @@ def test_loop_matches_iree_and_is_deferred(kind, device, compile_mlir, tmp_path,
 def test_bench_host_loop_matches_the_general_path(compile_mlir, tmp_path, monkeypatch, loop_modes):
     """bench's host_loop (50 iterations, do-while with add/cmp before the back edge):
     loop mode, loop mode off and the general path give the same bytes; loop mode took
-    49 steps of the first call and all 50 of the second."""
+    49 steps of the first call and all 50 of the second; the allocator counted the same
+    bytes (each step's allocas, the transient one's too)."""
     vmfb = compile_mlir(REPO_ROOT / "bench" / "programs" / "host_loop.mlir", FLAGS)
     pkg = _package(vmfb, tmp_path)
     rng = np.random.default_rng(1)
     w = (rng.standard_normal((256, 256)) / 16).astype(np.float32)
     x = rng.standard_normal(256).astype(np.float32)
+    def call(ctx):
+        """(the result's bytes, the bytes the call's allocas counted)"""
+        allocator = ctx.device.allocator
+        before = allocator.bytes_allocated
+        out = ctx.call("main", w, x).tobytes()
+        return out, allocator.bytes_allocated - before
+
     ctx = pkg.load(device="local-sync")
-    first, second = ctx.call("main", w, x).tobytes(), ctx.call("main", w, x).tobytes()
+    first, second = call(ctx), call(ctx)
     (mode,) = loop_modes
     assert (mode.runs_started, mode.steps_deferred, mode.native_steps) == (2, 99, 99)
     monkeypatch.setenv("PYREE_QUEUE_LOOP", "0")
-    off = pkg.load(device="local-sync").call("main", w, x).tobytes()
+    off = call(pkg.load(device="local-sync"))
     monkeypatch.setenv("PYREE_QUEUE_FAST", "0")
-    general = pkg.load(device="local-sync").call("main", w, x).tobytes()
+    general = call(pkg.load(device="local-sync"))
     assert first == second == off == general
 
 

@@ -104,7 +104,7 @@ class _Shape:
         # per buffer returned: (size, memory types, usage, [(table word, row offset)],
         # [the slots it is read as later])
         self.fresh = fresh
-        self.fresh_bytes = 0
+        self.fresh_bytes = 0  # (what a call's allocas count: returned and transient buffers)
         self.arenas = arenas  # the arena buffers (the plan zeroes them first per call)
         # per row of a buffer from outside: (name, table word, offset, length | -1 for
         # the whole buffer, the end the plan needs of a whole-buffer row, writes)
@@ -402,6 +402,7 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
     recordings: dict[str, list] = {}  # command buffer recorded here -> constants getters
     values: list = []  # per dispatch of the plan: its value slot (Segment.value_slot), or None
     loads: list = []  # (its value's slot, the buffer's _Alloc, offset, length) per readback
+    transient_bytes = 0  # (the transient allocas' sizes: counted per call as theirs)
     names = {}  # id(buffer) -> the name it came in as (buffers from outside)
     slot_of = segment.slot
     for name, k in zip(segment.buffer_names, segment.buffers):
@@ -516,6 +517,7 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
             else:
                 arena = arenas.setdefault((types, usage), [len(arenas), 0])
                 alloc = _Alloc(None, arena[0], arena[1], size)
+                transient_bytes += size
                 arena[1] += -(-size // ALIGNMENT) * ALIGNMENT  # (aligned as a fresh one)
             # (a real buffer while building: the recordings' imports check it as theirs)
             sim[slot_of(step.out)] = scratch = fresh_buffer(size, types, usage, device.allocator)
@@ -602,7 +604,8 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
     results = [(slot, value) for slot, k, value in results if k is None]
     shape = _Shape(plan, fresh, arena_buffers, outside, results, await_args, fences)
     shape.outside_signal = segment.outside_signal
-    shape.fresh_bytes = sum(f[0] for f in fresh)
+    # (what the allocas would count: the returned buffers and the transient ones alike)
+    shape.fresh_bytes = sum(f[0] for f in fresh) + transient_bytes
     # Readbacks: from the buffer's place in its arena's storage.
     shape.loads = [
         (slot, arena.allocation.array, arena.offset + alloc.offset + offset, length)
