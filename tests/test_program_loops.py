@@ -13,6 +13,7 @@ iteration), and a failing execution or a busy queue gives what the general path 
 from __future__ import annotations
 
 import ctypes
+import re
 
 import numpy as np
 import pytest
@@ -73,7 +74,53 @@ func.func @main(%w: tensor<16x16xf32>, %x0: tensor<16xf32>, %n: i32) -> tensor<1
 }
 """
 
-SOURCES = {"for": _FOR, "while": _WHILE}
+# A window that slides with the loop index: the dispatch's constants are computed per
+# iteration in the program, so the loop is marked but each step is a call.
+_SLIDE = """
+func.func @main(%t: tensor<64xf32>, %x0: tensor<4xf32>, %n: i32) -> tensor<4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c7 = arith.constant 7 : i32
+  %nm = arith.andi %n, %c7 : i32
+  %ub = arith.index_cast %nm : i32 to index
+  %r = scf.for %i = %c0 to %ub step %c1 iter_args(%x = %x0) -> tensor<4xf32> {
+    %s = tensor.extract_slice %t[%i] [4] [1] : tensor<64xf32> to tensor<4xf32>
+    %y = arith.addf %x, %s : tensor<4xf32>
+    %z = arith.mulf %y, %y : tensor<4xf32>
+    scf.yield %z : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+"""
+
+# A scalar argument scales each step's result: a dispatch constant (its f32 bits) computed
+# from an input, the same in every step of the loop.
+_SCALE = """
+func.func @main(%w: tensor<16x16xf32>, %x0: tensor<16xf32>, %n: i32, %s: f32) -> tensor<16xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %ub = arith.index_cast %n : i32 to index
+  %zero = arith.constant 0.0 : f32
+  %r = scf.for %i = %c0 to %ub step %c1 iter_args(%x = %x0) -> tensor<16xf32> {
+    %e = tensor.empty() : tensor<16xf32>
+    %f = linalg.fill ins(%zero : f32) outs(%e : tensor<16xf32>) -> tensor<16xf32>
+    %y = linalg.matvec ins(%w, %x : tensor<16x16xf32>, tensor<16xf32>)
+                       outs(%f : tensor<16xf32>) -> tensor<16xf32>
+    %t = math.tanh %y : tensor<16xf32>
+    %e2 = tensor.empty() : tensor<16xf32>
+    %u = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
+                         iterator_types = ["parallel"]} ins(%t : tensor<16xf32>) outs(%e2 : tensor<16xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %m = arith.mulf %a, %s : f32
+      linalg.yield %m : f32
+    } -> tensor<16xf32>
+    scf.yield %u : tensor<16xf32>
+  }
+  return %r : tensor<16xf32>
+}
+"""
+
+SOURCES = {"for": _FOR, "while": _WHILE, "slide": _SLIDE, "scale": _SCALE}
 TRIPS = (0, 1, 2, 3, 50)
 
 
@@ -352,3 +399,70 @@ def test_results_pass_other_values_through():
     a, b = object(), object()
     assert results(a) is a
     assert results(a, b) == (a, b)
+
+
+@pytest.mark.parametrize("fast", ["1", "0"])
+def test_loop_with_a_constant_per_step_matches_iree(fast, compile_mlir, tmp_path, monkeypatch, loop_modes):
+    """A loop whose dispatch constant changes every step (a window sliding with the loop
+    index): on the fast path each run of deferred steps is broken off by the next step
+    (its index differs), and after a few such runs the loop mode stops trying (each step
+    a call); on the general path `step` is the call and `results` passes values through.
+    Every call equals iree.runtime."""
+    from runtime_support.exec import loops
+
+    monkeypatch.setenv("PYREE_QUEUE_FAST", fast)
+    vmfb = _vmfb(compile_mlir, tmp_path, "slide")
+    assert any(r.loop_exits for r in _regions(vmfb))
+    ctx = _package(vmfb, tmp_path).load(device="local-sync")
+    session = IreeSession(vmfb)
+    rng = np.random.default_rng(7)
+    t = (rng.standard_normal(64) / 2).astype(np.float32)
+    x = (rng.standard_normal(4) / 2).astype(np.float32)
+    for n in (0, 1, 2, 7, 7, 7, 3):
+        got = ctx.call("main", t, x, n)
+        (want,) = session.call("main", [t, x, np.int32(n)], session.signature("main"))
+        assert got.tobytes() == np.asarray(want).tobytes(), n
+    if fast == "0":
+        assert not loop_modes
+    else:
+        (mode,) = loop_modes
+        assert mode.short_runs == loops._SHORT_RUNS
+        assert mode.runs_started <= loops._SHORT_RUNS + 2
+
+
+def test_packed_inputs_take_the_loop_mode(compile_mlir, tmp_path, monkeypatch, loop_modes):
+    """A program whose inputs travel as one tuple (here: more than 4, the limit lowered
+    from 10): `queue_n.step((...,))` still defers its steps; equal to iree.runtime."""
+    from runtime_support.exec import program
+    from translator.codegen import queue_programs
+
+    monkeypatch.setattr(program, "MAX_POSITIONAL", 4)
+    monkeypatch.setattr(queue_programs, "MAX_POSITIONAL", 4)
+    vmfb = _vmfb(compile_mlir, tmp_path, "for")
+    pkg_dir = write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs")
+    assert re.search(r"\.step\(\s*\(", (pkg_dir / "__init__.py").read_text())
+    ctx = load_package(pkg_dir).load(device="local-sync")
+    session = IreeSession(vmfb)
+    w, x = _inputs(9)
+    for n in (3, 3, 50):
+        got = ctx.call("main", w, x, n)
+        (want,) = session.call("main", [w, x, np.int32(n)], session.signature("main"))
+        assert got.tobytes() == np.asarray(want).tobytes(), n
+    (mode,) = loop_modes
+    assert mode.packed and mode.native_steps == 2 + 3 + 50
+
+
+def test_dispatch_constants_of_a_run(compile_mlir, tmp_path, loop_modes):
+    """A dispatch constant computed from a scalar argument: written once per run, the
+    value of that call's argument (scales 1.5, then -0.75, then 1.5 again); equal to
+    iree.runtime and deferred."""
+    vmfb = _vmfb(compile_mlir, tmp_path, "scale")
+    ctx = _package(vmfb, tmp_path).load(device="local-sync")
+    session = IreeSession(vmfb)
+    w, x = _inputs(11)
+    for n, scale in ((4, 1.5), (6, -0.75), (5, 1.5), (0, 2.0), (1, 2.0)):
+        got = ctx.call("main", w, x, n, scale)
+        (want,) = session.call("main", [w, x, np.int32(n), np.float32(scale)], session.signature("main"))
+        assert got.tobytes() == np.asarray(want).tobytes(), (n, scale)
+    (mode,) = loop_modes
+    assert mode.native_steps == 3 + 6 + 5 + 1

@@ -704,18 +704,18 @@ class FastProgram(GeneralProgram):
                 segment, inner, general_ops, getters, computes, await_import
             )
         self._fast_ops = [ops[k] for k in sorted(ops)]
-        # Loop mode (loops.py): a loop's program that is one segment, nothing computed
-        # per call before its plan (PYREE_QUEUE_LOOP=0: each step a call).
+        # Loop mode (loops.py): a loop's program that is one segment (PYREE_QUEUE_LOOP=0:
+        # each step a call).
         self.loop = None
         from ..env_knobs import flag_knob
 
         if (
-            program.carried and not program.packed and flag_knob("PYREE_QUEUE_LOOP", True)
+            program.carried and flag_knob("PYREE_QUEUE_LOOP", True)
             and len(segments) == 1 and len(self._fast_ops) == 1
             and segments[0].first == 0 and segments[0].last == len(program.steps) - 1
-            and not segments[0].computes
         ):
-            self.loop = LoopMode(self, segments[0])
+            computes = [self._ops[k] for k in segments[0].computes]
+            self.loop = LoopMode(self, segments[0], computes)
             self.step = self.loop.step
 
     def __call__(self, *args):

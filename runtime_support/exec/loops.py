@@ -31,7 +31,9 @@ exception has no deferred step (only `step` raises, and it runs what was deferre
 
 A run of deferred steps is taken where nothing can tell (checked when it starts): the
 program is one segment (segments.py) whose shape for these inputs is built, with no
-await, readback, per-call integer op or dispatch constant; its outputs are the fences it
+await or readback (its dispatch constants are written once: the integer ops that compute
+them read integer inputs only, and the run's are the first step's); its outputs are the
+fences it
 signals after its last execution (reached, or failed with the execution's error) and the
 buffers it allocates (each carried into the next step's input); the waits are over; the
 plan writes no buffer from outside but the carried ones; statistics are off. Each
@@ -60,6 +62,8 @@ _FIELD = {name: i for i, (name, _) in enumerate(native.STEPS_FIELDS)}
 _COUNT, _TURN, _RAN = _FIELD["count"], _FIELD["turn"], _FIELD["ran"]
 _FIRST0, _LATER0 = _FIELD["first0"], _FIELD["later0"]
 _SLICE = 1024  # steps per foreign call at most (Ctrl-C is seen between them)
+_M32 = 0xFFFFFFFF
+_SHORT_RUNS = 8
 
 
 class _Token:
@@ -79,7 +83,7 @@ class _Run:
 
     __slots__ = (
         "loop", "args", "count", "final", "tokens", "expect", "shape", "queue", "workers",
-        "allocator", "pairs", "fence_outputs", "block", "block_address", "images", "zeros",
+        "allocator", "pairs", "block", "block_address", "images", "zeros", "constants",
     )
 
 
@@ -108,11 +112,15 @@ def results(*values):
 class LoopMode:
     """A FastProgram's `step` where the program has `carried` pairs and is one segment."""
 
-    def __init__(self, program, segment) -> None:
+    def __init__(self, program, segment, computes) -> None:
         self.program = program  # (the FastProgram: its __call__ is a step not deferred)
         self.segment = segment
+        # The integer ops a call computes before its plan (dispatch constants): of integer
+        # inputs only (the carried ones are refs), so the same in every step of a run.
+        self.computes = computes
         spec = program.program
         self.single = len(spec.outputs) == 1
+        self.packed = spec.packed
         # per carried pair: (input position, output index)
         self.carried = [(spec.inputs.index(i), spec.outputs.index(o)) for o, i in spec.carried]
         self.out_of = {i: j for i, j in self.carried}
@@ -123,9 +131,15 @@ class LoopMode:
         self.input_slots = list(range(len(spec.inputs)))  # (inputs are the first slots)
         # (for tests and profiles: runs begun, steps deferred, steps run natively)
         self.runs_started = self.steps_deferred = self.native_steps = 0
+        # Runs broken off after a step or two (an input that changes per step, e.g. a
+        # dispatch constant): past _SHORT_RUNS of them no run starts (each costs more
+        # than the calls it would save).
+        self.short_runs = 0
 
     # -- the call site's step -------------------------------------------------------------
     def step(self, *args):
+        if self.packed:  # (more than 10 inputs travel as one tuple)
+            (args,) = args
         token = args[self.probe]
         if type(token) is _Token:
             run = token.run
@@ -146,22 +160,30 @@ class LoopMode:
                         self.steps_deferred += 1
                         return expect[0] if self.single else expect
         if any(type(a) is _Token for a in args):
+            if type(token) is _Token and token.run.final is None and token.run.count < 3:
+                self.short_runs += 1  # (a run that its next step did not continue)
             args = tuple(_resolve(a) for a in args)
-        run = self._start(args)
+        run = self._start(args) if self.short_runs < _SHORT_RUNS else None
         if run is not None:
             return run.expect[0] if self.single else run.expect
-        return self.program(*args)
+        return self._call(args)
+
+    def _call(self, args):
+        """A step as a call of the program (its fast path)."""
+        return self.program(args) if self.packed else self.program(*args)
 
     # -- starting a run -------------------------------------------------------------------
     def _start(self, args):
         """A run whose first (deferred) step is this call, or None (module docstring)."""
-        if statistics.enabled or self.program._packed:
+        if statistics.enabled:
             return None
         program, segment = self.program, self.segment
-        env = program._env(args)
+        env = program._env((args,) if self.packed else args)
         device = env[segment.device]
         if type(device) is not LocalDevice:
             return None
+        for op in self.computes:
+            op(env)
         for slot in segment.waits:
             fence = env[slot]
             if not (fence is None or (type(fence) is Fence and fence.reached_now())):
@@ -173,7 +195,7 @@ class LoopMode:
             shape = segment.shapes.get(segment.key_of(env))
         except TypeError:
             return None
-        if not shape or shape.values is not None or shape.loads or shape.results:
+        if not shape or shape.loads or shape.results:
             return None
         if shape.await_args is not None or any(not signalled for _, signalled in shape.fences):
             return None
@@ -232,6 +254,15 @@ class LoopMode:
         plan = shape.plan
         run = object.__new__(_Run)
         run.loop, run.args, run.count, run.final = self, args, 1, None
+        # The dispatch constants each step writes (segments.run_shape): the inputs'
+        # values, the same in every step of the run (its other inputs are the first's).
+        run.constants = None
+        if shape.values is not None:
+            run.constants = []
+            for target, value_slot in zip(plan.constants, shape.values):
+                if target is not None and value_slot is not None:
+                    indices, get = value_slot
+                    run.constants.append((target, indices, [v & _M32 for v in get(env)]))
         run.tokens = (
             tuple(_Token(run, j, 0) for j in range(len(kinds))),
             tuple(_Token(run, j, 1) for j in range(len(kinds))),
@@ -274,6 +305,12 @@ class LoopMode:
                     or native._pool is not plan._pool and plan._pool_moved()
                 ):
                     plan._use_workers(run.workers)
+                for target, indices, values in run.constants or ():
+                    if indices is None:
+                        target[:] = values
+                    else:
+                        for j, v in zip(indices, values):
+                            target[j] = v
                 block, address, run_steps = run.block, run.block_address, runtime.run_plan_steps
                 parity = 0
                 while done < count:
@@ -304,12 +341,12 @@ class LoopMode:
                 final[done & 1] = self._outputs(run, done - 2, None)
             final[(done - 1) & 1] = last = self._outputs(run, done - 1, error)
         # The rest as calls of the program, from what the native steps left.
-        program, args = self.program, list(run.args)
+        args = list(run.args)
         for k in range(done, count):
             if last is not None:
                 for i, j in self.carried:
                     args[i] = last[j]
-            out = program(*args)
+            out = self._call(args)
             final[k & 1] = last = (out,) if self.single else tuple(out)
         run.final = final
         run.images = run.block = run.zeros = None  # (nothing native points into them now)
