@@ -724,8 +724,9 @@ def _loop_exits(finder: _Finder, region: Region, grown) -> tuple[tuple[int, tupl
       those holds the last call's token or the one before it (the inputs', on an exit
       before the back edge's copies), and a buffer of the call before the last is intact;
     - each block the loop leaves to is reached from the loop alone, so `results(...)` at
-      its start runs on every way out; the registers it reads are the outputs' and the
-      carried inputs' live there."""
+      its start runs on every way out; the registers it reads are those that may hold a
+      token and are live there (one at least: it runs the deferred steps; registers that
+      die are released by the generated code, their tokens with them)."""
     fn, info = finder.fn, finder.info
     found = _back_edge(finder, region, grown)
     if found is None:
@@ -784,13 +785,12 @@ def _loop_exits(finder: _Finder, region: Region, grown) -> tuple[tuple[int, tupl
     for s, copied in exits.items():
         if any(p not in loop.body for p in info.preds.get(s, ())):
             return ()
-        live = _live_in(finder, s)
-        regs = [r for r, _ in region.outputs]  # (always: they hold the last token)
-        held = {o for k, o in tokens} | copied
-        regs += [Reg(o | 0x8000, None) for o in sorted(held & live - {r.ordinal for r in regs})]
-        if len(regs) > MAX_POSITIONAL:
+        held = ({o for _, o in tokens} | copied) & _live_in(finder, s)
+        if not held:
+            return ()  # (nothing reads the results there: the steps would never run)
+        if len(held) > MAX_POSITIONAL:
             return ()  # (the exit's `results(...)` passes each register: 10 at most)
-        out.append((s, tuple(regs)))
+        out.append((s, tuple(Reg(o | 0x8000, None) for o in sorted(held))))
     return tuple(out)
 
 
