@@ -123,12 +123,10 @@ class LoopMode:
         self.packed = spec.packed
         # per carried pair: (input position, output index)
         self.carried = [(spec.inputs.index(i), spec.outputs.index(o)) for o, i in spec.carried]
-        self.out_of = {i: j for i, j in self.carried}
         taken = {i for i, _ in self.carried}
         self.same = [k for k in range(len(spec.inputs)) if k not in taken]
         self.probe = self.carried[0][0]
         self.output_slots = [program._values.slots[name] for name in spec.outputs]
-        self.input_slots = list(range(len(spec.inputs)))  # (inputs are the first slots)
         # (for tests and profiles: runs begun, steps deferred, steps run natively)
         self.runs_started = self.steps_deferred = self.native_steps = 0
         # Runs broken off after a step or two (an input that changes per step, e.g. a

@@ -96,10 +96,8 @@ class ProgramTable:
         # Loop mode: the outputs the back edge carries, by name (output value, input).
         looped = bool(region.loop_exits)
         out_name = {reg(r): ref(v) for r, v in region.outputs}
-        carried = (
-            "    carried=" + _tuple(_tuple((out_name[reg(a)], lit(reg(d)))) for a, d in region.carried) + ",\n"
-            if looped else ""
-        )
+        pairs = (_tuple((out_name[reg(a)], lit(reg(d)))) for a, d in region.carried)
+        carried = f"    carried={_tuple(pairs)},\n" if looped else ""
         text = (
             f"{name} = QueueProgram(\n"
             f"    function={lit(fn_name)},\n"
@@ -119,7 +117,8 @@ class ProgramTable:
         ]
         exits = None
         if looped:
-            stmts.append(Comment(prov, "a step of the loop: run later, where the loop's exit reads its results"))
+            note = "a step of the loop: run later, where the loop's exit reads its results"
+            stmts.append(Comment(prov, note))
             exits = {}
             for b, regs in region.loop_exits:
                 names = tuple(reg(r) for r in regs)
