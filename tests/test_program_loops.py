@@ -466,3 +466,26 @@ def test_dispatch_constants_of_a_run(compile_mlir, tmp_path, loop_modes):
         assert got.tobytes() == np.asarray(want).tobytes(), (n, scale)
     (mode,) = loop_modes
     assert mode.native_steps == 3 + 6 + 5 + 1
+
+
+def test_a_run_goes_with_its_call(compile_mlir, tmp_path, loop_modes):
+    """After a call, nothing holds its run of deferred steps (no reference cycle: its
+    buffers go when the function returns, with the gc off too)."""
+    import gc
+
+    from runtime_support.exec import loops
+
+    vmfb = _vmfb(compile_mlir, tmp_path, "while")
+    ctx = _package(vmfb, tmp_path).load(device="local-sync")
+    w, x = _inputs(12)
+    ctx.call("main", w, x, 5)
+    gc.collect()
+    gc.disable()
+    try:
+        for n in (5, 6, 1):
+            ctx.call("main", w, x, n)
+        alive = sum(type(o) is loops._Run for o in gc.get_objects())
+    finally:
+        gc.enable()
+    (mode,) = loop_modes
+    assert mode.runs_started == 4 and alive == 0

@@ -347,7 +347,12 @@ class LoopMode:
             out = self._call(args)
             final[k & 1] = last = (out,) if self.single else tuple(out)
         run.final = final
-        run.images = run.block = run.zeros = None  # (nothing native points into them now)
+        # Nothing native points into the images now; and without its tokens the run is no
+        # reference cycle: it goes (with the buffers it holds) with the last register that
+        # holds one of its tokens, when the function returns, before its results are
+        # looked at (a result buffer nothing else holds is handed out without a copy).
+        run.images = run.block = run.zeros = run.constants = None
+        run.tokens = run.expect = run.args = run.pairs = run.shape = None
 
     @staticmethod
     def _outputs(run: _Run, k: int, error) -> tuple:
