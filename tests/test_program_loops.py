@@ -131,7 +131,7 @@ def _vmfb(compile_mlir, tmp_path, kind: str):
 
 
 def _package(vmfb, tmp_path, name="pkg"):
-    return load_package(write_package(read_module_file(vmfb), tmp_path, name, host_path="programs"))
+    return load_package(write_package(read_module_file(vmfb), tmp_path, name))
 
 
 def _inputs(seed: int = 0):
@@ -439,7 +439,7 @@ def test_packed_inputs_take_the_loop_mode(compile_mlir, tmp_path, monkeypatch, l
     monkeypatch.setattr(program, "MAX_POSITIONAL", 4)
     monkeypatch.setattr(queue_programs, "MAX_POSITIONAL", 4)
     vmfb = _vmfb(compile_mlir, tmp_path, "for")
-    pkg_dir = write_package(read_module_file(vmfb), tmp_path, "pkg", host_path="programs")
+    pkg_dir = write_package(read_module_file(vmfb), tmp_path, "pkg")
     assert re.search(r"\.step\(\s*\(", (pkg_dir / "__init__.py").read_text())
     ctx = load_package(pkg_dir).load(device="local-sync")
     session = IreeSession(vmfb)
