@@ -41,7 +41,7 @@ from .general import GeneralProgram
 from .loops import LoopMode
 from .program import Compute, fields_read, names_in
 from .segments import MAX_PLANS as SEGMENT_PLANS
-from .segments import _Decline, build_shape, find_segments, made_fences, run_shape
+from .segments import _Aliased, _Decline, build_shape, find_segments, made_fences, run_shape
 from .steps import (
     BufferAssert,
     BufferLoad,
@@ -217,11 +217,14 @@ def _segment_op(segment, inner: list, general_ops: list, getters: list, computes
                     if shape is None and key is not None:
                         try:
                             shape = build_shape(segment, env, general_ops, getters, (_PENDING, _DONE))
+                        except _Aliased:
+                            shape = None  # (this call's buffers: the shape is not decided)
                         except _Decline:
                             shape = False
-                        shapes[key] = shape
-                        if len(shapes) > SEGMENT_PLANS:
-                            shapes.popitem(last=False)
+                        if shape is not None:
+                            shapes[key] = shape
+                            if len(shapes) > SEGMENT_PLANS:
+                                shapes.popitem(last=False)
                     if shape:
                         if len(shapes) > 1:
                             shapes.move_to_end(key)

@@ -73,6 +73,11 @@ class _Decline(Exception):
     """This shape of the segment runs step by step."""
 
 
+class _Aliased(_Decline):
+    """This call runs step by step: one buffer comes in under two names (a question of
+    this call's buffers, not of the shape: a later call of the shape may build it)."""
+
+
 class _Alloc:
     """A buffer the segment allocates, while its plan is built: the k-th one it returns
     (`k`), or a transient one (`k` None) at `offset` in arena `arena`."""
@@ -407,7 +412,7 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
     slot_of = segment.slot
     for name, k in zip(segment.buffer_names, segment.buffers):
         if id(env[k]) in names:
-            raise _Decline  # (one buffer under two names: which one is it per call?)
+            raise _Aliased  # (one buffer under two names: which one is it per call?)
         names[id(env[k])] = name
     steps = segment.program.steps[segment.first : segment.last + 1]
 
