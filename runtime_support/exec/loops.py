@@ -64,6 +64,7 @@ _FIRST0, _LATER0 = _FIELD["first0"], _FIELD["later0"]
 _SLICE = 1024  # steps per foreign call at most (Ctrl-C is seen between them)
 _M32 = 0xFFFFFFFF
 _SHORT_RUNS = 8
+_IDENTITY = object.__eq__
 
 
 class _Token:
@@ -84,6 +85,7 @@ class _Run:
     __slots__ = (
         "loop", "args", "count", "final", "tokens", "expect", "shape", "queue", "workers",
         "allocator", "pairs", "block", "block_address", "images", "zeros", "constants",
+        "want", "by_value",
     )
 
 
@@ -98,6 +100,14 @@ def _resolve(value):
     if outputs is None:  # (not made by the analysis' code: a token two steps old)
         raise VMError(StatusCode.INTERNAL, "queue program: a loop step's result read after it was replaced")
     return outputs[value.index]
+
+
+def _same(args, want) -> bool:
+    """Whether `args` are `want`: the same objects, or integers of the same values."""
+    for a, b in zip(args, want):
+        if a is not b and not (type(a) is int and type(b) is int and a == b):
+            return False
+    return True
 
 
 def results(*values):
@@ -141,22 +151,14 @@ class LoopMode:
         token = args[self.probe]
         if type(token) is _Token:
             run = token.run
-            if run.final is None:
-                expect = run.expect
-                for i, j in self.carried:
-                    if args[i] is not expect[j]:
-                        break
-                else:
-                    same = run.args
-                    for k in self.same:
-                        a, b = args[k], same[k]
-                        if a is not b and not (type(a) is int and type(b) is int and a == b):
-                            break
-                    else:
-                        run.expect = expect = run.tokens[run.count & 1]
-                        run.count += 1
-                        self.steps_deferred += 1
-                        return expect[0] if self.single else expect
+            # (the last step's tokens where the back edge carries them, the other inputs
+            # the first step's: refs the same objects, integers the same values)
+            if run.final is None and (
+                args == run.want[run.count & 1] if run.by_value else _same(args, run.want[run.count & 1])
+            ):
+                expect = run.tokens[run.count & 1]
+                run.count += 1
+                return expect[0] if self.single else expect
         if any(type(a) is _Token for a in args):
             if type(token) is _Token and token.run.final is None and token.run.count < 3:
                 self.short_runs += 1  # (a run that its next step did not continue)
@@ -266,6 +268,15 @@ class LoopMode:
             tuple(_Token(run, j, 1) for j in range(len(kinds))),
         )
         run.expect = run.tokens[0]
+        # The inputs a step continuing the run gets, by its parity: the step before's
+        # tokens where the back edge carries them, the first step's inputs elsewhere.
+        want = [list(args), list(args)]
+        for i, j in self.carried:
+            want[0][i], want[1][i] = run.tokens[1][j], run.tokens[0][j]
+        run.want = (tuple(want[0]), tuple(want[1]))
+        # (== compares them where it means the same object or integer: no float, whose
+        # -0.0 == 0.0, and nothing with an equality of its own; else `_same`)
+        run.by_value = all(type(a) is int or type(a).__eq__ is _IDENTITY for a in args)
         run.shape, run.queue, run.workers, run.allocator = shape, device.queue, device.worker_count, allocator
         run.pairs = [None if k is None else pairs[k] for k in kinds]
         run.images = (first, turn0, turn1)
@@ -281,7 +292,6 @@ class LoopMode:
         run.block = array("q", block.values())
         run.block_address = run.block.buffer_info()[0]
         self.runs_started += 1
-        self.steps_deferred += 1
         return run
 
     # -- running the deferred steps -------------------------------------------------------
@@ -289,6 +299,7 @@ class LoopMode:
         """Runs `run`'s deferred steps (module docstring) and keeps the outputs of its
         last two, by their steps' parity, in `run.final`."""
         count = run.count
+        self.steps_deferred += count
         shape = run.shape
         plan = shape.plan
         done, error = 0, None
@@ -352,7 +363,7 @@ class LoopMode:
         # holds one of its tokens, when the function returns, before its results are
         # looked at (a result buffer nothing else holds is handed out without a copy).
         run.images = run.block = run.zeros = run.constants = None
-        run.tokens = run.expect = run.args = run.pairs = run.shape = None
+        run.tokens = run.expect = run.want = run.args = run.pairs = run.shape = None
 
     @staticmethod
     def _outputs(run: _Run, k: int, error) -> tuple:
