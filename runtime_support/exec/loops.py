@@ -57,6 +57,7 @@ from ..hal.device import LocalDevice
 from ..hal.fence import Fence
 from ..hal.queue import internal_error
 from ..loaders import native, statistics
+from .segments import write_outside_rows
 
 _FIELD = {name: i for i, (name, _) in enumerate(native.STEPS_FIELDS)}
 _COUNT, _TURN, _RAN = _FIELD["count"], _FIELD["turn"], _FIELD["ran"]
@@ -386,20 +387,8 @@ def _image(shape, env, pairs, turn: int):
     """The plan's native table for a step that reads the buffers in `env` and writes
     turn `turn`'s buffers of `pairs`, or None where a check of run_shape's declines."""
     table = array("q", shape.plan.table)
-    for slot, word, offset, length, end, writes in shape.outside:
-        buffer = env[slot]
-        if type(buffer) is not HalBuffer:
-            return None
-        if length < 0:
-            length = buffer.length - offset
-            if length < end:
-                return None
-            table[word + 1] = length
-        elif offset + length > buffer.length:
-            return None
-        if writes and buffer.allocation.readonly:
-            return None
-        table[word] = buffer.address + offset
+    if not write_outside_rows(shape.outside, table, env):
+        return None
     for (_size, _types, _usage, places, _slots), pair in zip(shape.fresh, pairs):
         for word, offset in places:
             table[word] = pair[turn].address + offset

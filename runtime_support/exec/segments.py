@@ -752,6 +752,28 @@ def _numbered(command, arenas: int):
 # -- running a shape ------------------------------------------------------------------------
 
 
+def write_outside_rows(outside, table, env) -> bool:
+    """Writes the native table words of a shape's rows of buffers from outside (`outside`:
+    _Shape.outside) for the buffers in `env`, after the checks the plan's runner would
+    make of them (a HalBuffer, the range, the end the plan needs of a whole-buffer row,
+    writability); False where one fails (the words written so far are this call's)."""
+    for name, word, offset, length, end, writes in outside:
+        buffer = env[name]
+        if type(buffer) is not HalBuffer:
+            return False
+        if length < 0:
+            length = buffer.length - offset
+            if length < end:
+                return False
+            table[word + 1] = length
+        elif offset + length > buffer.length:
+            return False
+        if writes and buffer.allocation.readonly:
+            return False
+        table[word] = buffer.address + offset
+    return True
+
+
 def run_shape(segment: Segment, shape: _Shape, env: dict, await_import) -> bool:
     """Runs `shape`'s plan for the call's values in `env` (`ready` holds); False (nothing
     done) where another thread holds the queue or a row's checks decline."""
@@ -765,18 +787,8 @@ def run_shape(segment: Segment, shape: _Shape, env: dict, await_import) -> bool:
     try:  # (the plan's table is written only while this thread holds its queue)
         plan = shape.plan
         table = plan.table
-        for name, word, offset, length, end, writes in shape.outside:
-            buffer = env[name]
-            if length < 0:
-                length = buffer.length - offset
-                if length < end:
-                    return False
-                table[word + 1] = length
-            elif offset + length > buffer.length:
-                return False
-            if writes and buffer.allocation.readonly:
-                return False
-            table[word] = buffer.address + offset
+        if not write_outside_rows(shape.outside, table, env):
+            return False
         allocator = device.allocator
         for size, types, usage, places, slots in shape.fresh:
             buffer = fresh_buffer(size, types, usage, allocator)
@@ -837,4 +849,5 @@ def run_shape(segment: Segment, shape: _Shape, env: dict, await_import) -> bool:
 
 __all__ = [
     "MAX_PLANS", "Segment", "build_shape", "find_segments", "made_fences", "run_shape",
+    "write_outside_rows",
 ]
