@@ -79,12 +79,6 @@ def _host_range(
     return data[offset : offset + length]
 
 
-def _queue_fill(args) -> None:
-    """queue.fill's work (LocalQueue.call's `fn(arg)`: no closure per fill)."""
-    buffer, offset, length, pattern, pattern_length = args
-    buffer.fill(offset, length, pattern, pattern_length)
-
-
 def _timeout_seconds(millis: int) -> float | None:
     """An unsigned timeout in milliseconds; 0xFFFFFFFF waits forever."""
     return None if millis == M32 else millis / 1000.0
@@ -704,11 +698,11 @@ class HalModule:
         pattern_length,
         flags,
     ):
-        device.queue.call(
+        # (submit, not call: a device's queue may wrap the work, CudaQueue in its context)
+        device.queue.submit(
             wait_fence,
             signal_fence,
-            _queue_fill,
-            (target_buffer, target_offset, length, pattern, pattern_length),
+            lambda: target_buffer.fill(target_offset, length, pattern, pattern_length),
             "device.queue.fill",
         )
 
