@@ -461,7 +461,7 @@ def tensor_argument(name: str, ty: TensorType | None, device, general=None):
                     if small:  # (through bytes: one memcpy more, less call overhead)
                         writer[:] = value.tobytes()
                     else:
-                        refill(writer, value)
+                        _refill(writer, value)
                     allocator.bytes_allocated += nbytes
                     return view
             buffer = copy(value, USAGE_DEFAULT, allocator)

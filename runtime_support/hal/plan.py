@@ -67,12 +67,6 @@ class Plan:
         self.pool_ordinal = 0
         self.run_plan = native.native_runtime().run_plan_args
         self._token = [True]  # taken while a thread runs the plan (plan_runner)
-        # fused.py's compiled submits, by the call site's `slots` (plan_runner.compile_submit)
-        self.submits: dict = {}
-        # fused.chain's compiled fast paths, by the call site's `slots` (compile_chain)
-        self.chains: dict = {}
-        # fused.alloca_execute_indirect's, by the call site's `slots` (compile_alloca)
-        self.allocas: dict = {}
         # plan_runner.image_of: its checks into a table image (compiled at first use)
         self.image = None
 
@@ -204,22 +198,6 @@ class Plan:
         asks."""
         k = self.pool_ordinal
         return not k or native.current_pool(k) is not self._pool
-
-    def run_values(self, workers: int, values: tuple) -> bool:
-        """Runs the plan with its table written from `values` (address, length per slot,
-        `self.fill` packing them), nothing checked: for plans whose every slot the caller
-        has just validated (one_shot.py's replays of a recording). False, with nothing
-        done, where another thread runs this plan or an executable was closed."""
-        token = self._token
-        try:
-            token.pop()
-        except IndexError:
-            return False
-        try:
-            self.fill(self.table, 0, *values)
-            return self.launch(workers)
-        finally:
-            token.append(True)
 
     def _run_counted(self) -> None:
         """A run with per-command times and counts (statistics enabled)."""
