@@ -907,3 +907,71 @@ def test_async_export_signals_the_callers_fence_from_its_plan(compile_mlir, tmp_
     assert (fast_error.value.code, str(fast_error.value)) == (
         general_error.value.code, str(general_error.value),
     )
+
+
+def test_queue_fill_does_what_the_import_does(compile_mlir, tmp_path, monkeypatch):
+    """`queue.fill` on the fast path (fast.py `_fill`) writes what the import writes and
+    signals its fence; out of range, with a bad pattern length, on a read-only or null
+    buffer or with no fence to carry the error, it fails the fence or raises exactly as
+    the import does; a private signal fence awaited after it sees the same."""
+    import numpy as np
+
+    from runtime_support.exec.program import FailIf, QueueProgram
+    from runtime_support.exec.steps import DeviceQueueFill, FenceAwait, FenceCreate
+    from runtime_support.hal.buffer import Allocation, HalBuffer
+    from runtime_support.hal.fence import Fence
+
+    pkg, ctx = _mul_package(compile_mlir, tmp_path)
+
+    def fill(signal):
+        return DeviceQueueFill(
+            device="device", queue_affinity=-1, wait_fence="wait", signal_fence=signal,
+            target_buffer="buffer", target_offset="offset", length="length",
+            pattern="pattern", pattern_length="width", flags=0,
+        )
+
+    inputs = ("device", "wait", "buffer", "offset", "length", "pattern", "width")
+    public = QueueProgram(function="fill", inputs=(*inputs, "signal"), steps=(fill("signal"),),
+                          outputs=())
+    private = QueueProgram(
+        function="fill_awaited", inputs=inputs,
+        steps=(
+            FenceCreate(out="f0", device="device", flags=0),
+            fill("f0"),
+            FenceAwait(out="status", timeout_millis=-1, flags=0, fences=("f0",)),
+            FailIf(test="status", status="status", message="failed to wait on timepoint", location=None),
+        ),
+        outputs=("status",),
+    )
+
+    def read_only():
+        array = np.zeros(16, np.uint8)
+        array.flags.writeable = False
+        return HalBuffer.over(Allocation.wrap(array, readonly=True), 0xFFFF, 0xFFFF)
+
+    cases = [(0, 16, -2, 4), (4, 8, 0x0102, 2), (3, 5, 0x7F, 1), (12, -1, -1, 4), (0, 16, 1, 3),
+             (8, 16, 1, 4), (-4, 4, 1, 4), (2, 4, 1, 4), (0, 0, 5, 1)]
+    for program in (public, private):
+        decls, bound = _hal_bindings(ctx, pkg, program.steps)
+        fast, general = _fast_and_general(program, decls, bound, monkeypatch)
+        for make in (lambda: HalBuffer.allocate(16, 0xFFFF, 0xFFFF), read_only, lambda: None):
+            for case in cases:
+                for signalled in (True, False) if program is public else (None,):
+                    outcomes = []
+                    for run in (fast, general):
+                        buffer = make()
+                        args = [ctx.device, Fence.reached(), buffer, *case]
+                        fence = Fence() if signalled else None
+                        if program is public:
+                            args.append(fence)
+                        outcome = _result(run, *args)
+                        state = None if fence is None else (fence.query(), fence.reached_now())
+                        outcomes.append((outcome, state, None if buffer is None else buffer.read()))
+                    assert outcomes[0] == outcomes[1], (program.function, case, signalled)
+    # (the cases are not all one kind: some fill, some fail)
+    decls, bound = _hal_bindings(ctx, pkg, public.steps)
+    fast, _ = _fast_and_general(public, decls, bound, monkeypatch)
+    buffer, fence = HalBuffer.allocate(16, 0xFFFF, 0xFFFF), Fence()
+    assert _result(fast, ctx.device, None, buffer, 4, 8, 0x0102, 2, fence) == ("ok", None)
+    assert buffer.read() == bytes(4) + bytes([2, 1]) * 4 + bytes(4) and fence.reached_now()
+    assert _result(fast, ctx.device, None, buffer, 0, 16, 1, 3, None)[0] == "error"

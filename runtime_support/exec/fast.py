@@ -36,7 +36,8 @@ from ..hal.command_buffer import BufferRef, HalCommandBuffer
 from ..hal.device import LocalDevice
 from ..hal.fence import REACHED, Fence
 from ..hal.module import HalModule
-from ..hal.queue import BUSY
+from ..errors import VMError
+from ..hal.queue import BUSY, internal_error
 from .general import GeneralProgram
 from .loops import LoopMode
 from .program import Compute, fields_read, names_in
@@ -60,6 +61,7 @@ from .steps import (
     DeviceQueueDealloca,
     DeviceQueueExecute,
     DeviceQueueExecuteIndirect,
+    DeviceQueueFill,
     FenceAwait,
     FenceCreate,
     FenceJoin,
@@ -124,7 +126,7 @@ def _spans(program) -> list[_Span]:
 
 def has_fast_path(program) -> bool:
     """Whether `program` has steps the fast path can take: a private fence, a one-shot
-    recording it can defer, or a check it can pass without its import."""
+    recording it can defer, or a step it can do without its import (_CHECKS)."""
     return (
         bool(_private_fences(program))
         or bool(_spans(program))
@@ -132,8 +134,12 @@ def has_fast_path(program) -> bool:
     )
 
 
-# (the steps whose handlers need neither a private fence nor a recording: checks, reads)
-_CHECKS = (BufferViewAssert, BufferViewBuffer, BufferViewDim, DeviceAllocator, BufferAssert, BufferLoad)
+# (the steps whose handlers need neither a private fence nor a recording: checks, reads,
+# fills)
+_CHECKS = (
+    BufferViewAssert, BufferViewBuffer, BufferViewDim, DeviceAllocator, BufferAssert, BufferLoad,
+    DeviceQueueFill,
+)
 
 
 # -- private fences ------------------------------------------------------------------------
@@ -365,6 +371,61 @@ def _execute(step, get, private, general, values):
     return execute
 
 
+def _fill_now(target: HalBuffer, args: tuple) -> None:
+    target.fill(*args)
+
+
+def _fill(step, get, private, general, values):
+    """`queue.fill` on a LocalDevice whose wait is over: the buffer filled now, as
+    LocalQueue runs a ready submission (under `run_now`: the queue held), then its signal
+    signalled or failed as the import's would be (a private one: its state)."""
+    device_of, wait_of, signal_of = get["device"], get["wait_fence"], get["signal_fence"]
+    target_of, offset_of, length_of = get["target_buffer"], get["target_offset"], get["length"]
+    pattern_of, width_of = get["pattern"], get["pattern_length"]
+    private_signal = step.signal_fence in private
+    signal = values.key(step.signal_fence) if private_signal else None
+
+    def fill(env) -> None:
+        device, wait, target = device_of(env), wait_of(env), target_of(env)
+        if (
+            type(device) is LocalDevice
+            and type(target) is HalBuffer
+            and (wait is None or wait is _DONE or (type(wait) is Fence and wait.reached_now()))
+        ):
+            args = (offset_of(env), length_of(env), pattern_of(env), width_of(env))
+            if private_signal:
+                if env[signal] is _PENDING:
+                    error = device.queue.run_now(_fill_now, target, args, "device.queue.fill")
+                    if error is not BUSY:
+                        env[signal] = _DONE if error is None else _State(error)
+                        return
+            else:
+                fence = signal_of(env)
+                if (fence is None or type(fence) is Fence) and device.queue.hold():
+                    # (as LocalQueue.call: the work, then the signal, the queue held)
+                    error = None
+                    try:
+                        try:
+                            target.fill(*args)
+                        except VMError as exc:
+                            error = exc
+                        except Exception as exc:  # noqa: BLE001 - a bug: INTERNAL, as call's
+                            error = internal_error("device.queue.fill", exc)
+                        if fence is not None:
+                            if error is None:
+                                fence.signal()
+                            else:
+                                fence.fail(error)
+                    finally:
+                        device.queue.release()
+                    if error is not None and fence is None:
+                        raise error  # (no fence to carry it: the import raises it)
+                    return
+        general(env)  # (a pending wait, another device, a wrong operand: the import)
+
+    return fill
+
+
 def _fence_join(step, get, private, general, values):
     if step.out not in private:
         return None
@@ -568,6 +629,7 @@ _HANDLERS = {
     DeviceQueueAlloca: _alloca,
     DeviceQueueDealloca: _signal_only,
     DeviceQueueBarrier: _signal_only,
+    DeviceQueueFill: _fill,
     DeviceQueueExecuteIndirect: _execute,
     DeviceQueueExecute: _execute,
     BufferViewAssert: _view_assert,

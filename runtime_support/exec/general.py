@@ -172,6 +172,37 @@ def _operation(step, fn, fetch, outs, function: str):
     return call
 
 
+def _compute(fn, keys: tuple, out: int):
+    """A Compute step's closure by its operand count: its operands read straight from
+    their slots (a program's integer ops run per call, several per loop iteration)."""
+    if len(keys) == 1:
+        (a,) = keys
+
+        def compute1(env) -> None:
+            env[out] = fn(env[a])
+
+        return compute1
+    if len(keys) == 2:
+        a, b = keys
+
+        def compute2(env) -> None:
+            env[out] = fn(env[a], env[b])
+
+        return compute2
+    if len(keys) == 3:
+        a, b, c = keys
+
+        def compute3(env) -> None:
+            env[out] = fn(env[a], env[b], env[c])
+
+        return compute3
+
+    def compute(env) -> None:
+        env[out] = fn(*[env[k] for k in keys])
+
+    return compute
+
+
 class GeneralProgram:
     """A queue program bound to one context's imports; calling it runs every step."""
 
@@ -203,7 +234,11 @@ class GeneralProgram:
             elif outs is not None:
                 outs = tuple(values.add(name) for name in outs)
             self._steps.append((step, fn, fetch, outs))
-            self._ops.append(_operation(step, fn, fetch, outs, program.function))
+            if isinstance(step, Compute) and isinstance(outs, int):
+                op = _compute(fn, tuple(values.key(v) for v in step.args), outs)
+            else:
+                op = _operation(step, fn, fetch, outs, program.function)
+            self._ops.append(op)
         for name in program.outputs:
             if name not in values.slots:
                 raise VMError(StatusCode.INVALID_ARGUMENT, f"queue program: output {name!r} is never made")

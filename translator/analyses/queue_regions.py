@@ -62,6 +62,14 @@ from translator.ir import Function, Op, Reg
 Value = int
 
 
+# Steps whose results are plain integers (a view's dimension, a value read back from a
+# buffer): the region goes on through integer ops that read them, which become its
+# Compute steps after the step, so queue work that follows (a readback's value written
+# into the next buffer, an index computed from it) stays in the same program.
+_PLAIN = (steps.ViewDim, steps.Read)
+_PLAIN_NAMES = tuple(k.__name__ for k in _PLAIN)
+
+
 def _reg_name(r: Reg) -> str:
     if r.is_ref:
         return f"r{r.ordinal}"
@@ -368,8 +376,8 @@ class _Finder:
             out.append((b, op, role))
             written = {s for r in op.writes() for s in _slots(r)}
             made -= written
-            if role == "step" and _step(self.module, op).kind is not steps.ViewDim:
-                made |= written  # (a view's dimension is a plain value: integer ops may read it)
+            if role == "step" and _step(self.module, op).kind not in _PLAIN:
+                made |= written  # (a plain value: integer ops after may read it, see _PLAIN)
             update_constants(known, op)
             if op.spec.is_terminator:  # a step that ends its block (fence.await)
                 crossed = self.crossing(b, op)
@@ -563,7 +571,7 @@ def _region(finder: _Finder, grown) -> Region:
     # (growth stops before such an op, so this holds by construction: checked here).
     interior = []
     for v in sorted(step_made - out_values):
-        assert made_by[v][1] == "ViewDim" or all(role in ("step", "branch") for _, role in readers.get(v, ())), (
+        assert made_by[v][1] in _PLAIN_NAMES or all(role in ("step", "branch") for _, role in readers.get(v, ())), (
             f"{fn.name}: value %{v} read by a non-step op in a region"
         )
         interior.append(v)
