@@ -502,13 +502,17 @@ def _differs(expected, expected_error, actual, actual_error) -> str | None:
 
 
 @pytest.mark.parametrize("module", range(QUEUE_MODULES))
-def test_random_queue_programs_match_iree(module, compile_mlir, tmp_path):
+def test_random_queue_programs_match_iree(module, compile_mlir, tmp_path, monkeypatch):
+    """fast path == general path == iree.runtime, results and errors."""
     seed = QUEUE_SEED * 100003 + module
     vmfb, names = _compile_queue_functions(
         queue_functions(seed, QUEUE_FUNCTIONS), tmp_path, compile_mlir, seed
     )
     pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg"))
     contexts = {device: pkg.load(device=device) for device in ("local-sync", "local")}
+    monkeypatch.setenv("PYREE_QUEUE_FAST", "0")  # (read when a context binds its programs)
+    contexts["local-sync, general path"] = pkg.load(device="local-sync")
+    monkeypatch.delenv("PYREE_QUEUE_FAST")
     session = IreeSession(vmfb)
     problems, compared, failed = [], 0, 0
     for k, name in enumerate(names):

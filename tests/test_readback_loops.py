@@ -153,14 +153,14 @@ def test_programs_and_per_op_equal_iree(built, name, device, driver):
             assert [np.asarray(g).tobytes() for g in got] == want, (name, k, form)
 
 
-# -- the bench's programs of these kinds -----------------------------------------------------
+# -- greedy decoding ---------------------------------------------------------------------------
 #
 # A value read back (`hal.buffer.load`) is a plain integer: integer ops after it become the
 # queue program's Compute steps, and queue work after them (greedy decoding's token
 # written into the output by a `queue.fill`) joins the same program instead of going
-# through the imports (translator/analyses/queue_regions.py `_PLAIN`).
+# through the imports (translator/analyses/queue_regions.py `_PLAIN`). The bench's
+# readback programs run against iree.runtime in tests/test_bench_programs.py.
 
-READBACK_PROGRAMS = ("greedy_decode", "convergence_loop", "readback_loop")
 BY_NAME = {p.name: p for p in PROGRAMS}
 
 
@@ -178,58 +178,3 @@ def test_a_fill_of_the_value_read_back_joins_its_program(compile_mlir):
     assert steps.Fill in kinds[read + 1:], [k.__name__ for k in kinds]
     (value,) = [v for s in region.steps if s.kind is steps.Read for v in s.results]
     assert any(value in c.args for c in region.order if type(c).__name__ == "Compute")
-
-
-@pytest.fixture(scope="module")
-def bench_built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("readback_loops")
-    made = {}
-    for name in READBACK_PROGRAMS:
-        program = BY_NAME[name]
-        vmfb = compile_mlir(program.source.read_text(), out, LLVM_CPU_FLAGS, name)
-        module = read_module_file(vmfb)
-        made[name] = (vmfb, {
-            form: import_package_as(
-                f"_readback_{name}_{form}",
-                write_package(module, out / form, name, queue_programs=form == "programs"),
-            )
-            for form in ("programs", "no-fuse")
-        })
-    return made
-
-
-def _iree_results(vmfb, driver, program, rng_seed):
-    rt = pytest.importorskip("iree.runtime")
-    ctx = rt.SystemContext(config=rt.Config(driver))
-    ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, vmfb.read_bytes()))
-    module = ctx.modules.module
-    rng = np.random.default_rng(rng_seed)
-    if program.setup is not None:
-        module.setup(*program.setup(rng))
-    return [_arrays(module.main(*program.inputs(rng))) for _ in range(3)]
-
-
-def _arrays(result) -> list[np.ndarray]:
-    result = list(result) if isinstance(result, (tuple, list)) else [result]
-    return [np.asarray(r.to_host() if hasattr(r, "to_host") else r) for r in result]
-
-
-@pytest.mark.parametrize("fast", ["1", "0"])
-@pytest.mark.parametrize("device,driver", [("local-sync", "local-sync"), ("local", "local-task")])
-@pytest.mark.parametrize("name", READBACK_PROGRAMS)
-def test_readback_loop_matches_iree(name, device, driver, fast, bench_built, monkeypatch):
-    monkeypatch.setenv("PYREE_QUEUE_FAST", fast)
-    vmfb, packages = bench_built[name]
-    program = BY_NAME[name]
-    expected = _iree_results(vmfb, driver, program, 7)
-    for form, package in packages.items():
-        ctx = package.load(device=device)
-        rng = np.random.default_rng(7)
-        if program.setup is not None:
-            ctx.setup(*program.setup(rng))
-        got = [_arrays(ctx.main(*program.inputs(rng))) for _ in range(3)]
-        for call_got, call_expected in zip(got, expected):
-            assert len(call_got) == len(call_expected), form
-            for g, e in zip(call_got, call_expected):
-                assert g.dtype == e.dtype and g.shape == e.shape, form
-                assert g.tobytes() == e.tobytes(), form
