@@ -41,21 +41,6 @@ def _probe(cache: Path) -> dict:
     return run_json(_PROBE, cache)
 
 
-def test_a_later_process_takes_the_code_from_the_cache(tmp_path):
-    first = _probe(tmp_path)
-    assert first["dirty"] and first["used"] > 50  # compiled, and written at exit
-    [entry] = (tmp_path / "code").iterdir()
-    second = _probe(tmp_path)
-    assert not second["dirty"] and second["hits"] == second["used"] == first["used"]
-    # the same behaviour either way: the merged buffer_load (one frame, checks inlined)
-    want = [0x04030200 + 0xFF, 0xFF]
-    assert first["load"] == second["load"] == want and second["merged"]
-    entry.write_bytes(entry.read_bytes()[:100])  # damaged: compiled again, written again
-    third = _probe(tmp_path)
-    assert third["dirty"] and third["hits"] == 0 and third["load"] == want
-    assert _probe(tmp_path)["hits"] == first["used"]
-
-
 def test_compiled_keeps_what_make_returns_and_nothing_for_none(monkeypatch, tmp_path):
     monkeypatch.setenv("PYREE_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(code_cache, "_stored", None)

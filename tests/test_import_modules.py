@@ -132,46 +132,47 @@ def test_imports_without_checks_add_no_layer():
     assert HalModule.devices_count.__code__.co_filename.endswith("hal/module.py")
 
 
-def test_one_frame_imports_check_in_the_method_itself():
-    # @one_frame: the method recompiled with its checks first, so one frame per call
-    # whose code is the method's own source file; the checks still raise as declared,
-    # and masks still reach the body.
+def test_checked_imports_are_closures_not_generated_source():
+    # The checks are a closure over the declaration (vm_args._checking): no source is
+    # written at run time; they raise as declared, in parameter order, and masks still
+    # reach the body.
     fence_create = HalModule.fence_create
-    assert fence_create.__code__.co_filename.endswith("hal/module.py")
     assert fence_create.__vm_import__.full_name == "hal.fence.create"
+    assert fence_create.__code__.co_filename.endswith("vm/args.py")
+    assert fence_create.__wrapped__.__code__.co_filename.endswith("hal/module.py")
     device = LocalDevice("local-sync")
     hal = HalModule([device])
     with pytest.raises(VMError) as e:
         hal.fence_create(object(), 0)
     assert e.value.message == "hal.fence.create: argument 'device' is object; expected !hal.device"
-    tb = e.value.__traceback__
-    frames = []
-    while tb is not None:
-        frames.append(tb.tb_frame.f_code.co_name)
-        tb = tb.tb_next
-    assert frames[-1] == "fence_create" and frames.count("fence_create") == 1
     with pytest.raises(VMError, match="argument 'fences\\[1\\]' is int; expected !hal.fence"):
         hal.fence_await(0, 0, [None, 3])
     buffer = hal.device_queue_alloca(device, 0, None, None, 0, -1, 0x3003, 16, 0)
     assert buffer.memory_types == 0xFFFFFFFF  # masked before the body ran
+    # Two bad arguments: the first in parameter order is named (as the generated checks
+    # did), whatever its kind.
+    with pytest.raises(VMError, match="argument 'buffer' is null"):
+        hal.buffer_assert(None, 3, None, 0, 0, 0)
 
 
-def test_one_frame_falls_back_to_the_wrapper_without_source():
-    # A method whose source cannot be read (here: compiled from a string) keeps the
-    # checking wrapper, with the same checks.
-    ns = {"vm_args": vm_args, "HalBuffer": HalBuffer}
-    exec(
-        "@vm_args.one_frame\n"
-        "@vm_args.vm_import('m.f', '0r_i', a=vm_args.Ref(HalBuffer, '!hal.buffer'))\n"
-        "def f(self, a):\n"
-        "    return 7\n",
-        ns,
+def test_checks_of_long_imports_and_of_any_arity():
+    # Arity 9 and more go through the *args closure; the same checks.
+    ns_fn = vm_args.vm_import(
+        "m.f", "0rIIIIIIIir_i", a=vm_args.Ref(HalBuffer, "!hal.buffer"), i=vm_args.U32,
+        b=vm_args.Ref(HalBuffer, "!hal.buffer").or_null,
     )
-    f = ns["f"]
-    assert f.__code__.co_filename == "<vm_import m.f>"
-    assert f(None, HalBuffer.allocate(4)) == 7
+
+    def f(self, a, c, d, e, g, h, j, k, i, b):
+        return i
+
+    f.__name__ = "f"
+    checked = ns_fn(f)
+    buf = HalBuffer.allocate(4)
+    assert checked(None, buf, 0, 0, 0, 0, 0, 0, 0, -1, None) == 0xFFFFFFFF
+    with pytest.raises(VMError, match="m.f: argument 'b' is int; expected !hal.buffer"):
+        checked(None, buf, 0, 0, 0, 0, 0, 0, 0, -1, 3)
     with pytest.raises(VMError, match="m.f: argument 'a' is null; expected !hal.buffer"):
-        f(None, None)
+        checked(None, None, 0, 0, 0, 0, 0, 0, 0, -1, 3)
 
 
 # --------------------------------------------------------------------------- resolution

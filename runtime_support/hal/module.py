@@ -30,7 +30,6 @@ from ..vm.args import (
     Each,
     Ref,
     import_module,
-    one_frame,
     vm_import,
 )
 from ..vm.numerics import M32, wrap_i32, wrap_i64
@@ -209,7 +208,6 @@ class HalModule:
 
     # -- hal.buffer -----------------------------------------------------------------------
 
-    @one_frame
     @vm_import(
         "hal.buffer.assert", "0rrrIii_v",
         buffer=BUFFER, message=HOST_BYTES, allocator=ALLOCATOR.or_null,  # allocator: not checked
@@ -260,12 +258,10 @@ class HalModule:
     def buffer_subspan(self, source_buffer, source_offset, length):
         return source_buffer.subspan(source_offset, length)
 
-    @one_frame
     @vm_import("hal.buffer.length", "0r_I", buffer=BUFFER)
     def buffer_length(self, buffer):
         return buffer.length
 
-    @one_frame  # (host loops read a predicate back every iteration)
     @vm_import("hal.buffer.load", "0rIi_i", source_buffer=BUFFER)
     def buffer_load(self, source_buffer, source_offset, length):
         value = source_buffer.load(source_offset, length)  # (unsigned, under 2**32)
@@ -277,7 +273,6 @@ class HalModule:
 
     # -- hal.buffer_view ------------------------------------------------------------------
 
-    @one_frame
     @vm_import(
         "hal.buffer_view.create", "0rIIiiCID_r",
         buffer=BUFFER, element_type=U32, encoding_type=U32,
@@ -305,7 +300,6 @@ class HalModule:
         view.encoding_type = encoding_type
         return view
 
-    @one_frame
     @vm_import(
         "hal.buffer_view.assert", "0rriiCID_v",
         buffer_view=BUFFER_VIEW, message=HOST_BYTES, element_type=U32, encoding_type=U32,
@@ -348,7 +342,6 @@ class HalModule:
                     f"{actual}",
                 )
 
-    @one_frame
     @vm_import("hal.buffer_view.buffer", "0r_r", buffer_view=BUFFER_VIEW)
     def buffer_view_buffer(self, buffer_view):
         return buffer_view.buffer
@@ -365,7 +358,6 @@ class HalModule:
     def buffer_view_rank(self, buffer_view):
         return buffer_view.rank
 
-    @one_frame
     @vm_import("hal.buffer_view.dim", "0ri_I", buffer_view=BUFFER_VIEW)
     def buffer_view_dim(self, buffer_view, index):
         return buffer_view.dim(index)
@@ -399,7 +391,6 @@ class HalModule:
 
     # -- hal.command_buffer ---------------------------------------------------------------
 
-    @one_frame
     @vm_import(
         "hal.command_buffer.create", "0riiIi_r",
         device=DEVICE, modes=U32, command_categories=U32,
@@ -411,7 +402,6 @@ class HalModule:
             raise _invalid("command_buffer.create", f"negative binding capacity {binding_capacity}")
         return device.create_command_buffer(modes, command_categories, binding_capacity)
 
-    @one_frame
     @vm_import("hal.command_buffer.finalize", "0r_v", command_buffer=COMMAND_BUFFER)
     def command_buffer_finalize(self, command_buffer):
         command_buffer.finalize()
@@ -426,7 +416,6 @@ class HalModule:
     def command_buffer_end_debug_group(self, command_buffer):
         command_buffer.end_debug_group()
 
-    @one_frame
     @vm_import(
         "hal.command_buffer.execution_barrier", "0riiI_v",
         command_buffer=COMMAND_BUFFER, source_stage_mask=U32, target_stage_mask=U32,
@@ -559,7 +548,6 @@ class HalModule:
             element_count,
         )
 
-    @one_frame
     @vm_import(
         "hal.command_buffer.dispatch", "0rrIiiiICiDCiirIID_v",
         command_buffer=COMMAND_BUFFER, executable=EXECUTABLE,
@@ -621,7 +609,6 @@ class HalModule:
 
     # -- hal.device -----------------------------------------------------------------------
 
-    @one_frame
     @vm_import("hal.device.allocator", "0r_r", device=DEVICE)
     def device_allocator(self, device):
         return device.allocator
@@ -631,7 +618,6 @@ class HalModule:
         ok, value = device.query_i64(category, key)
         return int(ok), wrap_i64(value)
 
-    @one_frame
     @vm_import(
         "hal.device.queue.alloca", "0rIrrIiiII_r",
         device=DEVICE, **QUEUE_FENCES, memory_types=U32, buffer_usage=U32,
@@ -667,7 +653,6 @@ class HalModule:
         device.queue.submit(wait_fence, signal_fence, lambda: None, name)
         return buffer
 
-    @one_frame
     @vm_import(
         "hal.device.queue.dealloca", "0rIrrrI_v", device=DEVICE, **QUEUE_FENCES, buffer=BUFFER
     )
@@ -806,12 +791,10 @@ class HalModule:
             "device.queue.write",
         )
 
-    @one_frame
     @vm_import("hal.device.queue.barrier", "0rIrrI_v", device=DEVICE, **QUEUE_FENCES)
     def device_queue_barrier(self, device, queue_affinity, wait_fence, signal_fence, flags):
         device.queue.signal(wait_fence, signal_fence, "device.queue.barrier")
 
-    @one_frame
     @vm_import(
         "hal.device.queue.execute", "0rIrrrI_v",
         device=DEVICE, **QUEUE_FENCES, command_buffer=COMMAND_BUFFER,
@@ -823,7 +806,6 @@ class HalModule:
             wait_fence, signal_fence, lambda: command_buffer.execute(None), "device.queue.execute"
         )
 
-    @one_frame
     @vm_import(
         "hal.device.queue.execute.indirect", "0rIrrrICrIID_v",
         device=DEVICE, **QUEUE_FENCES, command_buffer=COMMAND_BUFFER,
@@ -883,7 +865,6 @@ class HalModule:
                 constant_values = [int(v) for v in np.frombuffer(raw, dtype="<u4")]
         return device.create_executable(executable_format, data, constant_values)
 
-    @one_frame
     @vm_import(
         "hal.executable.lookup.function", "0rr_I", executable=EXECUTABLE, name=HOST_BYTES
     )
@@ -894,12 +875,10 @@ class HalModule:
 
     # -- hal.fence ------------------------------------------------------------------------
 
-    @one_frame
     @vm_import("hal.fence.create", "0rI_r", device=DEVICE)
     def fence_create(self, device, flags):
         return Fence()
 
-    @one_frame
     @vm_import("hal.fence.join", "0ICrD_r", fences=Each(FENCE.or_null))
     def fence_join(self, flags, fences):
         return Fence.join_fresh(fences)
@@ -916,7 +895,6 @@ class HalModule:
     def fence_fail(self, fence, status):
         fence.fail(status)
 
-    @one_frame
     @vm_import("hal.fence.await", "0iICrD_i", timeout_millis=U32, fences=Each(FENCE.or_null))
     def fence_await(self, timeout_millis, flags, fences):
         """Blocks until every fence is reached: 0, or 4 (DEADLINE_EXCEEDED) on timeout;

@@ -13,29 +13,22 @@ context resolves and the translator checks against), the argument checks IREE's
 error messages (`hal.buffer_view.create: argument 'buffer' is null; expected
 !hal.buffer`).
 
-The checks cost nothing at declaration-free call sites and no Python layers per check:
-`vm_import` writes, once, when the class body runs, one small function per method whose
-checks are inlined `isinstance` tests and masks, which then calls the method as written;
-`@one_frame` above it (for the imports called per dispatch) instead recompiles the method
-from its own source with the checks as its first statements, one Python frame per call.
-A method with nothing to check is left as it is. The declaration must fit the method: the
-name is the full name minus the module prefix with `.` -> `_`, the parameters match the
-cconv's arguments one to one, refs are declared on `r` arguments and masks on integers
-(TypeError at class creation otherwise).
+The checks are one closure per checked method (`_checking`), built from the declaration
+when the class body runs (no source is generated): one checker per checked argument, in
+parameter order, then the method as written. A method with nothing to check is
+left as it is. The declaration must fit the method: the name is the full name minus the
+module prefix with `.` -> `_`, the parameters match the cconv's arguments one to one, refs
+are declared on `r` arguments and masks on integers (TypeError at class creation
+otherwise).
 """
 
 from __future__ import annotations
 
-import ast
 import functools
 import inspect
-import linecache
-import marshal
 import numbers
 import operator
-import types
 
-from .. import code_cache
 from ..errors import StatusCode, VMError, quote_name
 from . import numerics
 from .buffer import VMBuffer
@@ -100,11 +93,12 @@ def _check_bytes(where: str, arg: str, value, nullable: bool) -> None:
 
 
 class Arg:
-    """How one argument is checked (or converted); `emit` writes the inlined check."""
+    """How one argument is checked (or converted): `convert(obj, where, arg, value)`
+    returns the value the method receives or raises (`obj`: the import module)."""
 
     code = "r"  # the cconv code the argument must have
 
-    def emit(self, var: str, ns: dict, key: str) -> list[str]:
+    def convert(self, obj, where: str, arg: str, value):
         raise NotImplementedError
 
 
@@ -118,23 +112,16 @@ class Ref(Arg):
     def or_null(self) -> "Ref":
         return type(self)(self.cls, self.type_name, nullable=True)
 
-    def _classes(self, ns: dict, key: str) -> str:
-        ns[f"_c{key}"] = self.cls
-        return f"_c{key}"
+    def classes(self, obj):
+        return self.cls
 
-    def test(self, var: str, ns: dict, key: str) -> str:
-        """A Python expression that is true when `var` is NOT acceptable."""
-        ns[f"_t{key}"] = self.type_name
-        if self.cls is object:  # any ref: only null is refused
-            return "False" if self.nullable else f"{var} is None"
-        bad = f"not isinstance({var}, {self._classes(ns, key)})"
-        return f"{var} is not None and {bad}" if self.nullable else bad
-
-    def emit(self, var, ns, key):
-        return [
-            f"if {self.test(var, ns, key)}:",
-            f"    raise _bad(_where, {var!r}, _t{key}, {var})",
-        ]
+    def convert(self, obj, where, arg, value):
+        if value is None:
+            if not self.nullable:
+                raise bad_argument(where, arg, self.type_name, value)
+        elif not isinstance(value, self.classes(obj)):
+            raise bad_argument(where, arg, self.type_name, value)
+        return value
 
 
 class Device(Ref):
@@ -148,16 +135,16 @@ class Device(Ref):
     def or_null(self) -> "Device":
         return Device(nullable=True)
 
-    def _classes(self, ns, key):
-        return "self.DEVICE_TYPES"
+    def classes(self, obj):
+        return obj.DEVICE_TYPES
 
 
 class Text(Arg):
     """A `!vm.buffer` holding a string: the method receives the `str` (invalid UTF-8
     replaced)."""
 
-    def emit(self, var, ns, key):
-        return [f"{var} = _text(_where, {var!r}, {var})"]
+    def convert(self, obj, where, arg, value):
+        return _text(where, arg, value)
 
 
 class HostBytes(Arg):
@@ -170,12 +157,11 @@ class HostBytes(Arg):
     def or_null(self) -> "HostBytes":
         return HostBytes(nullable=True)
 
-    def emit(self, var, ns, key):
+    def convert(self, obj, where, arg, value):
         # A VMBuffer (rodata, vm.buffer.alloc) is the common case: one type test.
-        return [
-            f"if type({var}) is not _VMBuffer:",
-            f"    _check_bytes(_where, {var!r}, {var}, {self.nullable})",
-        ]
+        if type(value) is not VMBuffer:
+            _check_bytes(where, arg, value, self.nullable)
+        return value
 
 
 class Unsigned(Arg):
@@ -187,8 +173,8 @@ class Unsigned(Arg):
         self.code = "i" if bits == 32 else "I"
         self.mask = numerics.M32 if bits == 32 else numerics.M64
 
-    def emit(self, var, ns, key):
-        return [f"{var} &= {self.mask:#x}"]
+    def convert(self, obj, where, arg, value):
+        return value & self.mask
 
 
 class UnsignedSpan(Arg):
@@ -198,8 +184,9 @@ class UnsignedSpan(Arg):
         self.item = Unsigned(bits)
         self.code = (self.item.code,)
 
-    def emit(self, var, ns, key):
-        return [f"{var} = [_x & {self.item.mask:#x} for _x in {var}]"]
+    def convert(self, obj, where, arg, value):
+        mask = self.item.mask
+        return [x & mask for x in value]
 
 
 class Each(Arg):
@@ -211,14 +198,18 @@ class Each(Arg):
     def __init__(self, ref: Ref, at: int | None = None, suffix: str = "") -> None:
         self.ref, self.at, self.suffix = ref, at, suffix
 
-    def emit(self, var, ns, key):
-        item = "_e" if self.at is None else f"_e[{self.at}]"
-        return [
-            f"for _e in {var}:",
-            f"    _v = {item}",
-            f"    if {self.ref.test('_v', ns, key)}:",
-            f"        raise _bad_item(_where, {var!r}, {self.suffix!r}, _t{key}, {var}, _e, _v)",
-        ]
+    def convert(self, obj, where, arg, value):
+        ref, at = self.ref, self.at
+        cls, nullable = ref.classes(obj), ref.nullable
+        for e in value:
+            v = e if at is None else e[at]
+            if v is None:
+                if nullable:
+                    continue
+            elif isinstance(v, cls):
+                continue
+            raise _bad_item(where, arg, self.suffix, ref.type_name, value, e, v)
+        return value
 
 
 U32 = Unsigned(32)
@@ -418,153 +409,202 @@ def vm_import(full_name: str, cconv: str, /, **args: Arg):
         if not args:
             fn.__vm_import__ = decl
             return fn
-        ns = {
-            "_body": fn,
-            "_where": full_name,
-            "_bad": bad_argument,
-            "_bad_item": _bad_item,
-            "_text": _text,
-            "_check_bytes": _check_bytes,
-            "_VMBuffer": VMBuffer,
-        }
-        lines = []
-        for i, name in enumerate(params):
-            if name in args:
-                lines += args[name].emit(name, ns, str(i))
-        signature = ", ".join(["self", *params])
-        source = "\n".join(
-            [f"def {fn.__name__}({signature}):"]
-            + [f"    {line}" for line in lines]
-            + [f"    return _body({signature})"]
-        )
-        filename = f"<vm_import {full_name}>"
-        # Registered so tracebacks through the checks show their source.
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        exec(code_cache.compile_source(source, filename), ns)
-        wrapper = functools.update_wrapper(ns[fn.__name__], fn)
+        wrapper = functools.update_wrapper(_checking(fn, full_name, params, args), fn)
         wrapper.__vm_import__ = decl
-        wrapper.__vm_checks__ = (fn, lines, ns)  # for one_frame
         return wrapper
 
     return declare
 
 
-def one_frame(wrapper):
-    """Decorator above `@vm_import` for imports compiled programs call per dispatch: the
-    method is recompiled from its own source with its checks as its first statements, so
-    a call is one Python frame instead of the checking function calling the method (about
-    0.1 us less per call). Each costs a parse and a compile at import (about 0.4 ms),
-    hence only where it pays. Falls back to the wrapper where that cannot be done."""
-    checks = getattr(wrapper, "__vm_checks__", None)
-    if checks is None:
-        return wrapper  # nothing checked: the method is called as it is
-    merged = _merged(*checks)
-    if merged is None:
-        return wrapper
-    merged.__vm_import__ = wrapper.__vm_import__
-    return merged
-
-
-def _merged(fn, lines: list[str], ns: dict):
-    """`fn` recompiled from its own source with the check `lines` as its first statements
-    (after the docstring): one Python frame per import call instead of a checking wrapper
-    calling the method. In the checks, strings become constants and the other helpers
-    globals of the method's module named `_vmi_<method>_<helper>` (a cached global load;
-    keyword defaults would cost a dict lookup each per call). The body keeps its module
-    globals and its source lines. None (the caller writes a wrapper) where the source is
-    unavailable, the method has free variables (`super()`, closures), or a name the checks
-    use is taken."""
-    code = fn.__code__
-    helpers = {k: v for k, v in ns.items() if k != "_body"}
-    taken = set(code.co_names) | set(code.co_varnames)
-    if code.co_freevars or taken & ({"_e", "_v", "_x"} | set(helpers)):
-        return None
-    module_globals = fn.__globals__
-    names = {}
-    for key, value in helpers.items():
-        if isinstance(value, str):
-            continue
-        name = f"_vmi_{fn.__name__}{key}"
-        if module_globals.get(name, value) is not value:
-            return None
-        names[key] = name
-    # (the merged code follows from the method's code, the checks and the helpers' names
-    # and string values: code_cache keeps it between processes under all of those)
-    strings = sorted((k, v) for k, v in helpers.items() if isinstance(v, str))
-    new_code = code_cache.compiled(
-        ("one_frame", marshal.dumps(code).hex(), "\n".join(lines), repr(sorted(names.items())),
-         repr(strings)),
-        lambda: _merged_code(code, lines, helpers, names),
+def _checking(fn, where: str, params: list[str], args: dict[str, Arg]):
+    """`fn` behind its declared checks, as a closure (no generated source): one checker
+    per checked position (`_checker`), run in parameter order, so the error names the
+    first bad argument as IREE's checks do. Arities up to 8 get a closure with that many
+    parameters (a call through `*args` costs several times a plain one); longer ones go
+    through `*args`."""
+    checks = tuple(
+        _checker(where, name, args[name]) if name in args else None for name in params
     )
-    if new_code is None or not (
-        set(code.co_names) <= set(new_code.co_names)
-        and set(code.co_varnames) <= set(new_code.co_varnames)
-    ):
-        return None  # (no source, source that does not match the code, or not all of it)
-    for key, name in names.items():
-        module_globals[name] = helpers[key]
-    merged = types.FunctionType(new_code, module_globals, fn.__name__, fn.__defaults__)
-    merged.__kwdefaults__ = fn.__kwdefaults__
-    return functools.update_wrapper(merged, fn)
+    make = _BY_ARITY.get(len(params))
+    if make is not None:
+        return make(fn, *checks)
+    ordered = tuple((i, check) for i, check in enumerate(checks) if check is not None)
+
+    def checked(self, *values):
+        values = list(values)
+        for i, check in ordered:
+            values[i] = check(self, values[i])
+        return fn(self, *values)
+
+    return checked
 
 
-def _merged_code(code, lines: list[str], helpers: dict, names: dict):
-    """The code of _merged's function, compiled from the method's source with the checks
-    put first; None where the source cannot be read or does not match `code`."""
-    func = _function_node(code)
-    params = [a.arg for a in func.args.posonlyargs + func.args.args] if func else None
-    if params != list(code.co_varnames[: code.co_argcount]):
-        return None  # (no source, or source that does not match the code)
-    func.decorator_list = []
-    checks = ast.parse("\n".join(lines)).body
-    for node in checks:
-        for sub in ast.walk(node):
-            if "lineno" in sub._attributes:  # tracebacks through a check: the `def` line
-                sub.lineno = sub.end_lineno = func.lineno
-            for field, value in ast.iter_fields(sub):
-                if isinstance(value, list):
-                    value[:] = [_helper(v, helpers, names) for v in value]
-                else:
-                    setattr(sub, field, _helper(value, helpers, names))
-    body = func.body
-    docstring = 1 if ast.get_docstring(func, clean=False) is not None else 0
-    func.body = body[:docstring] + checks + body[docstring:]
-    tree = ast.Module(body=[func], type_ignores=[])  # (every node has its location)
-    module = compile(tree, code.co_filename, "exec", dont_inherit=True)
-    return next(c for c in module.co_consts if isinstance(c, types.CodeType))
+def _checker(where: str, arg: str, kind: Arg):
+    """`check(obj, value) -> value` for one declared argument (`obj`: the module)."""
+    if type(kind) is Ref:
+        cls, nullable, type_name = kind.cls, kind.nullable, kind.type_name
+
+        def check(obj, value):
+            if isinstance(value, cls) and (value is not None or nullable):
+                return value
+            if value is None and nullable:
+                return value
+            raise bad_argument(where, arg, type_name, value)
+
+        return check
+    if type(kind) is Device:
+        nullable, type_name = kind.nullable, kind.type_name
+
+        def check(obj, value):
+            if isinstance(value, obj.DEVICE_TYPES):
+                return value
+            if value is None and nullable:
+                return value
+            raise bad_argument(where, arg, type_name, value)
+
+        return check
+    if type(kind) is Unsigned:
+        mask = kind.mask
+        return lambda obj, value: value & mask
+    convert = kind.convert
+    return lambda obj, value: convert(obj, where, arg, value)
 
 
-def _function_node(code):
-    """The FunctionDef of `code`'s function, parsed from its own lines of its source file
-    (first decorator line to the furthest line its instructions cover), with the file's
-    line numbers; None when the source cannot be read or parsed."""
-    first = code.co_firstlineno
-    last = max((end for _, end, _, _ in code.co_positions() if end is not None), default=0)
-    lines = [linecache.getline(code.co_filename, n) for n in range(first, last + 1)]
-    if not lines or not all(lines):
-        return None
-    if first < 2:
-        return None
-    # Under `if 1:` on the line before, the parse keeps the file's lines and columns.
-    text = "\n" * (first - 2) + "if 1:\n" + "".join(lines)
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
-    body = tree.body[0].body
-    func = body[0] if len(body) == 1 else None
-    if not isinstance(func, ast.FunctionDef) or func.name != code.co_name:
-        return None
-    return func
+# The closures by arity: `tK` checks argument K (None: passed as it is).
 
 
-def _helper(node, helpers: dict, names: dict):
-    """A check's reference to helper `_x`: a constant (strings) or the renamed global."""
-    if isinstance(node, ast.Name) and node.id in helpers:
-        if node.id in names:
-            return ast.copy_location(ast.Name(id=names[node.id], ctx=node.ctx), node)
-        return ast.copy_location(ast.Constant(helpers[node.id]), node)
-    return node
+def _arity1(fn, t0):
+    def checked(self, a0):
+        if t0 is not None:
+            a0 = t0(self, a0)
+        return fn(self, a0)
+
+    return checked
+
+
+def _arity2(fn, t0, t1):
+    def checked(self, a0, a1):
+        if t0 is not None:
+            a0 = t0(self, a0)
+        if t1 is not None:
+            a1 = t1(self, a1)
+        return fn(self, a0, a1)
+
+    return checked
+
+
+def _arity3(fn, t0, t1, t2):
+    def checked(self, a0, a1, a2):
+        if t0 is not None:
+            a0 = t0(self, a0)
+        if t1 is not None:
+            a1 = t1(self, a1)
+        if t2 is not None:
+            a2 = t2(self, a2)
+        return fn(self, a0, a1, a2)
+
+    return checked
+
+
+def _arity4(fn, t0, t1, t2, t3):
+    def checked(self, a0, a1, a2, a3):
+        if t0 is not None:
+            a0 = t0(self, a0)
+        if t1 is not None:
+            a1 = t1(self, a1)
+        if t2 is not None:
+            a2 = t2(self, a2)
+        if t3 is not None:
+            a3 = t3(self, a3)
+        return fn(self, a0, a1, a2, a3)
+
+    return checked
+
+
+def _arity5(fn, t0, t1, t2, t3, t4):
+    def checked(self, a0, a1, a2, a3, a4):
+        if t0 is not None:
+            a0 = t0(self, a0)
+        if t1 is not None:
+            a1 = t1(self, a1)
+        if t2 is not None:
+            a2 = t2(self, a2)
+        if t3 is not None:
+            a3 = t3(self, a3)
+        if t4 is not None:
+            a4 = t4(self, a4)
+        return fn(self, a0, a1, a2, a3, a4)
+
+    return checked
+
+
+def _arity6(fn, t0, t1, t2, t3, t4, t5):
+    def checked(self, a0, a1, a2, a3, a4, a5):
+        if t0 is not None:
+            a0 = t0(self, a0)
+        if t1 is not None:
+            a1 = t1(self, a1)
+        if t2 is not None:
+            a2 = t2(self, a2)
+        if t3 is not None:
+            a3 = t3(self, a3)
+        if t4 is not None:
+            a4 = t4(self, a4)
+        if t5 is not None:
+            a5 = t5(self, a5)
+        return fn(self, a0, a1, a2, a3, a4, a5)
+
+    return checked
+
+
+def _arity7(fn, t0, t1, t2, t3, t4, t5, t6):
+    def checked(self, a0, a1, a2, a3, a4, a5, a6):
+        if t0 is not None:
+            a0 = t0(self, a0)
+        if t1 is not None:
+            a1 = t1(self, a1)
+        if t2 is not None:
+            a2 = t2(self, a2)
+        if t3 is not None:
+            a3 = t3(self, a3)
+        if t4 is not None:
+            a4 = t4(self, a4)
+        if t5 is not None:
+            a5 = t5(self, a5)
+        if t6 is not None:
+            a6 = t6(self, a6)
+        return fn(self, a0, a1, a2, a3, a4, a5, a6)
+
+    return checked
+
+
+def _arity8(fn, t0, t1, t2, t3, t4, t5, t6, t7):
+    def checked(self, a0, a1, a2, a3, a4, a5, a6, a7):
+        if t0 is not None:
+            a0 = t0(self, a0)
+        if t1 is not None:
+            a1 = t1(self, a1)
+        if t2 is not None:
+            a2 = t2(self, a2)
+        if t3 is not None:
+            a3 = t3(self, a3)
+        if t4 is not None:
+            a4 = t4(self, a4)
+        if t5 is not None:
+            a5 = t5(self, a5)
+        if t6 is not None:
+            a6 = t6(self, a6)
+        if t7 is not None:
+            a7 = t7(self, a7)
+        return fn(self, a0, a1, a2, a3, a4, a5, a6, a7)
+
+    return checked
+
+
+_BY_ARITY = {
+    1: _arity1, 2: _arity2, 3: _arity3, 4: _arity4, 5: _arity5, 6: _arity6, 7: _arity7,
+    8: _arity8,
+}
 
 
 def import_module(prefix: str):
