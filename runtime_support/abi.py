@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import ctypes
 import re
-import sys
 from dataclasses import dataclass
 
 import numpy as np
 
-from runtime_support import code_cache
 from runtime_support.hal import element_types
 from runtime_support.hal.buffer import (
     USAGE_DEFAULT,
     Allocation,
-    HalBuffer,
     buffer_copy_of,
     buffer_copy_recycled,
 )
@@ -439,7 +436,7 @@ def tensor_argument(name: str, ty: TensorType | None, device, general=None):
     for d in shape:
         count *= d
     nbytes = count * element_types.byte_count(ty.element_type)
-    # Copies an earlier call gave back (keep_spare), exclusively ours: (view, writer),
+    # Copies an earlier call gave back (give_back below), exclusively ours: (view, writer),
     # `writer` a byte memoryview over the copy's storage (see _writer).
     spare: list = []
     pop = spare.pop
@@ -469,14 +466,24 @@ def tensor_argument(name: str, ty: TensorType | None, device, general=None):
             return trusted(buffer, shape, element_type)
         return general(value)
 
-    # (Views this fast path makes share `shape`, the object: keep_spare_lines tells them
-    # from the general path's by it, which a rank-0 shape, the one empty tuple, cannot.)
+    # (Views this fast path makes share `shape`, the object: give_back tells them from
+    # the general path's by it, which a rank-0 shape, the one empty tuple, cannot.)
     if shape and 0 < nbytes <= _SPARE_MAX and element_types.bit_count(ty.element_type) % 8 == 0:
-        convert.spare = spare  # the export wrapper hands views back (keep_spare_lines)
+        home: list = [None]  # the last entry given back: its writer is made once
+
+        def give_back(view):
+            """After a call that the translator proved keeps no reference to this
+            argument (Export.unkept_arguments): its copy, when this fast path made it,
+            is the next call's to refill (one spare at most)."""
+            if view.shape is shape and not spare:
+                entry = home[0]
+                if entry is None or entry[0] is not view:
+                    entry = home[0] = (view, _writer(view))
+                spare.append(entry)
+
+        convert.spare = spare
         convert.shape = shape
-        # What argument_lines writes the fast path above inline with.
-        convert.first, convert.dtypes, convert.nbytes = first, dtypes, nbytes
-        convert.allocator, convert.small = allocator, small
+        convert.give_back = give_back
     return convert
 
 
@@ -496,56 +503,11 @@ def _refill(target: memoryview, value: np.ndarray) -> None:
 def _writer(view: HalBufferView) -> memoryview:
     """A writable byte memoryview over an argument copy's storage, kept beside the view in
     its spare entry so a refill is one slice assignment. It reaches the memory through a
-    ctypes array at its address, which holds no reference to the storage: the counts
-    keep_spare decides by are the same with or without it, and the view beside it in the
-    entry (or in the refilling caller's local) keeps the storage alive while it is used."""
+    ctypes array at its address (holding no reference to the storage, which the
+    recycled-storage pool of hal/buffer.py counts); the view beside it in the entry (or in
+    the refilling caller's local) keeps the storage alive while it is used."""
     buffer = view.buffer
     return memoryview((ctypes.c_char * buffer.length).from_address(buffer.address)).cast("B")
-
-
-def argument_lines(index: int, convert) -> list[str]:
-    """Source lines for a generated export wrapper: argument `index` (local `_a<index>`)
-    converted by `convert`, a converter `tensor_argument` made, into local `_v<index>`,
-    its fast path with a spare (see tensor_argument) written inline and everything else
-    through `convert` itself. `_w<index>` is left the spare's writer or None (for
-    keep_spare_lines). Namespace names: those of argument_names(index, convert)."""
-    a, v, w, i = f"_a{index}", f"_v{index}", f"_w{index}", index
-    if not hasattr(convert, "spare"):
-        return [f"{v} = _c{i}({a})", f"{w} = None"]
-    fill = f"{w}[:] = {a}.tobytes()" if convert.small else f"_refill({w}, {a})"
-    return [
-        f"if (type({a}) is _ndarray and ((_d := {a}.dtype) is _f{i} or _d in _ds{i})"
-        f" and {a}.shape == _h{i} and {a}.flags.c_contiguous and _s{i}):",
-        "    try:",
-        f"        {v}, {w} = _p{i}()",
-        "    except IndexError:  # (another thread took it)",
-        f"        {v} = _c{i}({a})",
-        f"        {w} = None",
-        "    else:",
-        f"        {fill}",
-        f"        _al{i}.bytes_allocated += {int(convert.nbytes)}",
-        "else:",
-        f"    {v} = _c{i}({a})",
-        f"    {w} = None",
-    ]
-
-
-def argument_names(index: int, convert) -> dict:
-    """The namespace argument_lines and keep_spare_lines need for argument `index`."""
-    i = index
-    ns = {f"_c{i}": convert, "_ndarray": np.ndarray, "_refill": _refill, "_writer": _writer}
-    if hasattr(convert, "spare"):
-        ns.update(
-            {
-                f"_s{i}": convert.spare,
-                f"_p{i}": convert.spare.pop,
-                f"_h{i}": convert.shape,
-                f"_f{i}": convert.first,
-                f"_ds{i}": convert.dtypes,
-                f"_al{i}": convert.allocator,
-            }
-        )
-    return ns
 
 
 def _dynamic_argument(ty: TensorType, dtypes: frozenset, allocator, general):
@@ -603,101 +565,22 @@ def _undeclared_argument(allocator, general):
     return convert
 
 
-def keep_spare_lines(view: str, spare: str, shape: str, writer: str = "None") -> list[str]:
-    """Source lines for a generated export wrapper: after a call, put an argument's copy
-    (local `view`) in list `spare` for the next call to refill (as `(view, writer)`, with
-    the writer local `writer` holds, else a new one: see _writer), when the fast path of
-    `tensor_argument` made it (its shape is that converter's `shape` object, named by
-    `shape`: not a view the caller passed nor one the general path made, whose buffers
-    may differ) and nothing but that one local reaches it: no global, list, result,
-    subspan, numpy view or pending queue operation holds the view, its buffer, allocation
-    or storage (CPython reference counts, calibrated below by running these same lines),
-    and its preserve count is untouched. Such a buffer is as good as a fresh copy to the
-    next call; anything else is left to be freed. The wrapper's namespace needs `_count`
-    (sys.getrefcount) and `_writer`; the lines leave its locals `_kb`, `_ka`, `_km` None."""
-    return _keep_lines(view, spare, shape, _KEEP_INLINE, writer)
-
-
-def _keep_lines(view: str, spare: str, shape: str, counts, writer: str = "None") -> list[str]:
-    v, b, a, m, r = counts
-    entry = f"({view}, _writer({view}))"
-    if writer != "None":
-        entry = f"({view}, {writer} if {writer} is not None else _writer({view}))"
-    return [
-        f"if ({view}.shape is {shape} and _count({view}) == {v}"
-        f" and _count(_kb := {view}.buffer) == {b}"
-        f" and _count(_ka := _kb.allocation) == {a} and _count(_km := _ka.array) == {m}"
-        f" and _count(_km.base) == {r} and _ka.preserve_count == 1 and not {spare}):",
-        f"    {spare}.append({entry})",
-        "_kb = _ka = _km = None",
-    ]
-
-
-def _keep_counts(held_by_caller: bool) -> tuple:
-    """What the lines above count for an argument copy held by one local (of the
-    function running them, or also of its caller when `held_by_caller`); an impossible
-    count (nothing is ever kept) when the copy's storage is not the only view of memory
-    of its own."""
-    counting = [
-        "_counts = (_count(view), _count(_kb := view.buffer), _count(_ka := _kb.allocation),"
-        " _count(_km := _ka.array), _count(_km.base))",
-        "_kb = _ka = _km = None",
-        "return _counts",
-    ]
-    if held_by_caller:
-        source = ["def probe(view):", *("    " + line for line in counting)]
-    else:
-        source = ["def probe(make):", "    view = make()", *("    " + line for line in counting)]
-    ns = {"_count": sys.getrefcount}
-    exec(code_cache.compile_source("\n".join(source), "<keep_spare probe>"), ns)
-
-    def make():
-        data = np.zeros(4, np.float32)
-        return HalBufferView.trusted(
-            buffer_copy_of(data, USAGE_DEFAULT, None), (4,), _ELEMENT_TYPES["f32"]
-        )
-
-    if held_by_caller:
-        view = make()
-        counts = ns["probe"](view)
-    else:
-        counts = ns["probe"](make)
-    alone = sys.getrefcount(object())  # (an object held by nothing but the call)
-    if counts[4] != alone + 1:  # the base is held by more than the storage
-        return (-1,) * 5
-    return counts
-
-
-def _compile_keep_spare():
-    lines = _keep_lines("view", "spare", "shape", _keep_counts(True))
-    source = "\n".join(["def keep_spare(view, spare, shape):", *("    " + line for line in lines)])
-    ns = {"_count": sys.getrefcount, "_writer": _writer}
-    exec(code_cache.compile_source(source, "<keep_spare>"), ns)
-    keep_spare = ns["keep_spare"]
-    keep_spare.__doc__ = "`keep_spare_lines` as a function: `keep_spare(view, spare, shape)`."
-    return keep_spare
-
-
-def view_to_numpy(view: HalBufferView, _probe: bool = False, _count=sys.getrefcount):
+def view_to_numpy(view: HalBufferView, exclusive: bool = False):
     """A result buffer view -> a numpy array the caller owns.
 
-    Zero-copy when nothing else can see the memory: storage this runtime allocated (not
-    borrowed host memory, rodata or a parameter file) with no other reference to the
-    view, its buffer, its allocation or the allocation's base array (no global, list,
-    pool, subspan or numpy view holds any of them; CPython reference counts, calibrated
-    once below through this same function). The array then keeps the storage alive and
-    is the only way to reach it, so later calls cannot change it nor it them. Otherwise
-    the contents are copied, as they are when the result is a small part of a much larger
-    allocation (the array would keep all of it alive).
+    Zero-copy only when `exclusive`: the translator proved that the call allocated the
+    view's buffer and stored it nowhere else (Export.fresh_results, from
+    translator/analyses/ownership.py), and the storage is this runtime's own (not
+    borrowed host memory, rodata or a parameter file) and not a small part of a larger
+    allocation (the array would keep all of it alive). The array then keeps the storage
+    alive and is the only way to reach it. Otherwise the contents are copied, as
+    iree.runtime's numpy results always are.
     """
     buffer = view.buffer
     allocation = buffer.allocation
     if type(allocation) is not Allocation:  # device memory (cuda): downloaded into a copy
         return from_vm(view, None)
     storage = allocation.array
-    counts = (_count(view), _count(buffer), _count(allocation), _count(storage.base))
-    if _probe:
-        return counts
     if view.encoding_type == _DENSE:
         dtype = _RESULT_DTYPES.get(view.element_type)
         if dtype is None:
@@ -714,7 +597,7 @@ def view_to_numpy(view: HalBufferView, _probe: bool = False, _count=sys.getrefco
                 if len(shape) != 1:
                     out = out.reshape(shape)
                 if (
-                    counts == _EXCLUSIVE
+                    exclusive
                     and allocation.owner is None
                     and not allocation.readonly
                     and allocation.preserve_count == 1
@@ -726,19 +609,19 @@ def view_to_numpy(view: HalBufferView, _probe: bool = False, _count=sys.getrefco
     return from_vm(view, None)
 
 
-def tensor_result(ty: ArgType | None, calibrated: bool = True):
-    """The converter of one result buffer view to numpy: `view_to_numpy`, specialized
-    when the declaration fixes the shape and a numpy dtype (nothing left to look up or
-    multiply per call). It makes the same array by the same rules; a view that is not
-    what was declared goes to `view_to_numpy` (which then sees one more reference, so it
-    copies). `calibrated` False: the converter that calibrates them (it never hands out
-    storage)."""
+def tensor_result(ty: ArgType | None, exclusive: bool = False):
+    """The converter of one result buffer view to numpy: `view_to_numpy(view,
+    exclusive)`, specialized when the declaration fixes the shape and a numpy dtype
+    (nothing left to look up or multiply per call). It makes the same array by the same
+    rules; a view that is not what was declared goes to `view_to_numpy`."""
     if not isinstance(ty, TensorType) or ty.element_type is None or None in ty.shape:
+        if exclusive:
+            return _exclusive_view_to_numpy
         return view_to_numpy
     element_type = ty.element_type & 0xFFFFFFFF
     dtype = _whole_byte_dtype(element_type)
     if not dtype:
-        return view_to_numpy
+        return _exclusive_view_to_numpy if exclusive else view_to_numpy
     shape = tuple(ty.shape)
     count = 1
     for d in shape:
@@ -746,11 +629,8 @@ def tensor_result(ty: ArgType | None, calibrated: bool = True):
     nbytes = count * dtype.itemsize
     limit = 2 * nbytes + 4096  # (as view_to_numpy: a small piece of a big arena is copied)
     reshape = len(shape) != 1
-    exclusive_view, exclusive_buffer, exclusive_allocation, exclusive_base = (
-        _EXCLUSIVE_RESULT if calibrated else (-1,) * 4
-    )
 
-    def to_numpy(view, _probe: bool = False, _count=sys.getrefcount):
+    def to_numpy(view):
         buffer = view.buffer
         allocation = buffer.allocation
         if not (
@@ -760,102 +640,33 @@ def tensor_result(ty: ArgType | None, calibrated: bool = True):
             and view.encoding_type == _DENSE
             and buffer.length == nbytes
         ):
-            return view_to_numpy(view)
+            return view_to_numpy(view, exclusive)
         storage = allocation.array
-        if _probe:
-            return (_count(view), _count(buffer), _count(allocation), _count(storage.base))
-        exclusive = (  # (counted before `out` holds the storage too)
-            _count(view) == exclusive_view
-            and _count(buffer) == exclusive_buffer
-            and _count(allocation) == exclusive_allocation
-            and _count(storage.base) == exclusive_base
-            and allocation.owner is None
-            and not allocation.readonly
-            and allocation.preserve_count == 1
-        )
         start = buffer.offset
         size = storage.shape[0]
         if start == 0 and size == nbytes:  # the whole allocation
             out = storage.view(dtype)
+            keep = exclusive
         else:
             out = storage[start : start + nbytes].view(dtype)
-            exclusive = exclusive and size <= limit
+            keep = exclusive and size <= limit
         if reshape:
             out = out.reshape(shape)
-        return out if exclusive else out.copy()
+        if keep and allocation.owner is None and not allocation.readonly and (
+            allocation.preserve_count == 1
+        ):
+            return out
+        return out.copy()
 
-    # What result_lines writes the common case above inline with.
     to_numpy.shape, to_numpy.element_type, to_numpy.nbytes = shape, element_type, nbytes
-    to_numpy.dtype, to_numpy.reshape = dtype, reshape
+    to_numpy.dtype, to_numpy.exclusive = dtype, exclusive
     return to_numpy
 
 
-def result_lines(convert) -> list[str] | None:
-    """Source lines for a generated export wrapper: its one result (local `result`) back
-    as numpy, the common case of `convert` (a converter tensor_result specialized: a
-    view of the declared shape and type over the whole of storage nothing else reaches)
-    written inline, returning the storage itself; anything else drops the locals it made
-    and returns `view_to_numpy(result)` (`convert`, which then sees what it would have
-    seen without these lines) or `from_vm(result, result_type)` as before. None when
-    `convert` is not specialized. Namespace names: result_names(convert)."""
-    if not hasattr(convert, "nbytes"):
-        return None
-    v, b, a, r = _RESULT_INLINE
-    n = int(convert.nbytes)
-    out = "_rst.view(_rdt).reshape(_rs)" if convert.reshape else "_rst.view(_rdt)"
-    return [
-        "if type(result) is HalBufferView:",
-        "    _rb = result.buffer",
-        "    _ra = _rb.allocation",
-        "    _rst = None",
-        f"    if (type(_ra) is _Allocation and result.shape == _rs"
-        f" and result.element_type == {int(convert.element_type)}"
-        f" and result.encoding_type == {int(_DENSE)} and _rb.length == {n}"
-        f" and _rb.offset == 0 and _count(result) == {v} and _count(_rb) == {b}"
-        f" and _count(_ra) == {a} and (_rst := _ra.array).shape[0] == {n}"
-        f" and _count(_rst.base) == {r} and _ra.owner is None and not _ra.readonly"
-        f" and _ra.preserve_count == 1):",
-        f"        return {out}",
-        "    _rb = _ra = _rst = None",
-        "    return view_to_numpy(result)",
-        "return from_vm(result, result_type)",
-    ]
-
-
-def result_names(convert) -> dict:
-    """The namespace result_lines needs besides the wrapper's own names."""
-    return {
-        "_Allocation": Allocation,
-        "_rs": getattr(convert, "shape", None),
-        "_rdt": getattr(convert, "dtype", None),
-        "_count": sys.getrefcount,
-    }
-
-
-def _result_counts() -> tuple:
-    """What result_lines counts for a result view held by one local of the function
-    running them (measured through the same steps); an impossible count (never inline)
-    when a fresh allocation's storage is not the only reference to its base array."""
-    source = [
-        "def probe(make):",
-        "    result = make()",
-        "    _rb = result.buffer",
-        "    _ra = _rb.allocation",
-        "    _rst = _ra.array",
-        "    return (_count(result), _count(_rb), _count(_ra), _count(_rst.base))",
-    ]
-    ns = {"_count": sys.getrefcount}
-    exec(code_cache.compile_source("\n".join(source), "<result probe>"), ns)
-
-    def make():
-        buffer = HalBuffer(Allocation.allocate(4))
-        return HalBufferView(buffer, (1,), _ELEMENT_TYPES["f32"])
-
-    counts = ns["probe"](make)
-    alone = sys.getrefcount(object())
-    if counts[3] != alone + 1:
-        return (-1,) * 4
-    return counts
+def _exclusive_view_to_numpy(view: HalBufferView):
+    """`view_to_numpy(view, True)`: the converter of a fresh result with nothing
+    declared to specialize by."""
+    return view_to_numpy(view, True)
 
 
 _DENSE = element_types.ENCODING_DENSE_ROW_MAJOR
@@ -871,15 +682,3 @@ def _whole_byte_dtype(element_type: int):
         return element_types.to_numpy_dtype(element_type)
     except ValueError:
         return False
-
-
-def _calibrate(convert) -> tuple:
-    view = HalBufferView(HalBuffer(Allocation.allocate(4)), (1,), _ELEMENT_TYPES["f32"])
-    return convert(view, True)
-
-
-_EXCLUSIVE = _calibrate(view_to_numpy)
-_EXCLUSIVE_RESULT = _calibrate(tensor_result(parse_type("tensor<1xf32>"), False))
-_KEEP_INLINE = _keep_counts(False)
-_RESULT_INLINE = _result_counts()
-keep_spare = _compile_keep_spare()

@@ -13,13 +13,11 @@ import re
 
 import mmap
 import os
-import sys
 import threading
-from functools import partial
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from runtime_support import abi
+from runtime_support import abi, export_call
 from runtime_support.errors import StatusCode, VMError, quote_name
 from runtime_support.names import identifier
 from runtime_support.vm import args as vm_args
@@ -318,6 +316,12 @@ class Export(NamedTuple):
     arguments: str  # cconv argument codes, e.g. "rrI"
     results: str  # cconv result codes
     declaration: str | None  # iree.abi.declaration, None where the vmfb has none
+    # Translate-time facts (translator/analyses/ownership.py): result positions the
+    # function proved fresh (allocated by the call, stored nowhere: returned zero-copy),
+    # and argument positions it keeps no reference to (their copies may be refilled by
+    # the next call). Empty (copy everything, reuse nothing) where unknown.
+    fresh_results: tuple[int, ...] = ()
+    unkept_arguments: tuple[int, ...] = ()
 
     @property
     def cconv(self) -> str:
@@ -377,14 +381,15 @@ class ModuleContext:
         self._functions = bind(self)
         self._exports: dict[str, Callable] = {}
         self._vm_exports: dict[str, Callable] = {}
-        self._vm_arity = {name: len(args) for name, (_, args, _, _) in exports.items()}
+        self._vm_arity = {name: len(row[1]) for name, row in exports.items()}
         self.cconvs = {  # export name -> VM calling convention (`0ri_r`)
-            name: f"0{''.join(args) or 'v'}_{''.join(results) or 'v'}"
-            for name, (_, args, results, _) in exports.items()
+            name: f"0{''.join(row[1]) or 'v'}_{''.join(row[2]) or 'v'}"
+            for name, row in exports.items()
         }
-        for export_name, (function, arg_codes, result_codes, declaration) in exports.items():
+        for export_name, row in exports.items():
+            function = row[0]
             wrapper = self._make_export(
-                export_name, self._functions[function], arg_codes, result_codes, declaration
+                export_name, self._functions[function], *row[1:6]
             )
             self._exports[export_name] = wrapper
             self._vm_exports[export_name] = self._functions[function]
@@ -490,6 +495,8 @@ class ModuleContext:
         arg_codes: tuple[str, ...],
         result_codes: tuple[str, ...],
         declaration: str | None,
+        fresh_results: tuple[int, ...] = (),
+        unkept_arguments: tuple[int, ...] = (),
     ) -> Callable:
         """The numpy-level method for one export (arguments checked before any call).
 
@@ -556,7 +563,10 @@ class ModuleContext:
         tensor_results = tuple(
             isinstance(t, (abi.TensorType, type(None))) for t in result_types
         )
-        result_converters = tuple(abi.tensor_result(t) for t in result_types)
+        fresh = set(fresh_results)
+        result_converters = tuple(
+            abi.tensor_result(t, i in fresh) for i, t in enumerate(result_types)
+        )
 
         def convert(args):
             return [c(v) for c, v in zip(converters, args)]
@@ -570,20 +580,15 @@ class ModuleContext:
 
         def to_numpy(result):
             """VM results -> numpy; buffer views through abi.tensor_result's converters
-            (abi.view_to_numpy specialized per declared result), each held by exactly one
-            local when it is called (its zero-copy check counts references)."""
+            (zero-copy where the translator proved the result fresh, else a copy)."""
             if result_count == 1:
                 if type(result) is HalBufferView and tensor_results[0]:
                     return result_converters[0](result)
                 return abi.from_vm(result, result_types[0])
             if result_count == 0:
                 return None
-            pending = list(result)
-            del result
             out = []
-            for i in range(result_count):
-                value = pending[i]
-                pending[i] = None
+            for i, value in enumerate(result):
                 if type(value) is HalBufferView and tensor_results[i]:
                     out.append(result_converters[i](value))
                 else:
@@ -591,8 +596,7 @@ class ModuleContext:
             return tuple(out)
 
         def call_and_wait(vm_args):
-            """A coarse-fences call with a fresh signal fence, waited for. Returns the
-            VM results (its frame ends here, so they are held once; see to_numpy)."""
+            """A coarse-fences call with a fresh signal fence, waited for."""
             signal = hal.fence_create(device, 0)
             vm_args += [None, signal]
             result = self._call_vm(name, fn, vm_args)
@@ -622,155 +626,57 @@ class ModuleContext:
             return results(result, lambda v, t: v)
 
         if not coarse_fences:
-            fast = partial(
-                self._fast_export, name, fn, general=export, tensor_results=tensor_results,
-                result_types=result_types,
-            )
+            unkept = set(unkept_arguments)
+
+            def plan_of(convs, result_convs):
+                single = result_count == 1 and tensor_results[0]
+                return export_call.Plan(
+                    convs,
+                    [
+                        getattr(c, "give_back", None) if i in unkept else None
+                        for i, c in enumerate(convs)
+                    ],
+                    result_convs[0] if single else None,
+                    result_types[0] if result_types else None,
+                    to_numpy,
+                )
+
             undeclared = [
                 i for i, (code, ty) in enumerate(zip(codes, arg_types)) if code == "r" and ty is None
             ]
-            if undeclared or (result_count == 1 and result_converters[0] is abi.view_to_numpy):
+            if not undeclared and not (result_count == 1 and result_types[0] is None):
+                learn = None
+            else:
                 # No declaration to specialize by (iree-turbine exports): the first call
-                # that returns tells (abi.observed_*), and the wrapper is written again
-                # as if those types were declared, every fast path falling back to the
-                # undeclared converters, so any later call gets what it would have got.
-                def specialize(args, result):
+                # that returns tells (abi.observed_*), and the closure is rebound to
+                # converters as if those types were declared, every fast path falling
+                # back to the undeclared converters, so any later call gets what it
+                # would have got.
+                def learn(args, result):
                     try:
                         return specialized(args, result)
                     except Exception:  # noqa: BLE001 - a value no hint fits: as it was
-                        return fast(converters, result_converters, to_numpy)
+                        return plan_of(converters, result_converters)
 
                 def specialized(args, result):
-                    hints = {i: abi.observed_argument(args[i]) for i in undeclared}
                     spec = list(converters)
-                    for i, hint in hints.items():
+                    for i in undeclared:
+                        hint = abi.observed_argument(args[i])
                         if hint is not None:
                             spec[i] = abi.tensor_argument(arg_names[i], hint, device, converters[i])
-                    if result_count != 1 or result_converters[0] is not abi.view_to_numpy:
-                        return fast(tuple(spec), result_converters, to_numpy)
-                    # One result: its common case inline (abi.result_lines), anything
-                    # else to view_to_numpy itself, from the frame the undeclared wrapper
-                    # calls it from (so it decides zero-copy by the same counts; the
-                    # converter, a frame deeper, would copy a view of another shape).
-                    spec_results = (abi.tensor_result(abi.observed_result(result)),)
-                    return fast(tuple(spec), spec_results, to_numpy,
-                                result_fallback=abi.view_to_numpy)
+                    spec_results = result_converters
+                    if result_count == 1 and result_types[0] is None:
+                        observed = abi.observed_result(result)
+                        spec_results = (abi.tensor_result(observed, 0 in fresh),)
+                    return plan_of(spec, spec_results)
 
-                export = fast(converters, result_converters, to_numpy, learn=specialize)
-            else:
-                export = fast(converters, result_converters, to_numpy)
+            export = export_call.export_function(
+                self, name, fn, plan_of(converters, result_converters), export, closed_error,
+                abi.from_vm, learn,
+            )
         export.__name__ = python_name(name)
         export.__qualname__ = f"{type(self).__name__}.{export.__name__}"
         export.__doc__ = declaration or f"{name}: no ABI declaration"
-        return export
-
-    def _fast_export(
-        self, name, fn, converters, result_converters, to_numpy, *, general, tensor_results,
-        result_types, learn=None, result_fallback=None,
-    ) -> Callable:
-        """The per-call path of a synchronous export, written once per export with its
-        arity unrolled: converters, the context lock, the call, the results. A wrong
-        argument count or a closed context goes to `general` (which raises as before).
-        Arguments are converted before the lock is taken, as `general` does; the
-        converted views are dropped before the results are, so a result that is an
-        argument's fresh copy can come back without a second copy.
-
-        With `learn`, the wrapper passes its first call's arguments and VM result (once
-        the call returned) to `learn(args, result)`, which returns the wrapper to use from
-        then on; the next call makes this same function object run that one's code (what
-        callers hold, `fn = ctx.main`, stays the fast path, without a frame in between).
-        `result_fallback`: what a single result off its inline case goes to (default its
-        converter)."""
-        from runtime_support.hal.buffer_view import HalBufferView
-
-        arity = len(converters)
-        result_count = len(result_converters)
-        params = [f"_a{i}" for i in range(arity)]
-        values = [f"_v{i}" for i in range(arity)]
-        lines = ["def export(*args):"]
-        if learn is not None:
-            lines += ["    if _learned:", "        return _switch(args)"]
-        lines += [f"    if len(args) != {arity} or ctx._closed:", "        return general(*args)"]
-        if arity:
-            lines.append(f"    {', '.join(params)}{',' if arity == 1 else ''} = args")
-            for i, c in enumerate(converters):  # (each converter's fast path inline)
-                lines += [f"    {line}" for line in abi.argument_lines(i, c)]
-        # Several results come back as a tuple that to_numpy must hold alone (it lets go
-        # of it before counting references to each view): passed in a box it empties.
-        several = result_count > 1
-        lines += [
-            "    acquire()",
-            "    if ctx._closed:",  # (close() ran while this call waited for the lock)
-            "        release()",
-            "        raise closed_error(name)",
-            "    try:",
-            f"        {'box = [' if several else 'result = '}fn({', '.join(values)}){']' if several else ''}",
-            "    except VMError as e:",
-            "        raise e.with_context(name, None)",
-            "    finally:",
-            "        release()",
-        ]
-        if learn is not None:
-            learned = "box[0]" if several else "result" if result_count else "None"
-            lines += ["    if not _learned:", f"        _learn(args, {learned})"]
-        # Argument copies nothing kept go back to their converter for the next call.
-        spares = {i: c for i, c in enumerate(converters) if hasattr(c, "spare")}
-        for i in spares:
-            keep = abi.keep_spare_lines(values[i], f"_s{i}", f"_h{i}", f"_w{i}")
-            lines += [f"    {line}" for line in keep]
-        if arity:
-            lines.append(f"    del {', '.join(values)}, {', '.join(f'_w{i}' for i in range(arity))}")
-        if result_count == 0:
-            lines.append("    return None")
-        elif several:
-            lines.append("    return to_numpy(box.pop())")
-        elif tensor_results[0]:
-            # One local holds the view when view_to_numpy counts its references.
-            inline = abi.result_lines(result_converters[0])
-            if inline is None:
-                inline = [
-                    "if type(result) is HalBufferView:",
-                    "    return view_to_numpy(result)",
-                    "return from_vm(result, result_type)",
-                ]
-            lines += [f"    {line}" for line in inline]
-        else:
-            lines.append("    return to_numpy(result)")
-        ns = {
-            "general": general,
-            "ctx": self,
-            "fn": fn,
-            "name": name,
-            "acquire": self._lock.acquire,
-            "release": self._lock.release,
-            "VMError": VMError,
-            "closed_error": closed_error,
-            "HalBufferView": HalBufferView,
-            "view_to_numpy": result_fallback or (result_converters[0] if result_converters else None),
-            "from_vm": abi.from_vm,
-            "result_type": result_types[0] if result_types else None,
-            "to_numpy": to_numpy,
-            "_count": sys.getrefcount,
-        }
-        for i, c in enumerate(converters):
-            ns.update(abi.argument_names(i, c))
-        if result_converters:
-            ns.update(abi.result_names(result_converters[0]))
-        exec(compile("\n".join(lines), f"<export {python_name(name)}>", "exec"), ns)
-        export = ns["export"]
-        if learn is not None:
-
-            def learn_once(args, result):
-                ns["_next"] = learn(args, result)
-                ns["_learned"] = True
-
-            def switch(args):
-                nxt = ns["_next"]
-                ns.update(nxt.__globals__)  # (names the learning code reads stay as good)
-                export.__code__ = nxt.__code__
-                return export(*args)
-
-            ns.update(_learned=False, _learn=learn_once, _switch=switch)
         return export
 
     def wrap_array(self, array):

@@ -1,6 +1,7 @@
 """The thin host path of export calls (runtime_support/context.py, abi.py, hal/buffer*.py):
 numpy arguments are copied into fresh device buffers exactly as iree.runtime's Python API
-does, results come back zero-copy only when nothing else can reach their memory, and the
+does, results come back zero-copy only where the translator proved that nothing else can
+reach their memory (translator/analyses/ownership.py), and the
 fast paths built at load time give the same results and errors as the general path.
 """
 
@@ -130,7 +131,11 @@ def test_exclusive_results_come_back_without_a_copy(package):
     assert not y.flags.owndata and y.flags.writeable and y.flags.c_contiguous
 
 
-def test_view_to_numpy_copies_what_others_can_reach():
+def test_view_to_numpy_copies_unless_the_translator_proved_it_fresh():
+    """view_to_numpy hands out the storage only when told the result is exclusive
+    (Export.fresh_results, a translate-time fact): otherwise a copy, as iree.runtime's
+    numpy results always are; and never borrowed host memory, a read-only or preserved
+    allocation, or a small piece of a large one, even when told."""
     from runtime_support import abi
     from runtime_support.hal.buffer import Allocation, HalBuffer
     from runtime_support.hal.buffer_view import HalBufferView
@@ -141,24 +146,19 @@ def test_view_to_numpy_copies_what_others_can_reach():
 
     view = fresh()
     mem = view.buffer.allocation.array
-    assert np.shares_memory(abi.view_to_numpy(view), mem)  # nothing else holds it
-    for hold in ("view", "buffer", "allocation", "bytes"):
-        view = fresh()
-        keep = {
-            "view": view,
-            "buffer": view.buffer,
-            "allocation": view.buffer.allocation,
-            "bytes": view.buffer.bytes_view(),
-        }[hold]
-        mem = view.buffer.allocation.array
-        out = abi.view_to_numpy(view)
-        assert not np.shares_memory(out, mem), hold
-        assert out.tolist() == [1, 2, 3, 4]
-        del keep
+    assert np.shares_memory(abi.view_to_numpy(view, True), mem)
+    out = abi.view_to_numpy(view)  # (not proved: a copy, whatever holds it)
+    assert not np.shares_memory(out, mem) and out.tolist() == [1, 2, 3, 4]
+    view = fresh()
+    view.buffer.allocation.preserve()  # another owner
+    assert not np.shares_memory(abi.view_to_numpy(view, True), view.buffer.allocation.array)
+    big = HalBuffer(Allocation.allocate(1 << 16), 64, 16)  # a piece of an arena
+    out = abi.view_to_numpy(HalBufferView(big, (4,), 0x21000020), True)
+    assert not np.shares_memory(out, big.allocation.array)
     # Borrowed host memory is never handed out.
     host = bytearray(f32(5, 6, 7, 8).tobytes())
     view = HalBufferView(HalBuffer.wrap_host(host, readonly=False), (4,), 0x21000020)
-    out = abi.view_to_numpy(view)
+    out = abi.view_to_numpy(view, True)
     out[:] = 0
     assert bytes(host) == f32(5, 6, 7, 8).tobytes()
 
@@ -222,13 +222,13 @@ def test_wrap_array_is_the_opt_in_zero_copy_argument(package):
         ctx.wrap_array(frozen)
 
 
-# -- argument copies reused by the next call (abi.tensor_argument / keep_spare) --------
+# -- argument copies reused by the next call (abi.tensor_argument's give_back) --------
 
 
 def _spare(ctx, export: str, index: int) -> list:
-    """The spare list of argument `index` of `export` (where keep_spare puts copies, as
+    """The spare list of argument `index` of `export` (where give_back puts copies, as
     `(view, writer)` entries)."""
-    return getattr(ctx, export).__globals__[f"_s{index}"]
+    return getattr(ctx, export).plan.converters[index].spare
 
 
 def _views(spare: list) -> list:
@@ -292,49 +292,45 @@ def test_kept_argument_copies_are_never_reused(vmfb, package, device):
         assert ident.tobytes() == their_ident.tobytes()
 
 
-def test_keep_spare_declines_what_anything_else_reaches(package):
-    from runtime_support import abi
-
-    ctx = package.load(device="local-sync")
-    convert = ctx.mul.__globals__["_c0"]
-    shape = convert.shape
-    holds = {
-        "view": lambda v: v,
-        "buffer": lambda v: v.buffer,
-        "allocation": lambda v: v.buffer.allocation,
-        "storage": lambda v: v.buffer.allocation.array,
-        "numpy view": lambda v: v.buffer.bytes_view(1, 2),
-        "memoryview": lambda v: memoryview(v.buffer.allocation.array),
-    }
-    for what, hold in holds.items():
-        spare = []
-        view = convert(np.arange(4, dtype=np.int32))
-        keep = hold(view)
-        abi.keep_spare(view, spare, shape)
-        assert spare == [], what
-        del keep
-        abi.keep_spare(view, spare, shape)
-        assert _views(spare) == [view], what
-    view, spare = convert(np.arange(4, dtype=np.int32)), []
-    view.buffer.allocation.preserve()  # hal.buffer.allocation.preserve: another owner
-    abi.keep_spare(view, spare, shape)
-    assert spare == []
-    view.buffer.allocation.discard()
-    abi.keep_spare(view, spare, shape)
-    abi.keep_spare(view, spare, shape)  # one spare at most
-    assert _views(spare) == [view]
-    # Views the fast path did not make (the general path's, a caller's) are never kept:
-    # their buffers may differ (usage, allocator, memory) from a fresh argument copy.
+def test_give_back_keeps_only_fast_path_copies(package):
+    """give_back (called after a call the translator proved keeps no reference to the
+    argument) keeps one spare at most, and never a view the fast path did not make
+    (the general path's, a caller's): their buffers may differ from a fresh copy."""
     from runtime_support.hal.buffer_view import HalBufferView
 
+    ctx = package.load(device="local-sync")
+    assert ctx.mul.plan.give_backs[0] is not None  # (mul keeps neither argument)
+    convert = ctx.mul.plan.converters[0]
+    spare = convert.spare
+    spare.clear()
+    view = convert(np.arange(4, dtype=np.int32))
+    convert.give_back(view)
+    convert.give_back(convert(np.arange(4, dtype=np.int32)))  # one spare at most
+    assert _views(spare) == [view]
+    spare.clear()
     for other in (
         convert(np.arange(8, dtype=np.int32)[::2]),
         HalBufferView.from_numpy(np.arange(4, dtype=np.int32), usage=0),
     ):
-        assert other.shape == shape
-        spare = []
-        abi.keep_spare(other, spare, shape)
+        assert other.shape == convert.shape
+        convert.give_back(other)
         assert spare == []
+
+
+def test_what_the_translator_proved_per_export(package):
+    """The package's translate-time facts (translator/analyses/ownership.py): `set`
+    stores its argument, `id` returns it, matmul_acc's %acc is tied to a result (its
+    buffer comes back): none of those is reused or zero-copy. `mul`'s result is a
+    fresh alloca and its arguments are only read; `get` returns a fresh copy of its
+    global (a queue copy into an alloca), so that comes back zero-copy too (and
+    test_module_state_never_aliases_caller_arrays writes into it)."""
+    rows = package._EXPORTS
+    assert rows["mul"].fresh_results == (0,) and rows["mul"].unkept_arguments == (0, 1)
+    assert rows["set"].unkept_arguments == ()
+    assert rows["id"].fresh_results == () and rows["id"].unkept_arguments == ()
+    assert rows["get"].fresh_results == (0,)
+    assert 2 not in rows["matmul_acc"].unkept_arguments
+    assert 1 not in rows["matmul_acc"].fresh_results
 
 
 def test_views_the_caller_passes_never_become_spares(package):
@@ -378,13 +374,15 @@ def test_spare_copies_under_threads(package, device):
 
 def test_declared_result_converter_matches_view_to_numpy():
     """abi.tensor_result (the per-export converter of a declared static tensor result)
-    makes what view_to_numpy makes: zero-copy only for exclusive storage, else a copy,
-    and views other than the declared one go the general way."""
+    makes what view_to_numpy makes: zero-copy only for a result proved fresh, else a
+    copy, and views other than the declared one go the general way."""
     from runtime_support import abi
     from runtime_support.hal.buffer import Allocation, HalBuffer
     from runtime_support.hal.buffer_view import HalBufferView
 
-    convert = abi.tensor_result(abi.parse_type("tensor<2x2xf32>"))
+    ty = abi.parse_type("tensor<2x2xf32>")
+    convert = abi.tensor_result(ty, True)
+    copying = abi.tensor_result(ty)
     assert convert is not abi.view_to_numpy
     assert abi.tensor_result(abi.parse_type("tensor<?xf32>")) is abi.view_to_numpy
 
@@ -399,25 +397,14 @@ def test_declared_result_converter_matches_view_to_numpy():
     out = convert(view)
     assert np.shares_memory(out, mem) and out.shape == (2, 2) and out.dtype == np.float32
     assert out.tolist() == [[1, 2], [3, 4]]
+    out = copying(view)
+    assert not np.shares_memory(out, mem) and out.tolist() == [[1, 2], [3, 4]]
     view = fresh(offset=8)  # a range of its allocation: the same bytes
     assert convert(view).tolist() == [[1, 2], [3, 4]]
-    for hold in ("view", "buffer", "allocation", "bytes"):
-        view = fresh()
-        keep = {
-            "view": view,
-            "buffer": view.buffer,
-            "allocation": view.buffer.allocation,
-            "bytes": view.buffer.bytes_view(),
-        }[hold]
-        mem = view.buffer.allocation.array
-        out = convert(view)
-        assert not np.shares_memory(out, mem), hold
-        assert out.tolist() == [[1, 2], [3, 4]]
-        del keep
-    # Not the declared view: what view_to_numpy gives (as a copy).
+    # Not the declared view: what view_to_numpy gives.
     for other in (fresh(shape=(4,)), fresh(element_type=0x10000020)):
         expected = abi.view_to_numpy(fresh(shape=other.shape, element_type=other.element_type))
-        got = convert(other)
+        got = copying(other)
         assert got.dtype == expected.dtype and got.shape == expected.shape
         assert got.tobytes() == expected.tobytes()
         assert not np.shares_memory(got, other.buffer.allocation.array)
@@ -426,77 +413,6 @@ def test_declared_result_converter_matches_view_to_numpy():
     out = convert(view)
     out[:] = 0
     assert bytes(host) == np.arange(4, dtype=np.float32).tobytes()
-
-
-def test_inline_result_lines_match_the_converter():
-    """abi.result_lines (the export wrapper's inline form of a declared result's
-    converter) hands out the storage only where the converter would, without calling it,
-    and leaves everything else to the converter, seeing what it would have seen."""
-    from runtime_support import abi
-    from runtime_support.hal.buffer import Allocation, HalBuffer
-    from runtime_support.hal.buffer_view import HalBufferView
-
-    convert = abi.tensor_result(abi.parse_type("tensor<2x2xf32>"))
-    calls = []
-
-    def counting(view):
-        calls.append(1)
-        return convert(view)
-
-    lines = abi.result_lines(convert)
-    source = "\n".join(
-        ["def run(make, hold):", "    result = make()", "    kept = hold(result)"]
-        + [f"    {line}" for line in lines]
-    )
-    ns = {
-        "HalBufferView": HalBufferView,
-        "view_to_numpy": counting,
-        "from_vm": abi.from_vm,
-        "result_type": None,
-        **abi.result_names(convert),
-    }
-    exec(compile(source, "<result lines>", "exec"), ns)
-    run = ns["run"]
-
-    def fresh(offset=0, shape=(2, 2)):
-        buffer = HalBuffer(Allocation.allocate(16 + offset), offset, 16)
-        buffer.write(0, np.arange(4, dtype=np.float32).tobytes())
-        return HalBufferView(buffer, shape, 0x21000020)
-
-    addresses = []
-
-    def make():  # (remembers the address only: nothing else holds the view)
-        view = fresh()
-        addresses.append(view.buffer.address)
-        return view
-
-    out = run(make, lambda v: None)
-    assert calls == [] and out.shape == (2, 2) and out.tolist() == [[0, 1], [2, 3]]
-    assert not out.flags.owndata and out.ctypes.data == addresses.pop()
-    holds = {
-        "view": lambda v: v,
-        "buffer": lambda v: v.buffer,
-        "allocation": lambda v: v.buffer.allocation,
-        "storage": lambda v: v.buffer.allocation.array,
-        "bytes": lambda v: v.buffer.bytes_view(),
-    }
-    # Against the converter called on the same state: (the storage array alone is not
-    # counted by either: the recycling pool of fresh_buffer holds it, and counts its base)
-    for what, hold in holds.items():
-        out = run(fresh, hold)
-        kept = hold(view := fresh())
-        expected = convert(view)
-        del kept, view
-        assert out.tolist() == expected.tolist() == [[0, 1], [2, 3]], what
-        assert out.flags.owndata == expected.flags.owndata, what
-        assert calls == ([] if what == "storage" else [1]), what
-        assert out.flags.owndata == (what != "storage"), what
-        calls.clear()
-    for other in (lambda: fresh(offset=16), lambda: fresh(shape=(4,))):
-        got = run(other, lambda v: None)
-        assert calls == [1] and got.tobytes() == np.arange(4, dtype=np.float32).tobytes()
-        calls.clear()
-    assert run(lambda: 7, lambda v: None) == 7 and calls == []
 
 
 def test_undeclared_argument_converter():

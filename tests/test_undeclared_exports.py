@@ -1,6 +1,7 @@
 """Exports with no ABI declaration (iree-turbine's): the export wrapper learns the static
 tensor types of its first call's arguments and results and is written again as if they
-were declared (runtime_support/context.py, abi.observed_*). What a call returns or raises
+were declared (runtime_support/context.py and export_call.py, abi.observed_*): the
+same function object, its closure rebound. What a call returns or raises
 stays what the undeclared wrapper returns or raises, for any later call: shapes and
 dtypes off the learned ones, views passed as is, errors; checked against iree.runtime and
 against a context that never learned.
@@ -65,19 +66,23 @@ def _host(value):
 
 
 def _learned(fn) -> bool:
-    return fn.__globals__.get("_learned", False) and "_switch" not in fn.__code__.co_names
+    return fn.learned
+
+
+def _converter(fn, index: int):
+    return fn.plan.converters[index]
 
 
 def test_first_call_specializes_the_same_function_object(package, theirs):
     ctx = package.load(device="local-sync")
     mul = ctx.mul  # held before the first call, as a caller does
-    assert not _learned(mul) and not hasattr(mul.__globals__["_c0"], "spare")
+    assert not _learned(mul) and not hasattr(_converter(mul, 0), "spare")
     outs = []
     for i in range(4):
         a, b = np.arange(4, dtype=np.int32) + i, np.full(4, i + 2, np.int32)
         outs.append((mul(a, b), _host(theirs.mul(a, b))))
     assert ctx.mul is mul and _learned(mul)
-    convert = mul.__globals__["_c0"]
+    convert = _converter(mul, 0)
     assert convert.shape == (4,) and len(convert.spare) == 1  # the copy comes back
     for ours, expected in outs:  # every result its own array, the bits IREE gives
         assert ours.tobytes() == expected.tobytes()
@@ -152,10 +157,10 @@ def test_views_and_failures_before_learning(package):
     ctx = package.load(device="local-sync")
     with pytest.raises(VMError):
         ctx.mul(np.zeros(4, np.float32), np.zeros(4, np.float32))
-    assert not ctx.mul.__globals__["_learned"]
+    assert not _learned(ctx.mul)
     a = HalBufferView.from_numpy(np.arange(4, dtype=np.int32))
     assert ctx.mul(a, np.arange(4, dtype=np.int32)).tolist() == [0, 1, 4, 9]
-    assert ctx.mul.__globals__["_learned"]
+    assert _learned(ctx.mul)
     assert ctx.mul(np.arange(4, dtype=np.int32), a).tolist() == [0, 1, 4, 9]
-    assert _learned(ctx.mul) and not hasattr(ctx.mul.__globals__["_c0"], "spare")
-    assert hasattr(ctx.mul.__globals__["_c1"], "spare")  # (the array the first call had)
+    assert _learned(ctx.mul) and not hasattr(_converter(ctx.mul, 0), "spare")
+    assert hasattr(_converter(ctx.mul, 1), "spare")  # (the array the first call had)

@@ -41,13 +41,18 @@ from runtime_support.hal.element_types import ENCODING_DENSE_ROW_MAJOR, FLOAT_32
 VM_MODULE_NAME = "module"
 PACKAGE_NAME = "elementwise"
 
-#: Export name -> Export(function, argument codes, result codes, `iree.abi.declaration`).
+#: Export name -> Export(function, argument codes, result codes, `iree.abi.declaration`,
+#: results returned zero-copy, arguments whose copies the next call may refill): the last
+#: two proved at translate time (the result was allocated by the call and stored nowhere
+#: else; the function keeps no reference to the argument).
 _EXPORTS = {
     "elementwise": Export(
         "elementwise",
         "rr",
         "rrr",
         "sync func @elementwise(%input0: tensor<2x5xf32>, %input1: tensor<2x5xf32>) -> (%output0: tensor<2x5xf32>, %output1: tensor<2x5xf32>, %output2: tensor<2x5xf32>)",
+        fresh_results=(),
+        unkept_arguments=(0, 1),
     ),
     "__init": Export("__init", "", "", None),
 }

@@ -6,4 +6,5 @@
     layout.py    a calling convention's argument registers (`i0`, `i2:3`, `r0`)
     liveness.py  which ref registers some later op may read (releases at last use)
     ref_globals.py  ref-global loads whose type check cannot fail (module-wide stores)
+    ownership.py  an export's results returned zero-copy, arguments whose copies are reused
 """

@@ -15,6 +15,7 @@ from pathlib import Path
 import jinja2
 
 from translator import __version__
+from translator.analyses.ownership import export_ownership
 from translator.analyses.ref_globals import unchecked_ref_loads
 from translator.codegen.escape import comment_text, docstring_literal, string_literal
 from translator.codegen.function import FunctionEmitter
@@ -269,8 +270,11 @@ def generate(
     exports = []
     for e in module.exports:
         cc = cconvs[e.internal_ordinal]
+        owned = export_ownership(module, functions[e.internal_ordinal], cc)
         exports.append(
             ExportRow(
+                fresh_results=owned.fresh_results,
+                unkept_arguments=owned.unkept_arguments,
                 name=e.local_name,
                 function=names.function(e.internal_ordinal),
                 arguments="".join(cc.arguments),

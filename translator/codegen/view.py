@@ -21,6 +21,9 @@ class ExportRow:
     arguments: str  # cconv argument codes, e.g. "rrI"
     results: str  # cconv result codes
     declaration: str | None  # iree.abi.declaration (raw)
+    # translator/analyses/ownership.py: results returned zero-copy, arguments not kept
+    fresh_results: tuple[int, ...] = ()
+    unkept_arguments: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
