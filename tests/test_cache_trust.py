@@ -1,7 +1,8 @@
 """What pyree's cache folder trusts (runtime_support/disk_cache.py, package_cache.py): only
 folders and entries this user owns that neither group nor others can write. Another user
 who can write a shared PYREE_CACHE_DIR must not get code run as this user through the
-code cache, the native object code or a cached translation; a damaged translation is made
+native object code or a cached translation (there is no cache of Python code objects:
+the runtime compiles no source); a damaged translation is made
 again; a cache that cannot take a translation (a full disk) still lets the program run.
 
 The second-user cases run the attacker's steps as uid 1000 with `setpriv` (skipped where
@@ -11,7 +12,6 @@ this process cannot change user: not root, or no setpriv).
 from __future__ import annotations
 
 import errno
-import marshal
 import os
 import shutil
 import stat
@@ -97,7 +97,8 @@ def test_the_cache_is_made_private_under_umask_000(add_vmfb, tmp_path):
     assert r.returncode == 0 and WANT in r.stdout, r.stderr
     assert "warning" not in r.stderr
     modes = _modes(cache)
-    assert {"code", "native", "elf", "packages"} <= set(modes), modes
+    assert {"native", "elf", "packages"} <= set(modes), modes
+    assert "code" not in modes  # (no code objects are cached: none are compiled)
     for rel, mode in modes.items():
         want = 0o700 if (cache / rel).is_dir() else 0o600
         assert mode == want, (rel, oct(mode))
@@ -139,16 +140,6 @@ def test_folders_others_can_write_and_links_are_refused(tmp_path):
     assert disk_cache.read_checked(mine / "link", 10) is None  # an entry is never a link
 
 
-def _planted_code_table(cache: Path, proof: Path) -> bytes:
-    """The code cache a first process left, with every code object replaced by one that
-    writes `proof`: the bytes of a well-formed entry (the checksum anyone can compute)."""
-    [entry] = (cache / "code").iterdir()
-    table = marshal.loads(disk_cache.read_checked(entry, 1 << 24))
-    evil = compile(f"open({str(proof)!r}, 'w').write('ran')", "<planted>", "exec")
-    data = marshal.dumps({k: evil for k in table})
-    return disk_cache._MAGIC + disk_cache.sha256(data).digest() + data
-
-
 def _tamper_package(entry: Path, proof: Path) -> None:
     """Makes a cached translation write `proof` when imported, its marker updated to match
     (what an attacker who can write the folder can do)."""
@@ -165,18 +156,15 @@ def _tamper_package(entry: Path, proof: Path) -> None:
 
 @needs_second_user
 def test_a_cache_another_user_planted_runs_nothing(add_vmfb, shared_tmp):
-    """The other user makes the shared cache folder first and plants a code cache and a
-    translation that would run their code as this user; this user's runs refuse the
-    folder (one warning) and work without it."""
+    """The other user makes the shared cache folder first and plants a translation that
+    would run their code as this user; this user's runs refuse the folder (one warning)
+    and work without it."""
     proof = shared_tmp / "proof"
     made = Path(tempfile.mkdtemp())
     first = pyree_run(add_vmfb, made / "cache")  # a real cache, to copy entries from
     assert first.returncode == 0, first.stderr
     planted = shared_tmp / "planted"
     shutil.copytree(made / "cache", planted)
-    (planted / "code" / os.listdir(planted / "code")[0]).write_bytes(
-        _planted_code_table(made / "cache", proof)
-    )
     [pkg] = (planted / "packages").glob("*/add")
     _tamper_package(pkg, proof)
     for p in [planted, *planted.rglob("*")]:
@@ -188,7 +176,7 @@ def test_a_cache_another_user_planted_runs_nothing(add_vmfb, shared_tmp):
     cache = shared_tmp / "cache"
     as_attacker("mkdir", "-m", "0755", str(cache))
     as_attacker("tar", "-xf", str(planted_tar), "-C", str(cache))
-    assert (cache / "code").stat().st_uid == ATTACKER
+    assert (cache / "packages").stat().st_uid == ATTACKER
 
     r = pyree_run(add_vmfb, cache, tmp=made)
     assert r.returncode == 0 and WANT in r.stdout, r.stderr
@@ -199,31 +187,27 @@ def test_a_cache_another_user_planted_runs_nothing(add_vmfb, shared_tmp):
 
 @needs_second_user
 def test_entries_another_user_wrote_into_this_users_folder_run_nothing(add_vmfb, shared_tmp):
-    """This user's cache, whose `code/` and a translation's folder were left writable by
-    others (a careless chmod): the other user's entries there are refused."""
+    """This user's cache, whose translation folder was left writable by others (a
+    careless chmod): the translation the other user planted there is refused."""
     proof = shared_tmp / "proof"
     cache = shared_tmp / "cache"
     r = pyree_run(add_vmfb, cache)
     assert r.returncode == 0, r.stderr
-    table = _planted_code_table(cache, proof)
+    [pkg] = (cache / "packages").glob("*/add")
     evil = shared_tmp / "evil"
-    evil.write_bytes(table)
-    os.chmod(evil, 0o644)
-    [code] = (cache / "code").iterdir()
-    os.chmod(cache, 0o711)
-    os.chmod(cache / "code", 0o777)
-    code.unlink()
-    as_attacker("cp", str(evil), str(code))
-    assert code.stat().st_uid == ATTACKER
+    shutil.copytree(pkg, evil)
+    _tamper_package(evil, proof)
+    for p in [evil, *evil.rglob("*")]:
+        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    for folder in (cache, cache / "packages", pkg.parent):
+        os.chmod(folder, 0o711)
+    os.chmod(pkg, 0o777)
+    (pkg / "__init__.py").unlink()
+    as_attacker("cp", str(evil / "__init__.py"), str(pkg / "__init__.py"))
+    assert (pkg / "__init__.py").stat().st_uid == ATTACKER
     r = pyree_run(add_vmfb, cache)
     assert r.returncode == 0 and WANT in r.stdout, r.stderr
     assert not proof.exists()
-    assert "pyree: warning: not using the cache folder" in r.stderr
-    # Made private again, the folder is used; the entry the other user owns is still not.
-    os.chmod(cache / "code", 0o700)
-    r = pyree_run(add_vmfb, cache)
-    assert r.returncode == 0 and WANT in r.stdout and not proof.exists(), r.stderr
-    assert f"owned by uid {ATTACKER}, not by this user" in r.stderr
 
 
 @needs_second_user
@@ -232,7 +216,7 @@ def test_another_user_cannot_write_into_this_users_cache(add_vmfb, shared_tmp):
     r = pyree_run(add_vmfb, cache, umask=0)
     assert r.returncode == 0, r.stderr
     [pkg] = (cache / "packages").glob("*/add")
-    for target in (cache / "code" / "x", pkg / "__init__.py", cache / "x"):
+    for target in (cache / "native" / "x", pkg / "__init__.py", cache / "x"):
         with pytest.raises(subprocess.CalledProcessError):
             as_attacker("sh", "-c", f"echo planted > '{target}'")
     assert b"planted" not in (pkg / "__init__.py").read_bytes()
