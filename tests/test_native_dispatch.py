@@ -195,28 +195,39 @@ def _readonly16() -> HalBuffer:
     return HalBuffer.wrap_host(bytes(16), readonly=True)
 
 
-# Table entries a plan's per-slot checks must refuse (slot, entry), each with the Python
-# path's error; slot 3 is filled (pattern 4) and copied into, slot 0 is copied from.
+# Table entries a plan's per-slot checks must refuse (slot, entry, the decline code of
+# native.py's checks), each with the Python path's error; slot 3 is filled (pattern 4)
+# and copied into, slot 0 is copied from.
 BAD_ENTRIES = {
-    "negative offset": (0, lambda: (HalBuffer.allocate(32), -4, 16)),
-    "short length": (0, lambda: (HalBuffer.allocate(16), 0, 12)),
-    "past the end": (4, lambda: (HalBuffer.allocate(32), 20, 16)),
-    "whole buffer past the end": (3, lambda: (HalBuffer.allocate(16), 20, -1)),
-    "whole buffer too short": (3, lambda: (HalBuffer.allocate(16), 8, -1)),
-    "negative length": (2, lambda: (HalBuffer.allocate(16), 0, -2)),
-    "read-only target": (3, lambda: (_readonly16(), 0, 16)),
-    "misaligned fill": (3, lambda: (HalBuffer.allocate(32), 2, 16)),
-    "null": (4, lambda: (None, 0, 0)),
-    "short table": (None, None),
+    "negative offset": (0, lambda: (HalBuffer.allocate(32), -4, 16), native.DECLINE_RANGE),
+    "short length": (0, lambda: (HalBuffer.allocate(16), 0, 12), native.DECLINE_RANGE),
+    "past the end": (4, lambda: (HalBuffer.allocate(32), 20, 16), native.DECLINE_RANGE),
+    "whole buffer past the end": (3, lambda: (HalBuffer.allocate(16), 20, -1), native.DECLINE_RANGE),
+    "whole buffer too short": (3, lambda: (HalBuffer.allocate(16), 8, -1), native.DECLINE_RANGE),
+    "negative length": (2, lambda: (HalBuffer.allocate(16), 0, -2), native.DECLINE_RANGE),
+    # offset + length would wrap around in 64 bits (to a small or negative sum)
+    "huge length": (0, lambda: (HalBuffer.allocate(32), 16, 2**63 - 1), native.DECLINE_RANGE),
+    "huge offset": (1, lambda: (HalBuffer.allocate(32), 2**63 - 8, 16), native.DECLINE_RANGE),
+    "most negative offset": (1, lambda: (HalBuffer.allocate(32), -(2**63), 16), native.DECLINE_RANGE),
+    "huge offset, whole buffer": (4, lambda: (HalBuffer.allocate(32), 2**63 - 1, -1), native.DECLINE_RANGE),
+    "offset past 64 bits": (1, lambda: (HalBuffer.allocate(32), 2**64, 16), native.DECLINE_ENTRY),
+    "read-only target": (3, lambda: (_readonly16(), 0, 16), native.DECLINE_READONLY),
+    "misaligned fill": (3, lambda: (HalBuffer.allocate(32), 2, 16), native.DECLINE_ALIGN),
+    "null": (4, lambda: (None, 0, 0), native.DECLINE_ENTRY),
+    "short table": (None, None, native.DECLINE_TABLE),
 }
 
 
 @pytest.mark.parametrize("case", sorted(BAD_ENTRIES))
-def test_plan_runner_refuses_each_bad_entry(mul_executable, case):
-    """plan.run declines (False, nothing written) on every entry a check refuses, and
-    the command buffer then raises what the Python path raises."""
+def test_plan_run_declines_each_bad_entry(mul_executable, case):
+    """plan.run declines (False, nothing written) on every entry a check refuses, with
+    statistics on or off, and the command buffer then raises what the Python path raises.
+    The decline is the check's own (plan.check's code: the native checks, or the entry
+    words they could not be given)."""
+    from array import array
+
     device, exe = mul_executable
-    slot, entry = BAD_ENTRIES[case]
+    slot, entry, code = BAD_ENTRIES[case]
 
     def bad_table():
         table = _table()
@@ -229,10 +240,17 @@ def test_plan_runner_refuses_each_bad_entry(mul_executable, case):
     cb.execute(_table(), 1)  # builds the plan
     plan = cb._plan
     assert plan and plan.run(_table(), 1) is True
-    table = bad_table()
-    before = [e[0].read() if e[0] is not None else None for e in table]
-    assert plan.run(table, 1) is False
-    assert [e[0].read() if e[0] is not None else None for e in table] == before
+    assert plan.check(_table(), array("q", plan.table)) == 0
+    assert plan.check(bad_table(), array("q", plan.table)) == code
+    for stats in (False, True):
+        table = bad_table()
+        before = [e[0].read() if e[0] is not None else None for e in table]
+        statistics.enable(stats)
+        try:
+            assert plan.run(table, 1) is False
+        finally:
+            statistics.enable(False)
+        assert [e[0].read() if e[0] is not None else None for e in table] == before
     errors = []
     for use_plan in (True, False):
         cb = _record(device, exe)
@@ -242,7 +260,71 @@ def test_plan_runner_refuses_each_bad_entry(mul_executable, case):
     assert errors[0] == errors[1]
 
 
-def test_plan_runner_takes_whole_buffer_entries(mul_executable):
+def test_plan_check_writes_each_slots_address_and_length(mul_executable):
+    """What the native checks write per used slot: the entry's buffer address plus its
+    offset, and its length (WHOLE_BUFFER: the rest of the buffer); unused slots stay 0."""
+    from array import array
+
+    device, exe = mul_executable
+    cb = HalCommandBuffer(device, 0, 3, 4)
+    cb.fill(BufferRef(None, 1, 0, 8), 0, 4)
+    cb.fill(BufferRef(None, 3, 4, 4), 0, 4)
+    cb.finalize()
+    one, three = HalBuffer.allocate(64), HalBuffer.allocate(64).subspan(16, 32)
+    table = [(None, 0, 0), (one, 8, -1), (None, 0, 0), (three, 4, 12)]
+    cb.execute(table, 1)
+    plan = cb._plan
+    assert plan
+    image = array("q", plan.table)
+    assert plan.check(table, image) == 0
+    assert list(image) == [0, 0, one.address + 8, 56, 0, 0, three.address + 4, 12]
+
+
+def test_plan_declines_a_closed_executable(mul_vmfb):
+    """A plan whose executable was closed (its code unmapped) declines, and the Python
+    path raises what a dispatch of a closed executable raises."""
+    with zipfile.ZipFile(mul_vmfb) as z:
+        (name,) = [n for n in z.namelist() if n.endswith(".so")]
+        kernel = z.read(name)
+    device = LocalDevice("local-sync")
+    exe = device.create_executable("embedded-elf-x86_64", kernel)
+    cb = _record(device, exe)
+    cb.execute(_table(), 1)
+    plan = cb._plan
+    assert plan and plan.run(_table(), 1) is True
+    exe.close()
+    table = _table()
+    before = [e[0].read() for e in table]
+    assert plan.run(table, 1) is False
+    assert [e[0].read() for e in table] == before
+    with pytest.raises(VMError) as info:
+        cb.execute(table, 1)
+    assert info.value.code == StatusCode.FAILED_PRECONDITION
+    assert "executable is closed" in str(info.value)
+
+
+def test_no_table_for_dispatch_slots_declines(mul_executable):
+    """A command buffer whose only table uses are dispatch bindings (no slot a transfer
+    needs), its plan built, then run with no table or an empty one: the plan declines
+    (it used to run the kernel on null bindings) and the Python path raises IREE's
+    INVALID_ARGUMENT (iree_hal_command_buffer_validate_submission)."""
+    device, exe = mul_executable
+    cb = HalCommandBuffer(device, 0, 3, 3)
+    cb.dispatch(exe, 0, (1, 1, 1), (), [BufferRef(None, s, 0, 16) for s in range(3)])
+    cb.finalize()
+    good = [(_f32([1, 2, 3, 4]), 0, 16), (_f32([1, 2, 3, 4]), 0, 16), (HalBuffer.allocate(16), 0, 16)]
+    cb.execute(good, 1)
+    plan = cb._plan
+    assert plan
+    for table in (None, []):
+        assert plan.run(table, 1) is False
+        with pytest.raises(VMError) as info:
+            cb.execute(table, 1)
+        assert info.value.code == StatusCode.INVALID_ARGUMENT
+        assert "requires at least 3 bindings but no binding table was provided" in str(info.value)
+
+
+def test_plan_run_takes_whole_buffer_entries(mul_executable):
     """WHOLE_BUFFER (-1) lengths resolve to the rest of the buffer in the plan as in the
     Python path (slot 3 of _table is one)."""
     device, exe = mul_executable
@@ -346,12 +428,10 @@ def _steps_block(plan, images, zeros, count, turn=0):
 
 
 def test_native_steps_zero_fill_then_run_each_turn(mul_executable):
-    """pyree_run_plan_steps (a host loop's replayed steps, hal/chain_loop.py): per step,
+    """pyree_run_plan_steps (a host loop's replayed steps, exec/loops.py): per step,
     its turn's zero ranges are zero-filled before the plan runs on its turn's table image;
     turn 0's first image serves the first step only."""
     from array import array
-
-    from runtime_support.hal.plan_runner import image_of
 
     device, _ = mul_executable
     cb = HalCommandBuffer(device, 0, 3, 1)
@@ -367,7 +447,7 @@ def test_native_steps_zero_fill_then_run_each_turn(mul_executable):
     images = []
     for buffer in (first, later, odd):
         image = array("q", bytes(8 * len(plan.table)))
-        assert image_of(plan)([(buffer, 0, 32)], image)
+        assert plan.check([(buffer, 0, 32)], image) == 0
         images.append(image)
     zeros = [array("q", (later.address + 8, 8)), array("q", (odd.address + 8, 8))]
     block = _steps_block(plan, images, zeros, count=3)
@@ -384,8 +464,6 @@ def test_native_steps_stop_at_a_failed_step(mul_executable):
     returned, and plan._raise gives the error the plan runner's caller raises."""
     from array import array
 
-    from runtime_support.hal.plan_runner import image_of
-
     device, exe = mul_executable
     counts = HalBuffer.allocate(12)
     cb = HalCommandBuffer(device, 0, 3, 3)
@@ -396,7 +474,7 @@ def test_native_steps_stop_at_a_failed_step(mul_executable):
     plan = cb._plan
     counts.write(0, np.array([1, 1, 0x10000], np.uint32).tobytes())
     image = array("q", bytes(8 * len(plan.table)))
-    assert image_of(plan)(table, image)
+    assert plan.check(table, image) == 0
     block = _steps_block(plan, [image] * 3, [array("q"), array("q")], count=3)
     result = native.native_runtime().run_plan_steps(block.buffer_info()[0])
     assert result != 0

@@ -623,7 +623,7 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
 
 def _table_words(plan, arenas: list, rows: list, fresh: list, slot_of):
     """Writes the plan's native table words that every call shares and makes the checks
-    of the rest, as the plan's runner (hal/plan_runner.py) would per call: an entry's
+    of the rest, as Plan.run's native checks (hal/plan.py) would per call: an entry's
     range in its buffer, the end the plan's commands need of it, its alignment and
     writability. Checks of what the shape fixes (arenas, returned buffers, offsets,
     explicit lengths) are made here once; a failing one declines the shape (the steps'

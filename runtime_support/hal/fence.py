@@ -156,7 +156,7 @@ class Fence(Timepoint):
     def reached(cls) -> "Fence":
         """A new fence already signalled: what fence.create and a completed signal on a
         synchronous queue leave behind (built without `__init__`'s call: fast paths
-        make one per submission; plan_runner's compiled chains write the same lines)."""
+        make one per submission)."""
         fence = object.__new__(cls)
         fence.state = _REACHED
         fence.error = fence.waiters = fence._set = None

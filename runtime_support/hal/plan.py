@@ -4,14 +4,17 @@
 command by command in Python, which stays the reference). A plan holds, per dispatch,
 the kernel pointer, a prebuilt dispatch state (workgroup size and counts, constants),
 binding refs (slot, offset, length) and flags; per fill, copy or update its refs and
-data; barriers vanish (execution is serial). `Plan.run(table, workers)` (written per
-plan by plan_runner.py) fills the binding-table array and calls `pyree_run_plan`
-(loaders/native.py) once.
+data; barriers vanish (execution is serial). `Plan.run(table, workers)` writes the words
+of each table entry the plan uses into an array and makes one foreign call
+(`pyree_check_run_plan`, loaders/native.py), which checks them, writes the binding-table
+array and runs the plan.
 
 What the Python path would check per command is checked here once per execution in
 aggregate (per table slot: the furthest byte any ref needs, writability, alignment);
 when any aggregate check fails the plan declines (`run` returns False) before touching
 memory, and the Python path runs instead and raises the exact error in the exact place.
+The checks are native code, not Python written per plan: nothing in runtime_support
+compiles source.
 Commands whose validity depends on the table in ways the aggregates cannot capture
 (whole-buffer transfers through table slots) make the whole command buffer Python-only.
 """
@@ -21,13 +24,13 @@ from __future__ import annotations
 import ctypes
 import struct
 from array import array
+from functools import partial
 
 from ..errors import StatusCode, VMError
 from ..loaders import native, statistics
 from ..loaders.executable import Executable as _NativeExecutable
 from .buffer import WHOLE_BUFFER
 from .command_buffer import BufferRef
-from .plan_runner import compile_run
 
 _WG = struct.Struct("<IIHHIQI4x")
 _DIRECT = -1  # slot word of a ref that holds an absolute address
@@ -65,10 +68,11 @@ class Plan:
         self._pool = None  # the process's pool they name (a fork() replaces it)
         # whose pool: the device's `pool_ordinal` (native.worker_pool; 0 is native._pool)
         self.pool_ordinal = 0
-        self.run_plan = native.native_runtime().run_plan_args
-        self._token = [True]  # taken while a thread runs the plan (plan_runner)
-        # plan_runner.image_of: its checks into a table image (compiled at first use)
-        self.image = None
+        runtime = native.native_runtime()
+        self.run_plan = runtime.run_plan_args
+        self._check_run_plan = runtime.check_run_plan
+        self._check_table = runtime.check_table
+        self._token = [True]  # taken while a thread runs the plan (`run`)
 
     # -- building ------------------------------------------------------------------------
 
@@ -134,31 +138,129 @@ class Plan:
         self.table_address = self.table.buffer_info()[0]
         self.checks = _checks(self.slots)
         self.max_slot = slots - 1
-        self.needs_table = any(n.nonnull for n in self.slots.values())
+        # The native checks' records (native.CHECK_*), and the entry words `run` writes
+        # per call (native.ENTRY_*), one struct call for all of them.
+        self.check_words = array("q", [
+            w for _slot, word, end, _nonnull, writable, align in self.checks
+            for w in (word, end, int(writable), align)
+        ] or [0])
+        self.entries = array("q", bytes(8 * native.ENTRY_WORDS * max(1, len(self.checks))))
+        self._gather = self._gatherer(self.entries)
         self.plan = (ctypes.c_int64 * max(1, len(self.words))).from_buffer(self.words)
         self.plan_address = ctypes.addressof(self.plan)
         self.out = (ctypes.c_int64 * 4)()
         self.out_address = ctypes.addressof(self.out)
         self.executables = list({id(e): e for e in self.executables}.values())
-        args = dict.fromkeys(native.PLAN_ARGS, 0)
+        args = dict.fromkeys(native.PLAN_ARGS + native.CHECK_ARGS, 0)
         args.update(plan=self.plan_address, commands=self.count, table=self.table_address)
         args.update(workers=1, wgs=self.wgs_address, nwgs=self.wgs_count, out=self.out_address)
-        # The runner's arguments as one block: pool, workers and stats stay (0, 1, 0)
-        # between executions, so a one-thread run writes none of them.
+        self.check_address = self.check_words.buffer_info()[0]
+        self.entries_address = self.entries.buffer_info()[0]
+        args.update(checks=self.check_address, nchecks=len(self.checks),
+                    entries=self.entries_address)
+        # The runner's arguments as one block (the checks' after them): pool, workers and
+        # stats stay (0, 1, 0) between executions, so a one-thread run writes none of them.
         self.args = array("q", args.values())
         self.args_address = self.args.buffer_info()[0]
 
-    def __getattr__(self, name: str):
-        # `run` is written at its first use (plan_runner.compile_run): a caller that
-        # fills the table itself and calls `launch` (exec/segments.py) never needs it.
-        if name == "run" and "args" in self.__dict__:
-            self.run = compile_run(self)
-            return self.run
-        raise AttributeError(name)
-
     # -- running ---------------------------------------------------------------------------
-    # `run(table, workers) -> bool` is an instance attribute written at its first use
-    # (plan_runner.compile_run): the per-slot checks of `checks` unrolled.
+
+    def run(self, table, workers: int) -> bool:
+        """Runs the plan on `table` (a list of (buffer, offset, length) entries): False,
+        with nothing done, where the Python path must run instead (an entry fails a check,
+        an executable was closed, or another thread is running this plan); a failing
+        command raises its error.
+
+        One thread at a time runs a plan (its table and dispatch states are shared): the
+        guard is a one-token list, taken by `pop` and given back by `append` (each one C
+        call, atomic under the GIL or the list's own lock), about a third of what a Lock's
+        `acquire(False)` and `release` cost (acquire parses its arguments by keyword)."""
+        try:
+            self._token.pop()
+        except IndexError:
+            return False  # another thread is running this plan
+        try:
+            for exe in self.executables:
+                if exe._closed:  # (its code is unmapped)
+                    return False
+            gather = self._gather
+            if gather is not None:
+                if not table:
+                    return False  # (_write_entries says why)
+                try:
+                    gather(table)
+                except (AttributeError, IndexError, TypeError, ValueError, struct.error):
+                    return False
+            if self.parallel:
+                # (the first device's pool by name, as ever; a later device's by its ordinal)
+                k = self.pool_ordinal
+                if workers != self._workers or (
+                    native.current_pool(k) if k else native._pool
+                ) is not self._pool:
+                    self._use_workers(workers)
+            if statistics.enabled:
+                if self._check_table(self.check_address, len(self.checks), self.entries_address,
+                                     self.table_address):
+                    return False
+                self._run_counted()
+                return True
+            result = self._check_run_plan(self.args_address)
+            if result:
+                if result < 0:
+                    return False  # a check failed (native.DECLINE_*)
+                self._raise(result)
+            return True
+        finally:
+            self._token.append(True)
+
+    def _gatherer(self, entries: array):
+        """`gather(table)`: writes the words of the entries of `table` the plan uses into
+        `entries` (native.ENTRY_*, for the native checks); None where no command uses the
+        table. Raises what `_write_entries` turns into a decline."""
+        if not self.checks:
+            return None
+        slots = [slot for slot, *_ in self.checks]
+        pack = struct.Struct(f"={native.ENTRY_WORDS * len(slots)}q").pack_into
+        if len(slots) <= len(_GATHER):
+            return partial(_GATHER[len(slots) - 1], pack, entries, *slots)
+        return partial(_gather_n, pack, entries, slots)
+
+    def _write_entries(self, table, entries: array) -> int:
+        """`run`'s gathering of `table` (its words written into `entries`): 0, or the
+        decline code of a table the native checks cannot be given.
+
+        An absent, empty or short table declines whatever the slots need: IREE's
+        submission validation (iree_hal_command_buffer_validate_submission in
+        iree/hal/command_buffer_validation.c) rejects a command buffer with bindings run
+        without a table of at least its binding count, and a slot without an entry would
+        run kernels on null pointers. A null entry (None has no `address`) declines, as
+        IREE rejects a slot a command uses without a buffer; so does an entry that is no
+        (buffer, offset, length) or whose offset or length is no 64-bit integer
+        (struct.error): the Python path raises each one's error."""
+        if not table:
+            return native.DECLINE_TABLE
+        try:
+            self._gatherer(entries)(table)
+        except IndexError:
+            return native.DECLINE_TABLE
+        except (AttributeError, TypeError, ValueError, struct.error):
+            return native.DECLINE_ENTRY
+        return 0
+
+    def check(self, table, image: array) -> int:
+        """`run`'s checks of `table`, the words they pass written into `image` (an array
+        like `table` of this plan) instead of the plan's table: 0, or a decline code
+        (native.DECLINE_*; `image` partly written). For replays that check a table once
+        and run it many times (native steps), and to ask why `run` declines."""
+        if len(image) < len(self.table):
+            raise ValueError(f"table image of {len(image)} words, {len(self.table)} needed")
+        if not self.checks:
+            return 0
+        entries = array("q", self.entries)  # (not `run`'s own, which its token guards)
+        return self._write_entries(table, entries) or self._check_table(
+            self.check_address, len(self.checks), entries.buffer_info()[0],
+            image.buffer_info()[0],
+        )
 
     def launch(self, workers: int) -> bool:
         """Runs the plan on the native table as it stands (`table`: every slot a command
@@ -224,6 +326,53 @@ class Plan:
             f"workgroup count ({cx}, {cy}, {cz}) out of range for "
             f"'{executable.exports[ordinal].name}'",
         )
+
+
+# The entry words of a plan's used table slots, written with one struct call (`pack`).
+# A loop over the slots costs more than its loads (3 slots: 0.93 us against 0.39 us
+# unrolled, min of 40 interleaved rounds), so the usual few slots have functions of their
+# own, written out here; a plan using more slots takes the loop.
+def _gather_1(pack, entries, s0, table):
+    b0, o0, n0 = table[s0]
+    pack(entries, 0, b0.address, b0.length, o0, n0, b0.allocation.readonly)
+
+
+def _gather_2(pack, entries, s0, s1, table):
+    b0, o0, n0 = table[s0]
+    b1, o1, n1 = table[s1]
+    pack(entries, 0, b0.address, b0.length, o0, n0, b0.allocation.readonly,
+         b1.address, b1.length, o1, n1, b1.allocation.readonly)
+
+
+def _gather_3(pack, entries, s0, s1, s2, table):
+    b0, o0, n0 = table[s0]
+    b1, o1, n1 = table[s1]
+    b2, o2, n2 = table[s2]
+    pack(entries, 0, b0.address, b0.length, o0, n0, b0.allocation.readonly,
+         b1.address, b1.length, o1, n1, b1.allocation.readonly,
+         b2.address, b2.length, o2, n2, b2.allocation.readonly)
+
+
+def _gather_4(pack, entries, s0, s1, s2, s3, table):
+    b0, o0, n0 = table[s0]
+    b1, o1, n1 = table[s1]
+    b2, o2, n2 = table[s2]
+    b3, o3, n3 = table[s3]
+    pack(entries, 0, b0.address, b0.length, o0, n0, b0.allocation.readonly,
+         b1.address, b1.length, o1, n1, b1.allocation.readonly,
+         b2.address, b2.length, o2, n2, b2.allocation.readonly,
+         b3.address, b3.length, o3, n3, b3.allocation.readonly)
+
+
+_GATHER = (_gather_1, _gather_2, _gather_3, _gather_4)
+
+
+def _gather_n(pack, entries, slots, table):
+    words = []
+    for slot in slots:
+        b, o, n = table[slot]
+        words += b.address, b.length, o, n, b.allocation.readonly
+    pack(entries, 0, *words)
 
 
 def build_plan(commands, workers: int, slot_ends: dict[int, int] | None = None) -> Plan | None:

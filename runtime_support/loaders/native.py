@@ -6,7 +6,10 @@
                       each grid runs inline or on the pool, whichever its measured times
                       say is faster (see the dispatch records)
     pyree_run_{grid,plan}_args  the same, called with one block of i64 arguments
-    pyree_run_plan_steps  a host loop's replayed steps of one plan (hal/chain_loop.py):
+    pyree_check_table  a plan's per-slot binding-table checks (hal/plan.py Plan.run): the
+                      entries checked, their (address, length) written, or a decline code
+    pyree_check_run_plan  the checks, then the plan: Plan.run's one foreign call
+    pyree_run_plan_steps  a host loop's replayed steps of one plan (exec/loops.py):
                       per step, its new buffers zeroed, its table written, the plan run
     pyree_worker      the body of a pool thread (started with pthread_create via ctypes)
     pyree_import_thunk  how kernels call host imports
@@ -1036,7 +1039,7 @@ $UPDATE_LOADS  %uref = getelementptr i64, ptr %p, i64 $U_REF
 }
 """
 
-# A host loop's deferred steps (hal/chain_loop.py: ChainLoop replays), in one foreign call
+# A host loop's deferred steps (exec/loops.py: LoopMode replays), in one foreign call
 # rather than three Python statements and a ctypes call per step. Block of i64 words:
 STEPS_FIELDS = (
     ("args", "ptr"),  # the plan runner's argument block (pyree_run_plan_args)
@@ -1105,6 +1108,104 @@ done:
 }
 """
 
+# A plan's binding-table checks (hal/plan.py Plan.run): per slot a command uses, the
+# entry it is given is checked against what the plan's commands need of it, and its
+# (address, length) written into the plan's table. A failing check declines: the plan
+# runs nothing and the caller runs the command buffer in Python, which raises the error
+# IREE raises (iree/hal/command_buffer_validation.c, per command; this checks per slot
+# the furthest byte any command needs, so a table passes here only where every command
+# would pass there).
+# Check records, per used slot, i64 words: table word (2 * slot), the end its commands
+# need (entry length >= end), 1 where a command writes it, offset alignment.
+CHECK_WORD, CHECK_END, CHECK_WRITABLE, CHECK_ALIGN, CHECK_WORDS = 0, 1, 2, 3, 4
+# Entry words, per used slot, written by the caller per call: the buffer's address and
+# length, the entry's offset and length (-1: WHOLE_BUFFER, to the buffer's end), 1 where
+# the buffer's allocation is read-only. Offsets and lengths come from the program: the
+# checks compare without wrap-around (a sum of two of them is never formed).
+ENTRY_ADDRESS, ENTRY_BUFFER_LENGTH, ENTRY_OFFSET, ENTRY_LENGTH, ENTRY_READONLY = 0, 1, 2, 3, 4
+ENTRY_WORDS = 5
+# Decline codes (negative, where the runner's own results are positive): the entry's range
+# (offset outside the buffer, length short of the end needed or past the buffer's end, a
+# negative length other than WHOLE_BUFFER), a read-only buffer written, a misaligned
+# offset. Plan.run has two of its own: a null or odd entry, a table shorter than its slots.
+DECLINE_RANGE, DECLINE_READONLY, DECLINE_ALIGN, DECLINE_ENTRY, DECLINE_TABLE = -1, -2, -3, -4, -5
+
+_CHECK_IR = """
+; Returns 0 with every checked slot's (address, length) written into %table, or a
+; DECLINE_* code at the first failing check (%table partly written: every run writes
+; every checked slot before the runner reads one).
+define i64 @pyree_check_table(ptr %checks, i64 %n, ptr %entries, ptr %table) {
+entry:
+  br label %head
+head:
+  %i = phi i64 [ 0, %entry ], [ %i1, %write ]
+  %more = icmp ult i64 %i, %n
+  br i1 %more, label %body, label %ok
+ok:
+  ret i64 0
+body:
+  %ci = mul i64 %i, $CHECK_WORDS
+  %c = getelementptr i64, ptr %checks, i64 %ci
+  %ei = mul i64 %i, $ENTRY_WORDS
+  %e = getelementptr i64, ptr %entries, i64 %ei
+$LOADS  ; a negative offset is out (signed compare); with 0 <= offset, the rest of the
+  ; buffer (length - offset) cannot wrap, and an offset past its end leaves a negative
+  ; rest, which every length below fails
+  %offneg = icmp slt i64 %off, 0
+  br i1 %offneg, label %range, label %length
+length:
+  ; WHOLE_BUFFER resolves to the rest of the buffer; the length then covers the end the
+  ; commands need (end >= 0, so any other negative length fails) and stays in the rest
+  %rest = sub i64 %blen, %off
+  %whole = icmp eq i64 %len, -1
+  %l = select i1 %whole, i64 %rest, i64 %len
+  %short = icmp slt i64 %l, %end
+  %over = icmp sgt i64 %l, %rest
+  %lbad = or i1 %short, %over
+  br i1 %lbad, label %range, label %access
+access:
+  %w = icmp ne i64 %writable, 0
+  %r = icmp ne i64 %ro, 0
+  %wr = and i1 %w, %r
+  br i1 %wr, label %readonly, label %aligned
+aligned:
+  %m = urem i64 %off, %align
+  %mis = icmp ne i64 %m, 0
+  br i1 %mis, label %misaligned, label %write
+write:
+  %addr = add i64 %base, %off
+  %pt = getelementptr i64, ptr %table, i64 %word
+  store i64 %addr, ptr %pt
+  %pt1 = getelementptr i64, ptr %pt, i64 1
+  store i64 %l, ptr %pt1
+  %i1 = add i64 %i, 1
+  br label %head
+range:
+  ret i64 $DECLINE_RANGE
+readonly:
+  ret i64 $DECLINE_READONLY
+misaligned:
+  ret i64 $DECLINE_ALIGN
+}
+
+; Plan.run's one foreign call: the checks, then (all passing) the plan. %a is the plan's
+; argument block (PLAN_PARAMS) followed by CHECK_PARAMS. Returns a DECLINE_* code, or
+; the runner's result.
+define i64 @pyree_check_run_plan(ptr %a) {
+entry:
+$ARGS  %pt = getelementptr i64, ptr %a, i64 $TABLE_ARG
+  %table = load ptr, ptr %pt
+  %d = call i64 @pyree_check_table(ptr %checks, i64 %nchecks, ptr %entries, ptr %table)
+  %declined = icmp ne i64 %d, 0
+  br i1 %declined, label %decline, label %run
+decline:
+  ret i64 %d
+run:
+  %r = call i64 @pyree_run_plan_args(ptr %a)
+  ret i64 %r
+}
+"""
+
 # ctypes converts every argument of a foreign call (about as costly as the call itself),
 # so the grid and plan runners also take their arguments as one block of i64 words, in
 # the order of these tables.
@@ -1116,8 +1217,11 @@ PLAN_PARAMS = (
     ("plan", "ptr"), ("commands", "i64"), ("table", "ptr"), ("pool", "ptr"), ("workers", "i64"),
     ("wgs", "ptr"), ("nwgs", "i64"), ("out", "ptr"), ("stats", "ptr"),
 )
+# (pyree_check_run_plan: after the plan runner's own, in the same block)
+CHECK_PARAMS = (("checks", "ptr"), ("nchecks", "i64"), ("entries", "ptr"))
 GRID_ARGS = tuple(name for name, _ in GRID_PARAMS)
 PLAN_ARGS = tuple(name for name, _ in PLAN_PARAMS)
+CHECK_ARGS = tuple(name for name, _ in CHECK_PARAMS)
 
 
 def _fields(base: str, unit: str, fields, store: bool = False) -> str:
@@ -1172,6 +1276,27 @@ def _plan_fields() -> dict[str, str]:
     )
 
 
+def _check_ir() -> str:
+    check = lambda *fields: _fields("c", "i64", fields)  # noqa: E731
+    entry = lambda *fields: _fields("e", "i64", fields)  # noqa: E731
+    first = len(PLAN_PARAMS)
+    return string.Template(_CHECK_IR).substitute(
+        {name: str(value) for name, value in globals().items() if name.startswith("DECLINE_")},
+        CHECK_WORDS=str(CHECK_WORDS),
+        ENTRY_WORDS=str(ENTRY_WORDS),
+        LOADS=check(
+            ("word", "i64", CHECK_WORD), ("end", "i64", CHECK_END),
+            ("writable", "i64", CHECK_WRITABLE), ("align", "i64", CHECK_ALIGN),
+        ) + entry(
+            ("base", "i64", ENTRY_ADDRESS), ("blen", "i64", ENTRY_BUFFER_LENGTH),
+            ("off", "i64", ENTRY_OFFSET), ("len", "i64", ENTRY_LENGTH),
+            ("ro", "i64", ENTRY_READONLY),
+        ),
+        ARGS=_fields("a", "i64", [(p, k, first + i) for i, (p, k) in enumerate(CHECK_PARAMS)]),
+        TABLE_ARG=str(PLAN_ARGS.index("table")),
+    )
+
+
 _RUN_TILES = ctypes.CFUNCTYPE(
     ctypes.c_int32,
     ctypes.c_void_p,
@@ -1220,6 +1345,7 @@ def _ir() -> str:
             plan,
             _args_wrapper("pyree_run_plan", "i64", PLAN_PARAMS),
             _args_wrapper("pyree_run_grid", "i32", GRID_PARAMS),
+            _check_ir(),
             string.Template(_STEPS_IR).substitute(
                 LOADS=_fields("s", "i64", [(n, k, i) for i, (n, k) in enumerate(STEPS_FIELDS)])
             ),
@@ -1266,6 +1392,12 @@ class NativeRuntime:
         self.run_plan_steps = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(
             address("pyree_run_plan_steps")
         )
+        self.check_run_plan = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(
+            address("pyree_check_run_plan")
+        )
+        self.check_table = ctypes.CFUNCTYPE(
+            ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p
+        )(address("pyree_check_table"))
         self.import_thunk = address("pyree_import_thunk")
         self.worker_address = address("pyree_worker")
 
