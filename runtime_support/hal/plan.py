@@ -45,7 +45,9 @@ class _SlotNeeds:
 
     def __init__(self) -> None:
         self.end = 0  # entry length must be >= this
-        self.nonnull = False  # a null entry would be an error (transfers, indirect counts)
+        # a null entry would be an error (transfers, indirect counts); Plan.run declines
+        # every null entry a command uses, whatever this says (plan_checks reports it)
+        self.nonnull = False
         self.writable = False
         self.align = 1  # entry offset (in its buffer) must be a multiple of this
 
