@@ -36,8 +36,7 @@ from ..hal.command_buffer import BufferRef, HalCommandBuffer
 from ..hal.device import LocalDevice
 from ..hal.fence import REACHED, Fence
 from ..hal.module import HalModule
-from ..errors import VMError
-from ..hal.queue import BUSY, internal_error
+from ..hal.queue import BUSY
 from .general import GeneralProgram
 from .loops import LoopMode
 from .program import Compute, fields_read, names_in
@@ -371,13 +370,14 @@ def _execute(step, get, private, general, values):
     return execute
 
 
-def _fill_now(target: HalBuffer, args: tuple) -> None:
+def _fill_now(target_args: tuple) -> None:
+    target, args = target_args
     target.fill(*args)
 
 
 def _fill(step, get, private, general, values):
     """`queue.fill` on a LocalDevice whose wait is over: the buffer filled now, as
-    LocalQueue runs a ready submission (under `run_now`: the queue held), then its signal
+    LocalQueue.call runs a ready submission (`run_signalling`: the queue held), its signal
     signalled or failed as the import's would be (a private one: its state)."""
     device_of, wait_of, signal_of = get["device"], get["wait_fence"], get["signal_fence"]
     target_of, offset_of, length_of = get["target_buffer"], get["target_offset"], get["length"]
@@ -392,35 +392,22 @@ def _fill(step, get, private, general, values):
             and type(target) is HalBuffer
             and (wait is None or wait is _DONE or (type(wait) is Fence and wait.reached_now()))
         ):
-            args = (offset_of(env), length_of(env), pattern_of(env), width_of(env))
+            work = (target, (offset_of(env), length_of(env), pattern_of(env), width_of(env)))
+            queue = device.queue
             if private_signal:
                 if env[signal] is _PENDING:
-                    error = device.queue.run_now(_fill_now, target, args, "device.queue.fill")
+                    error = queue.run_signalling(_fill_now, work, None, "device.queue.fill")
                     if error is not BUSY:
                         env[signal] = _DONE if error is None else _State(error)
                         return
             else:
                 fence = signal_of(env)
-                if (fence is None or type(fence) is Fence) and device.queue.hold():
-                    # (as LocalQueue.call: the work, then the signal, the queue held)
-                    error = None
-                    try:
-                        try:
-                            target.fill(*args)
-                        except VMError as exc:
-                            error = exc
-                        except Exception as exc:  # noqa: BLE001 - a bug: INTERNAL, as call's
-                            error = internal_error("device.queue.fill", exc)
-                        if fence is not None:
-                            if error is None:
-                                fence.signal()
-                            else:
-                                fence.fail(error)
-                    finally:
-                        device.queue.release()
-                    if error is not None and fence is None:
-                        raise error  # (no fence to carry it: the import raises it)
-                    return
+                if fence is None or type(fence) is Fence:
+                    error = queue.run_signalling(_fill_now, work, fence, "device.queue.fill")
+                    if error is not BUSY:
+                        if error is not None and fence is None:
+                            raise error  # (no fence to carry it: the import raises it)
+                        return
         general(env)  # (a pending wait, another device, a wrong operand: the import)
 
     return fill

@@ -88,30 +88,11 @@ class LocalQueue:
         if wait_fence is None or wait_fence.state == REACHED or wait_fence.reached_now():
             # The common case: nothing to wait for. When no other thread is draining the
             # queue, run here and now without queueing (same order, same error routing).
-            lock = self._lock
-            lock.acquire()
-            if not self._draining:
-                self._draining = True
-                lock.release()
-                error = None
-                try:
-                    fn(arg)
-                except VMError as exc:
-                    error = exc
-                except Exception as exc:  # a bug or a native failure: INTERNAL
-                    error = internal_error(name, exc)
-                try:
-                    if signal_fence is not None:
-                        if error is None:
-                            signal_fence.signal()
-                        else:
-                            signal_fence.fail(error)
-                finally:
-                    self.release()
+            error = self.run_signalling(fn, arg, signal_fence, name)
+            if error is not BUSY:
                 if error is not None and signal_fence is None:
                     raise error
                 return
-            lock.release()
         op = _Op(lambda: fn(arg), signal_fence, name)
         if wait_fence is None:
             self._enqueue(op, None)
@@ -122,6 +103,31 @@ class LocalQueue:
             error = op.error
         if error is not None:
             raise error
+
+    def run_signalling(self, fn: Callable[[object], None], arg, signal_fence: Fence | None, name: str):
+        """`fn(arg)` run here and now, as `call` runs work whose wait is over, then
+        `signal_fence` (if any) signalled, or failed with the work's error, while the
+        queue is still held. Returns the error (None when it ran; the caller raises it
+        where no fence carries it), or BUSY without running it when another thread holds
+        the queue."""
+        if not self.hold():
+            return BUSY
+        error = None
+        try:
+            try:
+                fn(arg)
+            except VMError as exc:
+                error = exc
+            except Exception as exc:  # a bug or a native failure: INTERNAL
+                error = internal_error(name, exc)
+            if signal_fence is not None:
+                if error is None:
+                    signal_fence.signal()
+                else:
+                    signal_fence.fail(error)
+        finally:
+            self.release()
+        return error
 
     def idle(self) -> bool:
         """Whether no thread is running this queue's work now (a hint: the answer may
