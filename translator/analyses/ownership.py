@@ -86,9 +86,11 @@ _RECORDS = frozenset(
         "hal.command_buffer.collective",
     }
 )
-_STORES = frozenset({"global.store.ref", "global.store.indirect.ref", "list.set.ref"})
-# Ops whose ref result is one of their ref operands.
-_COPIES = frozenset({"select.ref", "switch.ref", "assign.ref", "cast.any.ref"})
+# Emit kinds (translator/isa.py) of the ops that store refs: global and list stores.
+_KEEPING = frozenset({"global", "list"})
+# Emit kinds of the ops whose ref result is one of their ref operands (select.ref,
+# switch.ref, assign.ref, cast.any.ref; their integer forms read and write no ref).
+_COPIES = frozenset({"select", "switch", "assign", "cast"})
 _ALLOCATES = frozenset({"hal.device.queue.alloca", "hal.allocator.allocate"})
 
 
@@ -209,19 +211,18 @@ class _Flow:
             for r in results:
                 state[r] = value
             return self._edges(op, state, edges)  # (a yieldable call ends its block)
-        mnemonic = op.mnemonic
-        if emit in ("call", "call_yield") or mnemonic in _STORES:
+        if emit in ("call", "call_yield") or emit in _KEEPING:
             # An internal function (or an optional import) may keep what it is passed;
-            # a store keeps it.
+            # a store keeps it (a global's or list's other ops read only the list).
             for o in _ref_reads(op.reads()):
                 self._escape(get(state, o), record)
-        elif mnemonic == "return":
+        elif emit == "return":
             if record:
                 self.returns.append(
                     [get(state, r.ordinal) if r.is_ref else frozenset() for r in op["operands"]]
                 )
             return edges
-        elif mnemonic in _COPIES:
+        elif emit in _COPIES:
             value = frozenset().union(*(get(state, o) for o in _ref_reads(op.reads())))
             for r in op.writes():
                 if r.is_ref:
