@@ -27,3 +27,27 @@ def outputs_from_threads(call, inputs, calls: int) -> list[list]:
     if errors:
         raise errors[0]
     return got
+
+
+def call_behind_held_queue(queue, call):
+    """`call()` on a thread of its own while another thread holds `queue` (LocalQueue
+    run_now): asserts the call is still waiting half a second later (its queue work
+    waits behind the holder's), lets the holder go and returns the call's result."""
+    holding, release = threading.Event(), threading.Event()
+
+    def hold(_a, _b):
+        holding.set()
+        release.wait(30)
+
+    holder = threading.Thread(target=queue.run_now, args=(hold, None, None, "test"))
+    holder.start()
+    assert holding.wait(30)
+    result = {}
+    caller = threading.Thread(target=lambda: result.setdefault("got", call()))
+    caller.start()
+    caller.join(0.5)
+    assert caller.is_alive()  # (its work waits behind the holder's)
+    release.set()
+    holder.join(30)
+    caller.join(30)
+    return result["got"]

@@ -511,7 +511,7 @@ def test_steps_queue_behind_another_thread(compile_mlir, tmp_path, loop_modes):
     """While another thread runs the device's queue, the deferred steps cannot run
     natively: they run as calls of the program, whose queue work goes through the imports
     behind the other thread's; the call waits for it, and its result is the same."""
-    import threading
+    from tests.helpers_threads import call_behind_held_queue
 
     vmfb = _vmfb(compile_mlir, tmp_path, "for")
     ctx = _package(vmfb, tmp_path).load(device="local-sync")
@@ -520,24 +520,8 @@ def test_steps_queue_behind_another_thread(compile_mlir, tmp_path, loop_modes):
     (mode,) = loop_modes
     native_before, runs_before = mode.native_steps, mode.runs_started
     queue = ctx.device.queue
-    holding, release = threading.Event(), threading.Event()
-
-    def hold(_a, _b):
-        holding.set()
-        release.wait(30)
-
-    holder = threading.Thread(target=queue.run_now, args=(hold, None, None, "test"))
-    holder.start()
-    assert holding.wait(30)
-    result = {}
-    caller = threading.Thread(target=lambda: result.setdefault("got", ctx.call("main", w, x, 8)))
-    caller.start()
-    caller.join(0.5)
-    assert caller.is_alive()  # (its work waits behind the holder's)
-    release.set()
-    holder.join(30)
-    caller.join(30)
-    assert result["got"].tobytes() == want
+    got = call_behind_held_queue(queue, lambda: ctx.call("main", w, x, 8))
+    assert got.tobytes() == want
     assert mode.runs_started == runs_before + 1 and mode.native_steps == native_before
 
 

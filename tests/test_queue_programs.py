@@ -147,9 +147,9 @@ def test_fast_path_queues_behind_another_thread(compile_mlir, tmp_path, monkeypa
     """While another thread runs the device's queue, the program's queue steps go through
     the imports (the work queues behind the other thread's, as IREE's queue orders it) and
     the call waits for it; the result is the same."""
-    import threading
-
     import numpy as np
+
+    from tests.helpers_threads import call_behind_held_queue
 
     vmfb, pkg = _mul_translated(compile_mlir, tmp_path)
     calls = _counted_queue_imports(monkeypatch)
@@ -159,24 +159,8 @@ def test_fast_path_queues_behind_another_thread(compile_mlir, tmp_path, monkeypa
     want = ctx.call("mul", a, b).tobytes()
     calls.clear()
     queue = ctx.device.queue
-    holding, release = threading.Event(), threading.Event()
-
-    def hold(_a, _b):
-        holding.set()
-        release.wait(30)
-
-    holder = threading.Thread(target=queue.run_now, args=(hold, None, None, "test"))
-    holder.start()
-    assert holding.wait(30)
-    result = {}
-    caller = threading.Thread(target=lambda: result.setdefault("got", ctx.call("mul", a, b)))
-    caller.start()
-    caller.join(0.5)
-    assert caller.is_alive()  # (its work waits behind the holder's)
-    release.set()
-    holder.join(30)
-    caller.join(30)
-    assert result["got"].tobytes() == want
+    got = call_behind_held_queue(queue, lambda: ctx.call("mul", a, b))
+    assert got.tobytes() == want
     assert calls.get("device_queue_execute_indirect", 0) >= 1
 
 
