@@ -370,8 +370,7 @@ def _execute(step, get, private, general, values):
     return execute
 
 
-def _fill_now(target_args: tuple) -> None:
-    target, args = target_args
+def _fill_now(target: HalBuffer, args: tuple) -> None:
     target.fill(*args)
 
 
@@ -392,18 +391,18 @@ def _fill(step, get, private, general, values):
             and type(target) is HalBuffer
             and (wait is None or wait is _DONE or (type(wait) is Fence and wait.reached_now()))
         ):
-            work = (target, (offset_of(env), length_of(env), pattern_of(env), width_of(env)))
+            args = (offset_of(env), length_of(env), pattern_of(env), width_of(env))
             queue = device.queue
             if private_signal:
                 if env[signal] is _PENDING:
-                    error = queue.run_signalling(_fill_now, work, None, "device.queue.fill")
+                    error = queue.run_now(_fill_now, target, args, "device.queue.fill")
                     if error is not BUSY:
                         env[signal] = _DONE if error is None else _State(error)
                         return
             else:
                 fence = signal_of(env)
                 if fence is None or type(fence) is Fence:
-                    error = queue.run_signalling(_fill_now, work, fence, "device.queue.fill")
+                    error = queue.run_signalling(_fill_now, target, args, fence, "device.queue.fill")
                     if error is not BUSY:
                         if error is not None and fence is None:
                             raise error  # (no fence to carry it: the import raises it)

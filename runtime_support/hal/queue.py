@@ -30,6 +30,11 @@ def _invoke(work: Callable[[], None]) -> None:
     work()
 
 
+def _apply(fn: Callable[[object], None], arg) -> None:
+    """`call`'s work `fn(arg)` in `run_signalling`'s form."""
+    fn(arg)
+
+
 # What LocalQueue.run_now returns when another thread holds the queue.
 BUSY = object()
 
@@ -88,7 +93,7 @@ class LocalQueue:
         if wait_fence is None or wait_fence.state == REACHED or wait_fence.reached_now():
             # The common case: nothing to wait for. When no other thread is draining the
             # queue, run here and now without queueing (same order, same error routing).
-            error = self.run_signalling(fn, arg, signal_fence, name)
+            error = self.run_signalling(_apply, fn, arg, signal_fence, name)
             if error is not BUSY:
                 if error is not None and signal_fence is None:
                     raise error
@@ -104,8 +109,9 @@ class LocalQueue:
         if error is not None:
             raise error
 
-    def run_signalling(self, fn: Callable[[object], None], arg, signal_fence: Fence | None, name: str):
-        """`fn(arg)` run here and now, as `call` runs work whose wait is over, then
+    def run_signalling(self, fn: Callable[[object, object], None], a, b,
+                       signal_fence: Fence | None, name: str):
+        """`fn(a, b)` run here and now, as `call` runs work whose wait is over, then
         `signal_fence` (if any) signalled, or failed with the work's error, while the
         queue is still held. Returns the error (None when it ran; the caller raises it
         where no fence carries it), or BUSY without running it when another thread holds
@@ -115,7 +121,7 @@ class LocalQueue:
         error = None
         try:
             try:
-                fn(arg)
+                fn(a, b)
             except VMError as exc:
                 error = exc
             except Exception as exc:  # a bug or a native failure: INTERNAL
@@ -160,24 +166,11 @@ class LocalQueue:
             lock.release()
 
     def run_now(self, fn: Callable[[object, object], None], a, b, name: str):
-        """`fn(a, b)` run here and now, as `call` runs work whose wait fence is reached,
-        for callers that signal nothing (runtime_support/hal/fused.py: their fences are
-        private). Returns None when it ran, its error when it failed (a VMError; any other
-        exception becomes INTERNAL, as in `call`), or BUSY without running it when another
-        thread holds the queue (the caller then submits it through the imports)."""
-        if not self.hold():
-            return BUSY
-        error = None
-        try:
-            try:
-                fn(a, b)
-            except VMError as exc:
-                error = exc
-            except Exception as exc:  # a bug or a native failure: INTERNAL
-                error = internal_error(name, exc)
-        finally:
-            self.release()
-        return error
+        """`fn(a, b)` run here and now with no fence to signal (`run_signalling`), for
+        callers whose fences are private (runtime_support/exec/fast.py): None when it ran,
+        its error when it failed, or BUSY without running it when another thread holds
+        the queue (the caller then submits it through the imports)."""
+        return self.run_signalling(fn, a, b, None, name)
 
     def signal(
         self, wait_fence: Fence | None, signal_fence: Fence | None, name: str = "queue operation"
