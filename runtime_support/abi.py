@@ -513,12 +513,21 @@ def _writer(view: HalBufferView) -> memoryview:
 def _dynamic_argument(ty: TensorType, dtypes: frozenset, allocator, general):
     """The converter for a declared tensor with dynamic dims: an array of the declared
     rank, static dims and an exact dtype, in C order, goes as a view of its own shape
-    (what the general path makes of it, without its checks and conversions)."""
+    (what the general path makes of it, without its checks and conversions).
+
+    Like the static converter's, a copy the last call gave back (`give_back`, for
+    arguments the translator proved unkept) is the next call's to refill, where that
+    call's array has the same shape (dynamic-shape programs are mostly called with the
+    shapes of the call before)."""
     rank = len(ty.shape)
     static = tuple((i, d) for i, d in enumerate(ty.shape) if d is not None)
     element_type = ty.element_type & 0xFFFFFFFF
-    ndarray, trusted, copy = np.ndarray, HalBufferView.trusted, buffer_copy_recycled
+    whole = element_types.bit_count(ty.element_type) % 8 == 0  # (bytes a writer can refill)
+    ndarray, trusted, recycled = np.ndarray, HalBufferView.trusted, buffer_copy_recycled
     first = min(dtypes, key=str)
+    spare: list = []  # at most one (view, writer): see the static converter
+    pop = spare.pop
+    made: list = [None]  # the shape tuple of the last view made here (give_back's test)
 
     def convert(value):
         if (
@@ -531,11 +540,44 @@ def _dynamic_argument(ty: TensorType, dtypes: frozenset, allocator, general):
             for i, d in static:
                 if dims[i] != d:
                     return general(value)
-            buffer = copy(value, USAGE_DEFAULT, allocator)
+            if spare:
+                try:
+                    view, writer = pop()
+                except IndexError:  # (another thread took it)
+                    pass
+                else:
+                    if view.shape == dims:  # (else dropped: the next copy may be kept)
+                        if len(writer) <= 4096:
+                            writer[:] = value.tobytes()
+                        else:
+                            _refill(writer, value)
+                        allocator.bytes_allocated += len(writer)
+                        return view
+            nbytes = value.nbytes
+            if 0 < nbytes <= _SPARE_MAX and whole:
+                buffer = buffer_copy_of(value, USAGE_DEFAULT, allocator)  # (may be kept)
+                made[0] = dims
+            else:
+                buffer = recycled(value, USAGE_DEFAULT, allocator)
             allocator.bytes_allocated += buffer.length
             return trusted(buffer, dims, element_type)
         return general(value)
 
+    if whole:
+        home: list = [None]  # the last entry given back: its writer is made once
+
+        def give_back(view):
+            """After a call that kept no reference to this argument
+            (Export.unkept_arguments): its copy, when this converter made it for reuse
+            (its shape the very tuple it was made with), is the next call's to refill."""
+            if view.shape is made[0] and not spare:
+                entry = home[0]
+                if entry is None or entry[0] is not view:
+                    entry = home[0] = (view, _writer(view))
+                spare.append(entry)
+
+        convert.spare = spare
+        convert.give_back = give_back
     return convert
 
 
@@ -614,7 +656,7 @@ def tensor_result(ty: ArgType | None, exclusive: bool = False):
     exclusive)`, specialized when the declaration fixes the shape and a numpy dtype
     (nothing left to look up or multiply per call). It makes the same array by the same
     rules; a view that is not what was declared goes to `view_to_numpy`."""
-    if not isinstance(ty, TensorType) or ty.element_type is None or None in ty.shape:
+    if not isinstance(ty, TensorType) or ty.element_type is None:
         if exclusive:
             return _exclusive_view_to_numpy
         return view_to_numpy
@@ -622,6 +664,8 @@ def tensor_result(ty: ArgType | None, exclusive: bool = False):
     dtype = _whole_byte_dtype(element_type)
     if not dtype:
         return _exclusive_view_to_numpy if exclusive else view_to_numpy
+    if None in ty.shape:
+        return _dynamic_result(dtype, element_type, len(ty.shape), exclusive)
     shape = tuple(ty.shape)
     count = 1
     for d in shape:
@@ -660,6 +704,49 @@ def tensor_result(ty: ArgType | None, exclusive: bool = False):
 
     to_numpy.shape, to_numpy.element_type, to_numpy.nbytes = shape, element_type, nbytes
     to_numpy.dtype, to_numpy.exclusive = dtype, exclusive
+    return to_numpy
+
+
+def _dynamic_result(dtype, element_type: int, rank: int, exclusive: bool):
+    """`tensor_result` for a declared tensor with dynamic dims: the same array
+    `view_to_numpy(view, exclusive)` makes, with the dtype and rank looked up once; a view
+    not of the declared rank and element type goes to `view_to_numpy`."""
+    itemsize = dtype.itemsize
+    reshape = rank != 1
+
+    def to_numpy(view):
+        buffer = view.buffer
+        allocation = buffer.allocation
+        shape = view.shape
+        if not (
+            type(allocation) is Allocation
+            and len(shape) == rank
+            and view.element_type == element_type
+            and view.encoding_type == _DENSE
+        ):
+            return view_to_numpy(view, exclusive)
+        nbytes = itemsize
+        for d in shape:
+            nbytes *= d
+        if buffer.length != nbytes:
+            return view_to_numpy(view, exclusive)
+        storage = allocation.array
+        start = buffer.offset
+        size = storage.shape[0]
+        if start == 0 and size == nbytes:  # the whole allocation
+            out = storage.view(dtype)
+            keep = exclusive
+        else:
+            out = storage[start : start + nbytes].view(dtype)
+            keep = exclusive and size <= 2 * nbytes + 4096  # (as view_to_numpy)
+        if reshape:
+            out = out.reshape(shape)
+        if keep and allocation.owner is None and not allocation.readonly and (
+            allocation.preserve_count == 1
+        ):
+            return out
+        return out.copy()
+
     return to_numpy
 
 

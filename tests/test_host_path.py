@@ -317,6 +317,44 @@ def test_give_back_keeps_only_fast_path_copies(package):
         assert spare == []
 
 
+@pytest.mark.parametrize("device", ["local-sync", "local"])
+def test_dynamic_shape_argument_copies_are_reused_for_the_same_shape(vmfb, package, device):
+    """A dynamic-shape argument's copy comes back for the next call of the same shape
+    (refilled, the same buffer), a new shape gets a new copy, arrays off the fast path
+    are never given back, and every result, all held, equals iree.runtime's."""
+    theirs = iree_module(vmfb)
+    ctx = package.load(device=device)
+    assert package._EXPORTS["dyn_add"].unkept_arguments == (0, 1)
+    spare = _spare(ctx, "dyn_add", 0)
+    ours, expected, ids = [], [], []
+    for rows, base in ((3, 0), (3, 10), (3, 20), (1, 5), (1, 6), (0, 0), (4, 1), (4, 2)):
+        a = np.arange(rows * 2, dtype=np.int32).reshape(rows, 2) + base
+        b = np.full((rows, 2), base, np.int32)
+        ours.append(ctx.dyn_add(a, b))
+        expected.append(np.asarray(theirs.dyn_add(a, b).to_host()).copy())
+        a[:] = -9  # the caller's array is never the buffer
+        ids.append([id(v) for v in _views(spare)])
+    for got, want in zip(ours, expected):  # (later refills changed no earlier result)
+        assert got.shape == want.shape and got.tobytes() == want.tobytes()
+    # Rows 3, 3, 3 refill one copy; a new shape replaces it (rows 0: no copy to keep).
+    assert ids[0] == ids[1] == ids[2] and len(ids[0]) == 1
+    assert ids[3] == ids[4] and ids[3] != ids[2]
+    assert ids[5] == [] and ids[6] == ids[7] and len(ids[6]) == 1
+    # A non-contiguous array takes the general path: its view is never given back.
+    convert = ctx.dyn_add.plan.converters[0]
+    spare.clear()
+    other = convert(np.arange(8, dtype=np.int32).reshape(4, 2)[::2])
+    convert.give_back(other)
+    assert spare == []
+    view = convert(np.arange(4, dtype=np.int32).reshape(2, 2))
+    convert.give_back(view)
+    assert _views(spare) == [view]
+    with pytest.raises(ValueError, match="argument 'input0'"):
+        ctx.dyn_add(np.zeros((2, 3), np.int32), np.zeros((2, 3), np.int32))
+    assert _views(spare) == [view]  # (still there for the next good call)
+    assert ctx.dyn_add(np.ones((2, 2), np.int32), np.ones((2, 2), np.int32)).tolist() == [[2, 2], [2, 2]]
+
+
 def test_what_the_translator_proved_per_export(package):
     """The package's translate-time facts (translator/analyses/ownership.py): `set`
     stores its argument, `id` returns it, matmul_acc's %acc is tied to a result (its
@@ -384,7 +422,7 @@ def test_declared_result_converter_matches_view_to_numpy():
     convert = abi.tensor_result(ty, True)
     copying = abi.tensor_result(ty)
     assert convert is not abi.view_to_numpy
-    assert abi.tensor_result(abi.parse_type("tensor<?xf32>")) is abi.view_to_numpy
+    assert abi.tensor_result(abi.parse_type("tensor<*xf32>")) is abi.view_to_numpy
 
     def fresh(values=(1, 2, 3, 4), shape=(2, 2), element_type=0x21000020, offset=0):
         data = np.zeros(offset // 4 + 4, np.float32)
@@ -413,6 +451,41 @@ def test_declared_result_converter_matches_view_to_numpy():
     out = convert(view)
     out[:] = 0
     assert bytes(host) == np.arange(4, dtype=np.float32).tobytes()
+
+
+def test_dynamic_result_converter_matches_view_to_numpy():
+    """abi.tensor_result of a declared tensor with dynamic dims makes what view_to_numpy
+    makes: the view's own shape, zero-copy only for a result proved fresh and not a small
+    piece of a larger allocation, and other ranks and element types the general way."""
+    from runtime_support import abi
+    from runtime_support.hal.buffer import Allocation, HalBuffer
+    from runtime_support.hal.buffer_view import HalBufferView
+
+    ty = abi.parse_type("tensor<?x2xf32>")
+    convert, copying = abi.tensor_result(ty, True), abi.tensor_result(ty)
+    assert convert is not abi.view_to_numpy and copying is not abi.view_to_numpy
+
+    def view_of(rows, total=None, offset=0, shape=None, element_type=0x21000020):
+        n = rows * 2
+        data = np.zeros(total if total is not None else n, np.float32)
+        data[offset // 4 : offset // 4 + n] = np.arange(n) + 1
+        buffer = HalBuffer(Allocation.copy_of(data), offset, n * 4)
+        return HalBufferView(buffer, shape if shape is not None else (rows, 2), element_type)
+
+    cases = [view_of(3), view_of(0), view_of(1, total=4, offset=8), view_of(2, total=5000),
+             view_of(2, shape=(4,)), view_of(2, element_type=0x10000020), view_of(2, shape=(2, 1))]
+    for view in cases:
+        for exclusive, conv in ((True, convert), (False, copying)):
+            got, want = conv(view), abi.view_to_numpy(view, exclusive)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            assert got.tobytes() == want.tobytes()
+            mem = view.buffer.allocation.array
+            assert np.shares_memory(got, mem) == np.shares_memory(want, mem)
+    # (zero-copy where the result is the whole allocation and proved fresh; a small
+    # piece of a big one is copied)
+    assert np.shares_memory(convert(cases[0]), cases[0].buffer.allocation.array)
+    assert not np.shares_memory(copying(cases[0]), cases[0].buffer.allocation.array)
+    assert not np.shares_memory(convert(cases[3]), cases[3].buffer.allocation.array)
 
 
 def test_undeclared_argument_converter():
