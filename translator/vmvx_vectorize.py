@@ -141,6 +141,7 @@ class _Kernel:
         self.extents: dict = {}  # atom -> extent expression (runtime) or int
         self.work: int | None = 1  # logical iterations per workgroup (None: not static)
         self.scratch: list = []  # per `buffer.alloc`: {"name", "bytes", "key", "kind", "line"}
+        self.scratch_names: set = set()
         # Loops whose bound is only known at dispatch time (see `loop`):
         self.trips: dict = {}  # (lb, ub, step) expressions -> trip count variable
         self.trip_lines: dict = {}  # trip count variable -> its line (top level)
@@ -472,7 +473,7 @@ class _Kernel:
             return  # (stored back unchanged)
         self.reduced.add(var)
         if v.pending[0] == "max":
-            self.emit(f"{var} = A.max_f32({var}, {v.pending[1]}, {loop.axis}, {loop.trip}, NDIM)")
+            self.assign(var, f"A.max_f32({var}, {v.pending[1]}, {loop.axis}, {loop.trip}, NDIM)", "f32")
             return
         if v.pending[0] == "add":
             a, b, first = v.pending[1], None, v.pending[2]
@@ -480,7 +481,16 @@ class _Kernel:
             a, b, first = v.pending[1], v.pending[2], False
         else:
             self.no_reduce(var)
-        self.emit(f"{var} = A.sum_f32({var}, {a}, {b}, {loop.axis}, {loop.trip}, {first}, NDIM)")
+        self.assign(var, f"A.sum_f32({var}, {a}, {b}, {loop.axis}, {loop.trip}, {first}, NDIM)", "f32")
+
+    def assign(self, var: str, rhs: str, kind: str) -> None:
+        """A store to an element kept in a variable (a scratch buffer, a promoted
+        accumulator). A scratch buffer's lanes past a masked loop's bound keep what they
+        held (a later loop nest of another bound may read them); an accumulator's are
+        never stored back (store_m), so it is assigned whole."""
+        if self.mask and var in self.scratch_names:
+            rhs = f"A.masked({self.mask[0]}, {rhs}, {var}, {kind!r})"
+        self.emit(f"{var} = {rhs}")
 
     def flushed(self, v: Val) -> Val:
         if v.taint is not None:
@@ -522,8 +532,6 @@ class _Kernel:
         access update it in their order). Returns the variable's name."""
         if idx.form is None:
             raise NotVectorizable("a scratch buffer address is not affine")
-        if self.mask:
-            raise NotVectorizable("a scratch buffer accessed in a loop of varying trip count")
         if write:
             for lp in self.loops:
                 if lp.parallel and lp.atom not in idx.form:
@@ -532,24 +540,44 @@ class _Kernel:
         key = self.canonical(idx.form)
         s = self.scratch[n]
         if s["key"] is None:
+            if kind not in ("f32", "i32"):
+                raise NotVectorizable(f"a scratch buffer accessed as {kind}")
             lo = hi = 0
-            terms = []
+            terms, late = [], []  # (late: the terms of loops whose trip count is known at dispatch time)
             for atom, c in key:
                 if atom == ():
                     lo, hi = lo + c, hi + c
                     continue
                 if not (isinstance(atom, tuple) and atom[0] == "axis" and atom[-1] is not None):
                     raise NotVectorizable(f"a scratch buffer addressed by {atom!r}")
+                if type(atom[-1]) is str:
+                    late.append((c, atom[-1]))
+                    continue
                 span = c * (atom[-1] - 1)
                 lo, hi = lo + min(0, span), hi + max(0, span)
                 terms.append((abs(c), atom[-1]))
-            if lo < 0 or hi >= s["bytes"] // 4 or kind not in ("f32", "i32"):
-                raise NotVectorizable("a scratch buffer access out of bounds (the scalar path reports it)")
-            seen = 0
-            for c, n_ in sorted(t for t in terms if t[1] > 1):
-                if c <= seen:
-                    raise NotVectorizable("a scratch buffer address form is not injective")
-                seen += c * (n_ - 1)
+            if not late:
+                if lo < 0 or hi >= s["bytes"] // 4:
+                    raise NotVectorizable("a scratch buffer access out of bounds (the scalar path reports it)")
+                seen = 0
+                for c, n_ in sorted(t for t in terms if t[1] > 1):
+                    if c <= seen:
+                        raise NotVectorizable("a scratch buffer address form is not injective")
+                    seen += c * (n_ - 1)
+            else:
+                # A loop of varying trip count (its lanes past a workgroup's bound masked):
+                # bounds and injectivity checked at dispatch time with the largest trip
+                # count (a lane reaching it exists; with none, nothing is accessed).
+                spans = [f"{c} * (max({t}, 1) - 1)" for c, t in late]
+                los = " + ".join([str(lo)] + [f"min(0, {x})" for x in spans])
+                his = " + ".join([str(hi)] + [f"max(0, {x})" for x in spans])
+                every = [f"({c}, {t})" for c, t in terms] + [f"({abs(c)}, {t})" for c, t in late]
+                s["checks"] = [
+                    f"if not (0 <= {los} and {his} < {s['bytes'] // 4}):  # (scratch {n}: the scalar path reports it)",
+                    "    return False",
+                    f"if not A.injective(({', '.join(every)},)):  # (scratch {n})",
+                    "    return False",
+                ]
             s["key"], s["kind"] = key, kind
         elif (s["key"], s["kind"]) != (key, kind):
             raise NotVectorizable("a scratch buffer accessed through more than one address form")
@@ -648,7 +676,7 @@ class _Kernel:
     def guards(self) -> list[str]:
         """Dispatch-time checks: written bindings disjoint from the others, and each
         written binding's single address form injective over the real grid."""
-        out = []
+        out = [line for s in self.scratch for line in s.get("checks", ())]
         forms: dict = {}
         for k, kind, key, par, form in self.accesses:
             if k not in self.written:
@@ -739,6 +767,7 @@ def _h_alloc(k: _Kernel, op) -> None:
     n = len(k.scratch)
     name = f"s{n}"
     k.emit(f"{name} = 0  # (scratch buffer {n}: zero-filled)")
+    k.scratch_names.add(name)
     k.scratch.append({"name": name, "bytes": length.const, "key": None, "kind": None,
                       "line": len(k.lines) - 1})
     k.write(op["result"], Val(name, "ref", ref=("scratch", n)))
@@ -795,7 +824,7 @@ def _h_store(k: _Kernel, op) -> None:
         k.plan["noreduce"].add(k.loops[-1].header)
         raise _Retry
     if acc is not None:
-        k.emit(f"{acc} = {val.expr}")
+        k.assign(acc, val.expr, kind)
         return
     k.mark_store()
     if k.mask:

@@ -216,6 +216,13 @@ def select(c, a, b):
     return np.where(c != 0, a, b)
 
 
+def masked(mask, new, old, kind: str):
+    """A scratch buffer's variable after a store in a masked loop: `new` in the active
+    lanes of `mask`, `old` in the others (the lanes past their workgroup's bound store
+    nothing), as the kind's array (float32 for f32, int64 for i32)."""
+    return np.where(mask, new, old).astype(np.float32 if kind == "f32" else np.int64, copy=False)
+
+
 # ---- float32 -------------------------------------------------------------------------------
 # Operands arrive flushed (the generated code applies `daz` to loaded values once);
 # results are flushed here.
