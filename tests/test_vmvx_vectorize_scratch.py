@@ -113,3 +113,47 @@ def test_masked_keeps_inactive_lanes():
     got = A.masked(mask, 7, old, "i32")
     assert got.dtype == np.int64 and got.tolist() == [[7, 7, 7], [5, 5, 5]]
 
+
+@pytest.mark.parametrize("kind", ["f32", "i32"])
+def test_full_masks_as_plain_accesses(kind, monkeypatch):
+    """load_m/store_m with every lane active go as load/store (no boolean indexing):
+    the same values, shapes, dtypes, wrapping and range errors as the masked path."""
+    from runtime_support.errors import VMError
+    from runtime_support.loaders import vmvx_arrays as A
+
+    dtype = np.float32 if kind == "f32" else np.int32
+    idx = np.arange(6).reshape(1, 6, 1)
+    mask = np.ones((2, 1, 3), bool)  # (a mask over more axes than the address)
+    value = (np.arange(6).reshape(1, 6, 1) - 3) * (1 << 31 if kind == "i32" else 1.5)
+    results = {}
+    for fast in (False, True):
+        monkeypatch.setattr(A, "_FULL_TILES", fast)
+        mem = bytearray(np.arange(8, dtype=dtype).tobytes())
+        b = A.Binding(memoryview(mem))
+        got = A.load_m(b, kind, idx, mask)
+        A.store_m(b, kind, idx + 1, value if kind == "f32" else value.astype(np.int64), mask)
+        A.store_m(b, kind, np.array([[[7]]]), 0 if kind == "i32" else 0.0, mask)
+        with pytest.raises(VMError, match="out of range"):
+            A.load_m(b, kind, idx + 3, mask)
+        with pytest.raises(VMError, match="out of range"):
+            A.store_m(b, kind, idx + 3, 1, mask)
+        results[fast] = (got.shape, got.dtype, got.tobytes(), bytes(mem))
+    assert results[True] == results[False]
+
+
+def test_dead_definitions_dropped():
+    from translator.vmvx_vectorize import _dead_code_removed
+
+    lines = [
+        "v1 = A.axis_range(0, 1, 4, 3, NDIM)",
+        "v2 = A.add_i64(v1, 1)",  # (read only by v3: both go)
+        "v3 = A.mul_i64(v2, 4)",
+        "v4 = A.load(b0, 'f32', v1)",  # (a load: kept, unread)
+        "v5 = A.div_i64_s(v1, t0)",  # (may fault: kept)
+        "m6 = (v1 < t0)",  # (read by the store)
+        "for v7 in range(0, 4, 1):",
+        "    v8 = A.add_i64(v1, 2)",  # (a block's first line: kept)
+        "    pass",
+        "A.store_m(b1, 'f32', v1, 0.0, m6)",
+    ]
+    assert _dead_code_removed(lines) == [lines[0], *lines[3:]]

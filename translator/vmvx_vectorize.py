@@ -1164,7 +1164,37 @@ def _assemble(k: _Kernel, guards: list[str]) -> list[str]:
     # compute trip counts they read).
     at = len(body) if k.first_store is None else k.first_store
     body, at = _hoist(body, at, {n for g in guards for n in _NAME.findall(g)})
-    return out + body[:at] + guards + body[at:] + ["return True"]
+    return _dead_code_removed(out + body[:at] + guards + body[at:]) + ["return True"]
+
+
+_DEF_LINE = re.compile(r"^(\s*)([vmt]\d+) = (.*)$")
+_USE = re.compile(r"\b[vmt]\d+\b")
+# (what a definition may do and still be dropped unread: no memory access, nothing
+# that can fault - an integer division - and no fold)
+_EFFECTS = ("load", "store", "_constant", "div_", "rem_", "sum_f32", "max_f32", "masked")
+
+
+def _dead_code_removed(lines: list[str]) -> list[str]:
+    """Pure definitions nothing reads dropped (a loop counter's last step, an address
+    computed for an access folded away): each was a numpy call per dispatch."""
+    while True:
+        uses: dict = {}
+        for line in lines:
+            m = _DEF_LINE.match(line)
+            text = m.group(3) if m else line
+            for name in _USE.findall(text):
+                uses[name] = uses.get(name, 0) + 1
+        keep, dropped = [], False
+        for j, line in enumerate(lines):
+            m = _DEF_LINE.match(line)
+            if (m and m.group(2) not in uses and not any(w in m.group(3) for w in _EFFECTS)
+                    and not (j and lines[j - 1].rstrip().endswith(":"))):
+                dropped = True
+                continue
+            keep.append(line)
+        if not dropped:
+            return keep
+        lines = keep
 
 
 def _hoist(body: list, at: int, needed: set) -> tuple[list, int]:

@@ -507,8 +507,14 @@ def store(binding: Binding, kind: str, idx, value) -> None:
     view[_to(idx, shape)] = _to(np.asarray(value, dtype=view.dtype), shape)
 
 
+# Masked loads and stores whose mask is all true go as plain ones (no boolean indexing).
+_FULL_TILES = True
+
+
 def load_m(binding: Binding, kind: str, idx, mask):
     """`load` in the active lanes of `mask` (the others read nothing and hold 0)."""
+    if _FULL_TILES and type(idx) is np.ndarray and mask.all():  # (every lane active: all but a last tile)
+        return _to(load(binding, kind, idx), np.broadcast_shapes(idx.shape, mask.shape))
     view = binding.view(kind)
     shape = np.broadcast(idx, mask).shape
     idx, mask = _to(idx, shape), _to(mask, shape)
@@ -521,6 +527,9 @@ def load_m(binding: Binding, kind: str, idx, mask):
 
 def store_m(binding: Binding, kind: str, idx, value, mask) -> None:
     """`store` in the active lanes of `mask` only."""
+    if _FULL_TILES and type(idx) is np.ndarray and mask.all():
+        store(binding, kind, idx, value)  # (lanes the mask adds write the same element again)
+        return
     view = binding.view(kind)
     if view.flags.writeable is False:
         raise VMError(StatusCode.PERMISSION_DENIED, "vm.buffer.store: binding is read-only")
