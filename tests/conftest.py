@@ -18,11 +18,19 @@ Fixtures:
 Compiled modules are cached twice: per run (under pytest's session tmp dir) and persistently,
 keyed by sha256(source text, flags, compiler version), in $PYREE_TEST_CACHE if set (set it to
 "0" or "off" to disable) or else <repo>/.pyree-cache/vmfb/ (git-ignored).
+
+The suite runs on pytest-xdist workers (pyproject.toml's addopts: `-n auto --dist loadfile`;
+`-n 0` runs it in one process). The per-run cache is then one folder for all workers (under
+the run's base temp folder, above each worker's own), and a module is compiled under a lock
+on its output name: a worker that needs a module another one is compiling waits for it
+instead of compiling it again. Every cache file is written under a temporary name and
+renamed into place, so no reader sees half a file.
 """
 
 from __future__ import annotations
 
 import hashlib
+import fcntl
 import json
 import os
 import re
@@ -60,6 +68,25 @@ def pytest_addoption(parser):
         default=False,
         help="rewrite golden files with the current output instead of comparing against them",
     )
+
+
+GIB_PER_WORKER = 3  # the most one worker's processes were measured to hold at once, rounded up
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: one worker per core this process may run on, and at most one per
+    GIB_PER_WORKER of memory; $PYTEST_XDIST_AUTO_NUM_WORKERS, where set, decides instead."""
+    env = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
+    if env:
+        return None  # (xdist's own hook reads it)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:
+        pages, page = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+        by_memory = max(1, pages * page // (GIB_PER_WORKER << 30))
+    except (ValueError, OSError):
+        by_memory = cores or 1
+    return max(1, min(cores or 1, by_memory))
 
 
 @pytest.fixture
@@ -209,14 +236,44 @@ def _atomic_copy(src: Path, dst: Path):
     os.replace(tmp, dst)
 
 
+class _FileLock:
+    """An exclusive flock on `path` (made if missing) for the `with` block: serialises the
+    making of one cache entry across processes (xdist workers, concurrent runs)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.fd = None
+
+    def __enter__(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+        self.fd = None
+
+
 def compile_mlir_cached(src_path, flags, cache_dir) -> Path:
-    """Compile `src_path` with iree-compile `flags` into `cache_dir`, reusing earlier results."""
+    """Compile `src_path` with iree-compile `flags` into `cache_dir`, reusing earlier results.
+    Safe to call from several processes at once on one `cache_dir`: the module is compiled
+    once (the others wait on its lock) and appears under its name only when complete."""
     src_path = Path(src_path)
     flags = tuple(flags)
     cache_dir = Path(cache_dir)
     key = compile_key(src_path.read_text(), flags)
     out = cache_dir / f"{src_path.stem}-{key[:16]}.vmfb"
     if out.is_file():
+        return out
+    with _FileLock(cache_dir / f".{out.name}.lock"):
+        return _compile_locked(src_path, flags, key, out)
+
+
+def _compile_locked(src_path: Path, flags: tuple, key: str, out: Path) -> Path:
+    cache_dir = out.parent
+    if out.is_file():  # (made by another process while this one waited for the lock)
         return out
     persistent = persistent_cache_dir()
     if persistent is not None:
@@ -248,9 +305,20 @@ def compile_mlir_cached(src_path, flags, cache_dir) -> Path:
     return out
 
 
+def run_shared_dir(tmp_path_factory, name: str) -> Path:
+    """A folder `name` for this whole test run: under xdist, one for all workers (in the
+    run's base temp folder, the parent of each worker's), else a fresh session tmp folder.
+    What is kept there must be written atomically (see compile_mlir_cached)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        path = tmp_path_factory.getbasetemp().parent / name
+        path.mkdir(exist_ok=True)
+        return path
+    return tmp_path_factory.mktemp(name)
+
+
 @pytest.fixture(scope="session")
 def vmfb_cache_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("vmfb")
+    return run_shared_dir(tmp_path_factory, "vmfb")
 
 
 @pytest.fixture(scope="session")
