@@ -94,6 +94,20 @@ def update_golden(request) -> bool:
     return bool(request.config.getoption("--update-golden"))
 
 
+# --- process state some tests start from -------------------------------------------------
+
+
+@pytest.fixture
+def empty_recycle_pools(monkeypatch):
+    """fresh_buffer's recycled storage (runtime_support/hal/buffer.py `_recycled`) empty for
+    the test, and the process's own pools back afterwards: a test that asserts storage is
+    handed out again must not depend on which tests ran before it in this process (once
+    _RECYCLE_SIZES sizes are tracked, a new size is not recycled at all)."""
+    from runtime_support.hal import buffer
+
+    monkeypatch.setattr(buffer, "_recycled", {})
+
+
 # --- corpus and e2e cases ---------------------------------------------------------------------
 
 

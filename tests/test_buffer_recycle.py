@@ -21,6 +21,10 @@ from runtime_support.hal.buffer_view import HalBufferView
 
 SIZE = 48  # a size no other test in this process recycles through this module's calls
 
+# Each test starts from empty pools, whatever ran before it in this process (under xdist a
+# worker runs this file after an arbitrary set of others).
+pytestmark = pytest.mark.usefixtures("empty_recycle_pools")
+
 
 def _fresh(size: int = SIZE):
     return bm.fresh_buffer(size, 0, bm.USAGE_DEFAULT, None)

@@ -363,7 +363,7 @@ def test_dynamic_shapes_bad_argument_fails_its_check(dynamic_package):
 # --- argument copies in recycled storage ---------------------------------------------------
 
 
-def test_recycled_argument_copies_hold_their_array_and_are_never_shared():
+def test_recycled_argument_copies_hold_their_array_and_are_never_shared(empty_recycle_pools):
     """buffer_copy_recycled (dynamic-shape arguments): a copy reuses storage only when
     nothing reaches it any more, and always holds exactly its array's bytes."""
     from runtime_support.hal.buffer import USAGE_DEFAULT, buffer_copy_of, buffer_copy_recycled
