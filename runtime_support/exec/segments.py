@@ -128,7 +128,7 @@ class _Shape:
 class Segment:
     """One segment of a program: steps `first`..`last` (indices into program.steps)."""
 
-    def __init__(self, program, first: int, last: int, live_after: set[str], public, slot) -> None:
+    def __init__(self, program, first: int, last: int, live_after, public, slot) -> None:
         self.program = program
         # name -> its slot in a call's values list (exec/general.py's _Values.key)
         self.slot = slot
@@ -221,10 +221,10 @@ class Segment:
             ):
                 determined.add(step.out)
         self.determined = determined
-        self.results = sorted(((made - computed) | (computed & determined)) & live_after)
+        self.results = sorted(n for n in (made - computed) | (computed & determined) if n in live_after)
         # Per call, before the plan: the integer ops whose results are this call's values
         # (dispatch constants, values read later) and not the shape's.
-        needed = set(live_after) - determined
+        needed = {n for n in made if n in live_after} - determined  # (the segment's own names are asked)
         for step in steps:  # (a dispatch's constants are written together, or not at all)
             if type(step) is CommandBufferDispatch:
                 needed.update(v for _, v in self._varying(step))
@@ -268,6 +268,7 @@ def find_segments(program, spans: list, private: set[str], own, slot) -> list[Se
     public = made_fences(program) - private  # (fences made here and returned)
     fences = private | public
     inputs = set(program.inputs)
+    reads = _LastReads(program)
     recorded = {k: span for span in spans for k in (span[0], *span[1], span[2])}
     out = []
     k, n = 0, len(steps)
@@ -303,7 +304,7 @@ def find_segments(program, spans: list, private: set[str], own, slot) -> list[Se
                 if not (
                     last == end - 1 and own(step) and isinstance(step.out, str)
                     and _allocated_in(steps, first, end, step.source_buffer)
-                    and step.source_buffer not in _live_after(program, end)
+                    and step.source_buffer not in reads.after(end)
                 ):
                     break
                 last = end
@@ -323,7 +324,7 @@ def find_segments(program, spans: list, private: set[str], own, slot) -> list[Se
         )
         if whole and any(type(steps[j]) in _EXECUTES for j in range(first, last + 1)):
             try:
-                out.append(Segment(program, first, last, _live_after(program, last), public, slot))
+                out.append(Segment(program, first, last, reads.after(last), public, slot))
             except ValueError:  # (a shape this module does not take: step by step)
                 pass
             k = last + 1
@@ -370,12 +371,35 @@ def _inner(step, private: set[str], fences: set[str], own) -> bool:
     return False
 
 
-def _live_after(program, last: int) -> set[str]:
-    """The names the steps after `last` or the outputs read."""
-    names = set(program.outputs)
-    for step in program.steps[last + 1 :]:
-        names.update(names_in(fields_read(step)))
-    return names
+class _LastReads:
+    """Which names the steps after a step, or the outputs, read: each name's last read,
+    found in one pass over the program (find_segments asks once per segment and per
+    readback; a scan of the rest of the program each time made loading a program of
+    a thousand dispatches quadratic: minutes)."""
+
+    def __init__(self, program) -> None:
+        last: dict[str, int] = {}
+        for k, step in enumerate(program.steps):
+            for name in names_in(fields_read(step)):
+                last[name] = k
+        for name in program.outputs:
+            last[name] = len(program.steps)
+        self._last = last
+
+    def after(self, k: int) -> "_LiveAfter":
+        return _LiveAfter(self._last, k)
+
+
+class _LiveAfter:
+    """The names read after step `k` (`name in live`)."""
+
+    __slots__ = ("_last", "_k")
+
+    def __init__(self, last: dict, k: int) -> None:
+        self._last, self._k = last, k
+
+    def __contains__(self, name) -> bool:
+        return self._last.get(name, -1) > self._k
 
 
 # -- building a shape's plan ----------------------------------------------------------------
