@@ -49,7 +49,8 @@ from ..hal.device import HalDevice
 from ..hal.fence import Fence
 from ..hal.module import BUFFER, QUEUE_FENCES
 from ..params.files import key_label
-from ..params.index import ParameterEntry, ParameterProviders, build_providers, splat_bytes
+from ..params.entry import ParameterEntry, splat_bytes
+from ..params.index import ParameterProviders, build_providers
 from ..vm import args as vm_args
 from ..vm.args import DEVICE, HOST_BYTES, U32, import_module, vm_import
 from ..vm.list import VMList

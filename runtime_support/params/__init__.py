@@ -1,7 +1,8 @@
 """Parameter archives for the `io_parameters` module (hal-abi.md §G).
 
 files.py        MappedFile (mmap of one file), bounds-checked Cursor, typed file errors
-index.py        ParameterEntry, ParameterIndex (one scope), ParameterProviders (scopes),
+entry.py        ParameterEntry (one parameter; the leaf the readers and the index share)
+index.py        ParameterIndex (one scope), ParameterProviders (scopes),
                 open_parameter_file, build_providers (what `load(parameters=...)` takes)
 irpa.py         .irpa reader (chained archives; SKIP/SPLAT/DATA) and writer (irpa_bytes,
                 write_irpa, Splat)

@@ -29,7 +29,7 @@ from .files import (
     file_error,
     key_label,
 )
-from .index import ParameterEntry
+from .entry import ParameterEntry
 
 MAGIC = 0x46554747  # b"GGUF"
 DEFAULT_ALIGNMENT = 32

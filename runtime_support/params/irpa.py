@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import StatusCode
 from .files import CopyBudget, MappedFile, check_count, file_error, key_label
-from .index import ParameterEntry
+from .entry import ParameterEntry
 
 MAGIC = 0x41505249  # b"IRPA"
 HEADER = struct.Struct("<IHHQQQQQQQQQQ")  # 88 bytes

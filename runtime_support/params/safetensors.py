@@ -19,7 +19,7 @@ import struct
 
 from ..errors import StatusCode
 from .files import MappedFile, check_count, file_error, key_label
-from .index import ParameterEntry
+from .entry import ParameterEntry
 
 _U64 = struct.Struct("<Q")
 
