@@ -41,7 +41,6 @@ from runtime_support.io_specs import (
     parse_element_type,
 )
 from runtime_support.errors import StatusCode
-from runtime_support.trace import TraceWriter  # noqa: F401 (its home before trace.py)
 
 DEFAULT_MAX_ELEMENT_COUNT = 1024
 

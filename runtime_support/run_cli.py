@@ -45,12 +45,12 @@ from runtime_support.errors import LoaderError, StatusCode, VMError
 from runtime_support.loaders import statistics as dispatch_statistics
 from runtime_support.io_format import (
     DEFAULT_MAX_ELEMENT_COUNT,
-    TraceWriter,
     format_results,
     format_value,
     to_numpy_for_output,
     write_npy,
 )
+from runtime_support.trace import TraceWriter
 from runtime_support.io_specs import SpecError, StorageInput, parse_inputs
 from runtime_support.package_cache import package_for, package_for_data, pyree_version
 
