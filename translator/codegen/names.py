@@ -22,12 +22,28 @@ _RESERVED = set(dir(builtins)) | {
 }
 
 
+# Families rendered as `result = helper(fields...)` with the helper named after the
+# mnemonic, from the named runtime module.
+HELPER_MODULES = {
+    "numerics": "runtime_support.vm.numerics",
+    "buffer": "runtime_support.vm.buffer",
+    "list": "runtime_support.vm.list",
+    "globals": "runtime_support.vm.globals",
+    # queue programs (codegen/queue_programs.py)
+    "program": "runtime_support.exec.program",
+    "steps": "runtime_support.exec.steps",
+    "general": "runtime_support.exec.general",
+    # HAL enum constants a queue program's fields name (codegen/hal_enums.py)
+    "hal_buffer": "runtime_support.hal.buffer",
+    "hal_command_buffer": "runtime_support.hal.command_buffer",
+    "hal_element_types": "runtime_support.hal.element_types",
+}
+
+
 def _helper_names() -> set[str]:
     """The runtime helpers generated code imports (`add_i32`, `list_alloc`, ...): an
     export named like one must not shadow it inside `_bind`."""
     import importlib
-
-    from translator.codegen.ops import HELPER_MODULES
 
     return {n for m in HELPER_MODULES.values() for n in dir(importlib.import_module(m)) if not n.startswith("_")}
 

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 
 from translator.codegen.escape import comment_text, string_literal as lit
-from translator.codegen.names import NameTable
+from translator.codegen.names import HELPER_MODULES, NameTable
 from translator.analyses.regkinds import HIGH
 from translator.codegen.stmt import (
     Assign,
@@ -31,24 +31,6 @@ from translator.codegen.stmt import (
 )
 from translator.ir import IMPORT_BIT, Function, Op, Reg
 from runtime_support.vm.numerics import INLINE as NUMERIC_INLINE
-
-
-# Families rendered as `result = helper(fields...)` with the helper named after the
-# mnemonic, from the named runtime module.
-HELPER_MODULES = {
-    "numerics": "runtime_support.vm.numerics",
-    "buffer": "runtime_support.vm.buffer",
-    "list": "runtime_support.vm.list",
-    "globals": "runtime_support.vm.globals",
-    # queue programs (codegen/queue_programs.py)
-    "program": "runtime_support.exec.program",
-    "steps": "runtime_support.exec.steps",
-    "general": "runtime_support.exec.general",
-    # HAL enum constants a queue program's fields name (codegen/hal_enums.py)
-    "hal_buffer": "runtime_support.hal.buffer",
-    "hal_command_buffer": "runtime_support.hal.command_buffer",
-    "hal_element_types": "runtime_support.hal.element_types",
-}
 
 
 def helper_name(mnemonic: str) -> str:
