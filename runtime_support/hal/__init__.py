@@ -6,7 +6,8 @@ allocator.py       HalAllocator: aligned host allocations, zero-copy host import
 buffer.py          HalBuffer (+ Allocation): bytes with a stable address, subspans
 buffer_view.py     HalBufferView: buffer + shape + element type + encoding
 element_types.py   §B.1/§B.2 encodings and numpy dtypes
-command_buffer.py  HalCommandBuffer: recorded commands, buffer refs, binding tables
+command_buffer.py  HalCommandBuffer: recorded commands, binding tables
+binding.py         BufferRef, Binding: a command's buffer argument, a binding-table entry
 queue.py           LocalQueue: fence-ordered synchronous execution
 fence.py           Fence: timepoints, join/signal/fail/wait, completion callbacks
 executable.py      HalExecutable: a loader Executable on a device

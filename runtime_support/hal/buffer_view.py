@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import element_types
+import runtime_support.hal.element_types as element_types
 from .buffer import Allocation, HalBuffer, USAGE_DEFAULT
 
 _DENSE = element_types.ENCODING_DENSE_ROW_MAJOR

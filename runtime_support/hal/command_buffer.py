@@ -16,6 +16,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from ..errors import StatusCode, VMError
+from .binding import Binding, BufferRef
 from .buffer import HalBuffer, WHOLE_BUFFER
 from .executable import HalExecutable
 
@@ -31,23 +32,6 @@ _CATEGORY_NAMES = ((0x3, "ANY"), (CATEGORY_TRANSFER, "TRANSFER"), (CATEGORY_DISP
 # Dispatch flags.
 DISPATCH_FLAG_DYNAMIC_INDIRECT_PARAMETERS = 0x1
 DISPATCH_FLAG_STATIC_INDIRECT_PARAMETERS = 0x2
-
-
-class BufferRef(NamedTuple):
-    """A command's buffer argument: a buffer, or a binding-table slot if buffer is None."""
-
-    buffer: HalBuffer | None
-    slot: int
-    offset: int
-    length: int
-
-
-class Binding(NamedTuple):
-    """One binding-table entry (queue.execute.indirect span element)."""
-
-    buffer: HalBuffer | None
-    offset: int
-    length: int
 
 
 _tuple_new = tuple.__new__

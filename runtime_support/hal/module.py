@@ -33,7 +33,7 @@ from ..vm.args import (
     vm_import,
 )
 from ..vm.numerics import M32, wrap_i32, wrap_i64
-from . import element_types
+import runtime_support.hal.element_types as element_types
 from .allocator import HalAllocator
 from .buffer import HalBuffer, WHOLE_BUFFER, fresh_buffer
 from .buffer_view import HalBufferView

@@ -27,10 +27,11 @@ from array import array
 from functools import partial
 
 from ..errors import StatusCode, VMError
-from ..loaders import native, statistics
+import runtime_support.loaders.native as native
+import runtime_support.loaders.statistics as statistics
 from ..loaders.executable import Executable as _NativeExecutable
 from .buffer import WHOLE_BUFFER
-from .command_buffer import BufferRef
+from .binding import BufferRef
 
 _WG = struct.Struct("<IIHHIQI4x")
 _DIRECT = -1  # slot word of a ref that holds an absolute address

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..errors import LoaderError
-from . import kernel_abi as abi
+import runtime_support.loaders.kernel_abi as abi
 from .elf_records import SIZES, Records
 from .executable import Executable, LibraryMemory
 

@@ -30,9 +30,9 @@ import weakref
 from typing import Callable, Sequence
 
 from ..errors import LoaderError, StatusCode, VMError
-from . import kernel_abi as abi
-from . import native as _jit
-from . import statistics
+import runtime_support.loaders.kernel_abi as abi
+import runtime_support.loaders.native as _jit
+import runtime_support.loaders.statistics as statistics
 
 _MAX_EXPORTS = 1 << 16
 _MAX_IMPORTS = 1 << 16

@@ -15,7 +15,7 @@ import tempfile
 from typing import Sequence
 
 from ..errors import LoaderError
-from . import kernel_abi as abi
+import runtime_support.loaders.kernel_abi as abi
 from .elf import parse_elf
 from .executable import Executable, LibraryMemory
 

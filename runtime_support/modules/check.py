@@ -38,7 +38,7 @@ from collections import Counter
 import numpy as np
 
 from ..errors import StatusCode, VMError
-from ..hal import element_types as et
+import runtime_support.hal.element_types as et
 from ..hal.buffer_view import HalBufferView
 from ..vm.args import Ref, bad_argument, import_module, vm_import
 
