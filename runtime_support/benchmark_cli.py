@@ -30,9 +30,9 @@ from runtime_support.context import python_name
 from runtime_support.errors import LoaderError, VMError
 from runtime_support.io_specs import SpecError, parse_input
 from runtime_support.run_cli import (
-    _guess_arg_type,
-    _parse_parameters,
-    _status_text,
+    guess_arg_type,
+    parse_parameters,
+    status_text,
     load_package,
     parse_cconv,
 )
@@ -102,9 +102,9 @@ def prepare(args):
     except ValueError as e:
         raise BenchmarkError(f"UNIMPLEMENTED; {e}") from None
     try:
-        ctx = pkg.load(device=args.device, parameters=_parse_parameters(args.parameters))
+        ctx = pkg.load(device=args.device, parameters=parse_parameters(args.parameters))
     except VMError as e:
-        raise BenchmarkError(f"{_status_text(e)}; creating run context") from None
+        raise BenchmarkError(f"{status_text(e)}; creating run context") from None
     except LoaderError as e:
         raise BenchmarkError(f"INTERNAL; {e}; creating run context") from None
     known = name in (getattr(pkg, "EXPORTS", None) or {name: None})
@@ -118,7 +118,7 @@ def prepare(args):
         )
     inputs = []
     for i, spec in enumerate(args.input):
-        t = arg_types[i] if arg_types is not None else _guess_arg_type(spec)
+        t = arg_types[i] if arg_types is not None else guess_arg_type(spec)
         try:
             inputs.append(parse_input(spec, t).value)
         except SpecError as e:
@@ -155,7 +155,7 @@ def run(args, stdout=None) -> dict:
         min_time, count = args.benchmark_min_time
         reps = [repetition(method, inputs, min_time, count) for _ in range(args.benchmark_repetitions)]
     except VMError as e:
-        raise BenchmarkError(f"{_status_text(e)}; {call}") from None
+        raise BenchmarkError(f"{status_text(e)}; {call}") from None
     except (TypeError, ValueError) as e:
         raise BenchmarkError(f"INVALID_ARGUMENT; {e}; {call}") from None
     except LoaderError as e:

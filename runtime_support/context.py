@@ -27,7 +27,7 @@ from runtime_support.vm.globals import RefGlobals, new_rwdata
 DEVICES = ("local", "local-task", "local-sync", "cuda")
 
 # Devices pyree can create now, and those the contract names that this build lacks.
-_LOCAL_DEVICES = {"local": "local-task", "local-task": "local-task", "local-sync": "local-sync"}
+LOCAL_DEVICES = {"local": "local-task", "local-task": "local-task", "local-sync": "local-sync"}
 _UNAVAILABLE_DEVICES: dict[str, str] = {}
 
 
@@ -68,14 +68,14 @@ def make_device(device, workers: int | None = None):
     device = device_name(device)
     if workers is not None and (isinstance(workers, bool) or int(workers) < 1):
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
-    kind = _LOCAL_DEVICES.get(device)
+    kind = LOCAL_DEVICES.get(device)
     if kind == "local-task":
         return LocalDevice(kind, worker_count=workers)
     if kind is not None:
         return LocalDevice(kind)
     if device.partition(":")[0] == "cuda":
         return _open_cuda(device)
-    usable = ", ".join(_LOCAL_DEVICES)
+    usable = ", ".join(LOCAL_DEVICES)
     if device in _UNAVAILABLE_DEVICES:
         raise DeviceError(
             StatusCode.UNAVAILABLE,
@@ -83,7 +83,7 @@ def make_device(device, workers: int | None = None):
             f"use one of {usable}",
         )
     driver, sep, _ = device.partition("://")
-    if sep and (driver in _LOCAL_DEVICES or driver == "cuda"):
+    if sep and (driver in LOCAL_DEVICES or driver == "cuda"):
         raise DeviceError(
             StatusCode.NOT_FOUND, "device paths not yet implemented", context="creating device"
         )
@@ -157,7 +157,7 @@ def _shared_device(device, modules: dict, index: int = 0):
                     f"import module {name!r} runs on another device; pass device= its device",
                 )
             return device
-        kind = _LOCAL_DEVICES.get(device_name(device), device_name(device))
+        kind = LOCAL_DEVICES.get(device_name(device), device_name(device))
         if getattr(theirs, "identifier", None) != kind:
             raise DeviceError(
                 StatusCode.INVALID_ARGUMENT,

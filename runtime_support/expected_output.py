@@ -22,7 +22,7 @@ import numpy as np
 
 from runtime_support import narrow_floats
 from runtime_support.io_format import (
-    _element_strings,
+    element_strings,
     element_type_of,
     format_buffer_view_data,
 )
@@ -109,8 +109,8 @@ def _compare_view(i: int, expected, actual, tol: Tolerances) -> str:
         index = _first_mismatch(np.asarray(expected), np.asarray(actual), exp_et, tol)
         if index is None:
             return ""
-        a = _element_strings(np.asarray(actual).reshape(-1)[index : index + 1], act_et)[0]
-        e = _element_strings(np.asarray(expected).reshape(-1)[index : index + 1], exp_et)[0]
+        a = element_strings(np.asarray(actual).reshape(-1)[index : index + 1], act_et)[0]
+        e = element_strings(np.asarray(expected).reshape(-1)[index : index + 1], exp_et)[0]
         why = f"element at index {index} ({a}) does not match the expected ({e})"
     return (
         f"[FAILED] result[{i}]: {why}; expected that the view is equal to contents of a "

@@ -109,7 +109,7 @@ def scalar_vm_type(value) -> str:
     return "f64"
 
 
-def _element_strings(flat: np.ndarray, et: ElementType) -> list[str]:
+def element_strings(flat: np.ndarray, et: ElementType) -> list[str]:
     """Text of each element of the flat storage array."""
     if et.kind in ("i", "si", "ui") and et.bits in (8, 16, 32, 64):
         if et.kind == "ui":
@@ -162,7 +162,7 @@ def format_buffer_view_data(
             StatusCode.INVALID_ARGUMENT,
             f"array dtype {arr.dtype} does not hold element type {et.name}",
         )
-    texts = _element_strings(storage[:limit], et)
+    texts = element_strings(storage[:limit], et)
 
     pos = [0]
 

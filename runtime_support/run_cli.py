@@ -266,7 +266,7 @@ def route_traces(ctx, stream) -> None:
             sink.stream = stream
 
 
-def _guess_arg_type(spec: str) -> str:
+def guess_arg_type(spec: str) -> str:
     """Argument type of a SPEC when the package gives no calling convention: integer
     literals are i32 (i64 when out of i32 range), other bare numbers f32, the rest refs.
     """
@@ -284,7 +284,7 @@ def _guess_arg_type(spec: str) -> str:
     return "ref"
 
 
-def _parse_parameters(values: list[str]) -> list[tuple[str, str]] | None:
+def parse_parameters(values: list[str]) -> list[tuple[str, str]] | None:
     if not values:
         return None
     out = []
@@ -330,13 +330,13 @@ class OneLineArgumentParser(argparse.ArgumentParser):
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    from runtime_support.context import _LOCAL_DEVICES
+    from runtime_support.context import LOCAL_DEVICES
 
     p = OneLineArgumentParser(
         prog="pyree-run",
         description="Run an export of a pyree-translated package (or a .vmfb, translated "
         "into a cache on first use) like iree-run-module: same flags, same output.",
-        epilog=f"devices: {', '.join(_LOCAL_DEVICES)}, cuda, cuda:N (a GPU through pycuda: "
+        epilog=f"devices: {', '.join(LOCAL_DEVICES)}, cuda, cuda:N (a GPU through pycuda: "
         "pip install 'pyree[cuda]'). --flagfile=FILE reads one flag per line "
         "(# starts a comment).",
     )
@@ -595,7 +595,7 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
 
     try:
         ctx = load_contexts(
-            packages, _devices_arg(args.device), _parse_parameters(args.parameters),
+            packages, _devices_arg(args.device), parse_parameters(args.parameters),
             trace_stream=stderr,
         )
     except VMError as e:
@@ -609,7 +609,7 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
             if isinstance(e, DeviceError):
                 chain = f"{e.context} '{getattr(e, 'device', None) or (args.device or ['local'])[0]}'; {chain}"
             return _fail(stderr, f"{e.code.name}; {e.message}; {chain}")
-        return _fail(stderr, f"{_status_text(e)}; creating VM context; creating run context")
+        return _fail(stderr, f"{status_text(e)}; creating VM context; creating run context")
     except LoaderError as e:
         return _fail(stderr, f"INTERNAL; {e}; creating run context")
     except (OSError, ValueError, TypeError) as e:
@@ -635,7 +635,7 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
 
     # Inputs, parsed as one list (files shared along it, `*FILE.npy` gives several).
     try:
-        inputs = parse_inputs(args.input, arg_types, _guess_arg_type)
+        inputs = parse_inputs(args.input, arg_types, guess_arg_type)
     except SpecError as e:
         return fail(
             f"{e.code.name}; "
@@ -659,7 +659,7 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
         raw = method(*inputs)
     except VMError as e:
         stdout.flush()
-        return fail(f"{_status_text(e)}; invoking function '{name}'")
+        return fail(f"{status_text(e)}; invoking function '{name}'")
     except (TypeError, ValueError) as e:
         stdout.flush()
         return fail(f"INVALID_ARGUMENT; {e}; invoking function '{name}'")
@@ -760,7 +760,7 @@ def _guess_result_type(value) -> str:
     return "ref"
 
 
-def _status_text(e: VMError) -> str:
+def status_text(e: VMError) -> str:
     """`<vm>:0: CODE; message; ` as iree-run-module prints a status raised by VM code
     (the stack annotation after the message is empty); where the module's debug
     database gives pyree the MLIR source location, it stands in that prefix's place

@@ -308,7 +308,7 @@ def _parse_inputs(specs, types):
     from runtime_support import run_cli
     from runtime_support.io_specs import parse_inputs
 
-    return parse_inputs(run_cli._per_rank(specs) or [], types, run_cli._guess_arg_type)
+    return parse_inputs(run_cli._per_rank(specs) or [], types, run_cli.guess_arg_type)
 
 
 def run_one(item: dict, workdir: Path) -> dict:
@@ -334,7 +334,7 @@ def run_one(item: dict, workdir: Path) -> dict:
                     if args == 2 and len(lines) != 1:
                         return _result(item, "multiline", err.getvalue()[:300])
                     return _result(item, "rejected" if args else "parsed", err.getvalue()[:200])
-                run_cli._parse_parameters(args.parameters)
+                run_cli.parse_parameters(args.parameters)
                 specs = args.input
             _parse_inputs(specs, item["types"])
             return _result(item, "parsed", "")

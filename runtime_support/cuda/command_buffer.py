@@ -22,12 +22,12 @@ from runtime_support.hal.command_buffer import (
     Binding,
     BufferRef,
     HalCommandBuffer,
-    _CollectiveBatch,
+    CollectiveBatch,
     _Copy,
     _Dispatch,
     _Fill,
     _Update,
-    _require,
+    require_buffer,
     resolve_ref,
 )
 
@@ -67,7 +67,7 @@ def _dispatch_step(device, command: _Dispatch):
         grid = None
         if indirect:
             w = "dispatch.indirect workgroups"
-            buffer, offset, _ = _require(resolve_ref(command.workgroups, table, w), w)
+            buffer, offset, _ = require_buffer(resolve_ref(command.workgroups, table, w), w)
             counts = tuple(int(v) for v in buffer.bytes_view(offset, 12).view(np.uint32))
             grid = native.check_grid(command.ordinal, counts)
         if 0 not in (grid or launch.grid):
@@ -90,7 +90,7 @@ def build_steps(device, commands) -> list:
             step = _dispatch_step(device, command)
         elif isinstance(command, (_Fill, _Update, _Copy)):
             step = _transfer_step(command)
-        elif isinstance(command, _CollectiveBatch):
+        elif isinstance(command, CollectiveBatch):
             from runtime_support.cuda.nccl_channel import batch_step
 
             step = batch_step(device, command)

@@ -112,9 +112,9 @@ class CudaDevice(HalDevice):
 
     def query_i64(self, category, key) -> tuple[int, int]:
         """(ok, value) as IREE's CUDA device answers; (0, 0) for what it does not know."""
-        from runtime_support.hal.device import _text, glob_match
+        from runtime_support.hal.device import decode_text, glob_match
 
-        category, key = _text(category), _text(key)
+        category, key = decode_text(category), decode_text(key)
         if category == "hal.device.id":
             return 1, int(glob_match(key, self.identifier))
         if category == "hal.executable.format":

@@ -138,7 +138,7 @@ def _calls(channel: NcclChannel, op, param: int, send: int, recv: int, count: in
 
 
 def batch_step(device, batch):
-    """A command buffer step running `batch` (command_buffer._CollectiveBatch) on the
+    """A command buffer step running `batch` (command_buffer.CollectiveBatch) on the
     device's stream: one NCCL group per execution."""
     from runtime_support.hal.command_buffer import resolve_ref
 

@@ -89,7 +89,7 @@ def resolve_ref(
     return entry.buffer, base + ref.offset, length
 
 
-def _require(resolved, what: str):
+def require_buffer(resolved, what: str):
     if resolved is None:
         raise VMError(StatusCode.INVALID_ARGUMENT, f"{what}: null buffer")
     return resolved
@@ -111,7 +111,7 @@ class _Fill(NamedTuple):
 
     def run_resolved(self, resolved, workers):
         """execute's work once its refs are resolved (in `refs()` order)."""
-        buffer, offset, length = _require(resolved[0], "fill_buffer")
+        buffer, offset, length = require_buffer(resolved[0], "fill_buffer")
         buffer.fill(offset, length, self.pattern, self.pattern_length)
 
 
@@ -129,7 +129,7 @@ class _Update(NamedTuple):
         return (self.target,)
 
     def run_resolved(self, resolved, workers):
-        buffer, offset, length = _require(resolved[0], "update_buffer")
+        buffer, offset, length = require_buffer(resolved[0], "update_buffer")
         if length != len(self.data):
             raise _out_of_range(
                 "update_buffer", f"target range of {length} bytes for {len(self.data)} bytes"
@@ -154,8 +154,8 @@ class _Copy(NamedTuple):
         return (self.source, self.target)
 
     def run_resolved(self, resolved, workers):
-        src, src_off, length = _require(resolved[0], "copy_buffer")
-        dst, dst_off, _ = _require(resolved[1], "copy_buffer")
+        src, src_off, length = require_buffer(resolved[0], "copy_buffer")
+        dst, dst_off, _ = require_buffer(resolved[1], "copy_buffer")
         dst.copy_from(dst_off, src, src_off, length)
 
 
@@ -185,7 +185,7 @@ class _Dispatch(NamedTuple):
             run_direct(self.executable, self.ordinal, self.workgroups, self.constants, direct, workers)
             return
         if isinstance(self.workgroups, BufferRef):
-            buffer, offset, _ = _require(
+            buffer, offset, _ = require_buffer(
                 resolve_ref(self.workgroups, table, "dispatch.indirect workgroups"),
                 "dispatch.indirect workgroups",
             )
@@ -264,7 +264,7 @@ def _slot_refs(command, slot: int) -> list:
     return out
 
 
-class _CollectiveBatch:
+class CollectiveBatch:
     """Consecutive collectives, started together and waited for together (collectives.py)."""
 
     __slots__ = ("entries",)
@@ -389,7 +389,7 @@ class HalCommandBuffer:
         # Table slots the commands use: 1 + the highest one (IREE's binding_count).
         self.binding_count = 0
         self.commands: list = []
-        self._open_batch: _CollectiveBatch | None = None
+        self._open_batch: CollectiveBatch | None = None
         self.recording = True
         self.executions = 0
         self.debug_depth = 0
@@ -533,7 +533,7 @@ class HalCommandBuffer:
         if count < 0:
             raise VMError(StatusCode.INVALID_ARGUMENT, f"collective {op}: element count {count}")
         if self._open_batch is None:
-            self._open_batch = _CollectiveBatch()
+            self._open_batch = CollectiveBatch()
             self.commands.append(self._open_batch)
         self._open_batch.entries.append((channel, op, param, send, recv, count))
 

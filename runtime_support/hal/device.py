@@ -72,7 +72,7 @@ def glob_match(pattern: str, text: str) -> bool:
     return re.fullmatch(regex, text, re.DOTALL) is not None
 
 
-def _text(value) -> str:
+def decode_text(value) -> str:
     if isinstance(value, str):
         return value
     return bytes(value).decode("utf-8", errors="replace")
@@ -127,7 +127,7 @@ class LocalDevice(HalDevice):
 
     def query_i64(self, category, key) -> tuple[int, int]:
         """(ok, value) for a §A.2 query; (0, 0) for unknown categories and keys."""
-        category, key = _text(category), _text(key)
+        category, key = decode_text(category), decode_text(key)
         if category == "hal.device.id":
             return 1, int(glob_match(key, self.identifier))
         if category == "hal.executable.format":
