@@ -622,7 +622,6 @@ def view_to_numpy(view: HalBufferView, exclusive: bool = False):
     allocation = buffer.allocation
     if type(allocation) is not Allocation:  # device memory (cuda): downloaded into a copy
         return from_vm(view, None)
-    storage = allocation.array
     if view.encoding_type == _DENSE:
         dtype = _RESULT_DTYPES.get(view.element_type)
         if dtype is None:
@@ -634,21 +633,29 @@ def view_to_numpy(view: HalBufferView, exclusive: bool = False):
                 count *= d
             nbytes = count * dtype.itemsize
             if buffer.length == nbytes:
-                start = buffer.offset
-                out = storage[start : start + nbytes].view(dtype)
-                if len(shape) != 1:
-                    out = out.reshape(shape)
-                if (
-                    exclusive
-                    and allocation.owner is None
-                    and not allocation.readonly
-                    and allocation.preserve_count == 1
-                    # (not a small piece of a big arena: the array would pin all of it)
-                    and storage.shape[0] <= 2 * nbytes + 4096
-                ):
-                    return out
-                return out.copy()  # what from_vm makes of it, without its layers
+                return _result_array(allocation, buffer.offset, nbytes, dtype, shape, exclusive)
     return from_vm(view, None)
+
+
+def _result_array(allocation, start: int, nbytes: int, dtype, shape: tuple, exclusive: bool):
+    """The `nbytes` of `allocation` from `start` as a `dtype` array of `shape`: the
+    storage itself where `exclusive` and nothing else can reach it (no owner, writable,
+    preserved once, and not a small piece of a big arena, which the array would pin
+    whole), else a copy (what from_vm makes, without its layers)."""
+    storage = allocation.array
+    size = storage.shape[0]
+    if start == 0 and size == nbytes:  # the whole allocation
+        out = storage.view(dtype)
+    else:
+        out = storage[start : start + nbytes].view(dtype)
+        exclusive = exclusive and size <= 2 * nbytes + 4096
+    if len(shape) != 1:
+        out = out.reshape(shape)
+    if exclusive and allocation.owner is None and not allocation.readonly and (
+        allocation.preserve_count == 1
+    ):
+        return out
+    return out.copy()
 
 
 def tensor_result(ty: ArgType | None, exclusive: bool = False):
@@ -671,8 +678,6 @@ def tensor_result(ty: ArgType | None, exclusive: bool = False):
     for d in shape:
         count *= d
     nbytes = count * dtype.itemsize
-    limit = 2 * nbytes + 4096  # (as view_to_numpy: a small piece of a big arena is copied)
-    reshape = len(shape) != 1
 
     def to_numpy(view):
         buffer = view.buffer
@@ -685,22 +690,7 @@ def tensor_result(ty: ArgType | None, exclusive: bool = False):
             and buffer.length == nbytes
         ):
             return view_to_numpy(view, exclusive)
-        storage = allocation.array
-        start = buffer.offset
-        size = storage.shape[0]
-        if start == 0 and size == nbytes:  # the whole allocation
-            out = storage.view(dtype)
-            keep = exclusive
-        else:
-            out = storage[start : start + nbytes].view(dtype)
-            keep = exclusive and size <= limit
-        if reshape:
-            out = out.reshape(shape)
-        if keep and allocation.owner is None and not allocation.readonly and (
-            allocation.preserve_count == 1
-        ):
-            return out
-        return out.copy()
+        return _result_array(allocation, buffer.offset, nbytes, dtype, shape, exclusive)
 
     to_numpy.shape, to_numpy.element_type, to_numpy.nbytes = shape, element_type, nbytes
     to_numpy.dtype, to_numpy.exclusive = dtype, exclusive
@@ -712,7 +702,6 @@ def _dynamic_result(dtype, element_type: int, rank: int, exclusive: bool):
     `view_to_numpy(view, exclusive)` makes, with the dtype and rank looked up once; a view
     not of the declared rank and element type goes to `view_to_numpy`."""
     itemsize = dtype.itemsize
-    reshape = rank != 1
 
     def to_numpy(view):
         buffer = view.buffer
@@ -730,22 +719,7 @@ def _dynamic_result(dtype, element_type: int, rank: int, exclusive: bool):
             nbytes *= d
         if buffer.length != nbytes:
             return view_to_numpy(view, exclusive)
-        storage = allocation.array
-        start = buffer.offset
-        size = storage.shape[0]
-        if start == 0 and size == nbytes:  # the whole allocation
-            out = storage.view(dtype)
-            keep = exclusive
-        else:
-            out = storage[start : start + nbytes].view(dtype)
-            keep = exclusive and size <= 2 * nbytes + 4096  # (as view_to_numpy)
-        if reshape:
-            out = out.reshape(shape)
-        if keep and allocation.owner is None and not allocation.readonly and (
-            allocation.preserve_count == 1
-        ):
-            return out
-        return out.copy()
+        return _result_array(allocation, buffer.offset, nbytes, dtype, shape, exclusive)
 
     return to_numpy
 
