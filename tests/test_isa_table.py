@@ -219,6 +219,24 @@ def test_cannot_fail_ops_never_raise():
     assert not isa.CANNOT_FAIL & isa.FAILS_ON_DIVISOR
 
 
+def test_float_compares_never_raise():
+    """isa.FLOAT_COMPARES (a loop call's test may compute them): table rows of f32
+    compares giving 0 or 1 on every edge operand, none in CANNOT_FAIL."""
+    import itertools
+
+    from runtime_support.vm import numerics
+
+    floats = (0.0, -0.0, 1.5, float("inf"), float("-inf"), float("nan"), 3.4e38, 5e-324)
+    for mnemonic in isa.FLOAT_COMPARES:
+        spec = isa.BY_MNEMONIC[mnemonic]
+        assert spec.float_compare and not spec.cannot_fail and spec.emit == "numeric", mnemonic
+        banks = [f.bank for f in spec.fields if f.kind == "register" and not f.write]
+        assert set(banks) == {"f32"}, mnemonic
+        fn = numerics.OPS[mnemonic]
+        for args in itertools.product(floats, repeat=len(banks)):
+            assert fn(*args) in (0, 1), (mnemonic, args)
+
+
 def test_divisions_fail_only_on_a_zero_or_minus_one_divisor():
     """isa.FAILS_ON_DIVISOR: every integer division and remainder of the table, and each
     returns for every edge dividend over every divisor but 0 and -1 (what

@@ -121,6 +121,11 @@ class OpSpec:
         return self.mnemonic in CANNOT_FAIL
 
     @property
+    def float_compare(self) -> bool:
+        """An f32 compare (see FLOAT_COMPARES): it cannot fail."""
+        return self.mnemonic in FLOAT_COMPARES
+
+    @property
     def fails_on_divisor(self) -> bool:
         """An integer division or remainder (see FAILS_ON_DIVISOR)."""
         return self.mnemonic in FAILS_ON_DIVISOR
@@ -482,6 +487,14 @@ CANNOT_FAIL = frozenset({
     "select.i32", "select.i64",
     "bitcast.f32.i32", "bitcast.i32.f32", "bitcast.f64.i64", "bitcast.i64.f64",
     "const.i32", "const.i64", "const.i32.zero", "const.i64.zero",
+})  # fmt: skip
+
+# Float compares (f32): they cannot fail either (a NaN compares as runtime_support/vm/
+# numerics.py says), but stay out of CANNOT_FAIL, whose ops constant folding and region
+# growth move: a loop call's test may read them (analyses/queue_regions.py `_computed`).
+FLOAT_COMPARES = frozenset({
+    "cmp.eq.f32.o", "cmp.eq.f32.u", "cmp.ne.f32.o", "cmp.ne.f32.u",
+    "cmp.lt.f32.o", "cmp.lt.f32.u", "cmp.lte.f32.o", "cmp.lte.f32.u", "cmp.nan.f32",
 })  # fmt: skip
 
 # Integer divisions and remainders: they fail only on a zero divisor or, signed, on -1

@@ -757,7 +757,7 @@ class FastProgram(GeneralProgram):
         self._fast_ops = [ops[k] for k in sorted(ops)]
         # Loop mode (loops.py): a loop's program that is one segment (PYREE_QUEUE_LOOP=0:
         # each step a call).
-        self.loop = None
+        self.loop_mode = None
         from ..env_knobs import flag_knob
 
         if (
@@ -766,8 +766,8 @@ class FastProgram(GeneralProgram):
             and segments[0].first == 0 and segments[0].last == len(program.steps) - 1
         ):
             computes = [self._ops[k] for k in segments[0].computes]
-            self.loop = LoopMode(self, segments[0], computes)
-            self.step = self.loop.step
+            self.loop_mode = LoopMode(self, segments[0], computes)
+            self.step = self.loop_mode.step
 
     def __call__(self, *args):
         tail = self._tail

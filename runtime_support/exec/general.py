@@ -247,6 +247,7 @@ class GeneralProgram:
         self._inputs = len(program.inputs)
         self._packed = program.packed
         self._tail = None  # (the template after the inputs: made at the first call)
+        self._host_loop = None  # (a loop call's runner: made at its first call)
 
     def _env(self, args) -> list:
         if self._packed:
@@ -272,6 +273,16 @@ class GeneralProgram:
     def step(self, *args):
         """A call of a loop's program (QueueProgram.carried): here, the call itself."""
         return self(*args)
+
+    def loop(self, *args):
+        """A loop call (QueueProgram.loop, exec/host_loops.py): the iterations of the
+        loop whose body this program is, from these registers, while its test holds."""
+        runner = self._host_loop
+        if runner is None:
+            from .host_loops import HostLoop
+
+            runner = self._host_loop = HostLoop(self.program, self)
+        return runner(args)
 
     @staticmethod
     def results(*values):

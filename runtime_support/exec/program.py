@@ -67,6 +67,30 @@ class FailIf:
     negate: bool = False
 
 
+@dataclass(frozen=True, kw_only=True)
+class Loop:
+    """The host loop whose body is a program and integer ops (docs/design/host-path.md
+    §18): its call site is `queue_n.loop(...)`, which runs iterations one after another
+    and returns the state of the last call, from which the generated loop goes on.
+
+    Names here are the function's registers. An iteration, from the call: the call
+    (`inputs` read, its outputs written to `targets`), the ops `after` it, the branch on
+    `test` (back where it is non-zero; zero with `negate`) with the back edge's `copies`
+    (source, destination), the ops `before` the call at the loop's head. The loop call's
+    arguments are the program's inputs and then `registers`; it returns the outputs and
+    then the values `kept` held at the last call. (Its arguments are positional however
+    many there are: one call per loop, not per iteration.)"""
+
+    targets: tuple[str, ...]
+    registers: tuple[str, ...]
+    after: tuple
+    test: str
+    copies: tuple[tuple[str, str], ...]
+    before: tuple
+    kept: tuple[str, ...]
+    negate: bool = False
+
+
 @dataclass(frozen=True)
 class QueueProgram:
     """One queue region of `function`: the call's `inputs` (names), its `steps` in
@@ -75,13 +99,17 @@ class QueueProgram:
     `carried`: (output, input) pairs of a program that is a host loop's body, whose back
     edge moves each output into that input for the next call (docs/design/host-path.md
     §5.4). Its call site is then `queue_n.step(...)` and each way out of the loop reads
-    the last results through `queue_n.results(...)` (exec/loops.py)."""
+    the last results through `queue_n.results(...)` (exec/loops.py).
+
+    `loop`: the host loop this program is the body of, where its call site is
+    `queue_n.loop(...)` (Loop, exec/host_loops.py)."""
 
     function: str
     inputs: tuple[str, ...]
     steps: tuple
     outputs: tuple[str, ...]
     carried: tuple[tuple[str, str], ...] = ()
+    loop: Loop | None = None
 
     @property
     def packed(self) -> bool:
@@ -112,5 +140,5 @@ def names_in(value) -> Iterator[str]:
             yield from names_in(v)
 
 __all__ = [
-    "Compute", "FailIf", "MAX_POSITIONAL", "QueueProgram", "Rodata", "fields_read", "names_in",
+    "Compute", "FailIf", "Loop", "MAX_POSITIONAL", "QueueProgram", "Rodata", "fields_read", "names_in",
 ]

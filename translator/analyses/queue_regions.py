@@ -157,6 +157,10 @@ class Region:
     # the loop leaves to, the registers that may hold the loop's deferred results there
     # (the call site's `results(...)` at the block's start). Empty: no loop mode.
     loop_exits: tuple[tuple[int, tuple[Reg, ...]], ...] = ()
+    # Loop calls (docs/design/host-path.md §18), where `_host_loop` proves it: the loop
+    # whose body is this region and integer ops, run iteration after iteration by one
+    # call (`queue_n.loop(...)`). None: no loop call.
+    loop: "HostLoop | None" = None
     made_by: dict = field(default_factory=dict, repr=False)  # value -> (op, kind name)
     # What a queue program needs (translator/codegen/queue_programs.py): the region's
     # steps, computes and fail checks in order; every register the region leaves holding
@@ -213,6 +217,26 @@ class Region:
                 )
             )
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class HostLoop:
+    """A host loop whose body is one region and integer ops (docs/design/host-path.md
+    §18). An iteration, from the region's call: the call, the ops `after` it (to the back
+    edge's branch), the branch on `test` (back where it is non-zero, zero with `negate`)
+    with the back edge's `copies` (source, destination), then the ops `before` the call
+    at the loop's head. `entry`: the registers an iteration reads before it writes them,
+    from the call on (the loop call's arguments after the region's inputs); `kept`: the
+    registers the loop writes, other than the call's results, live after the call (what
+    the loop call returns after the call's results: their values at the last call)."""
+
+    before: tuple[Op, ...]
+    after: tuple[Op, ...]
+    test: Reg
+    negate: bool
+    copies: tuple[tuple[Reg, Reg], ...]
+    entry: tuple[Reg, ...]
+    kept: tuple[Reg, ...]
 
 
 # --------------------------------------------------------------------------- integer liveness
@@ -602,6 +626,8 @@ def _region(finder: _Finder, grown) -> Region:
     region.carried = _carried(finder, region, grown)
     if region.carried:
         region.loop_exits = _loop_exits(finder, region, grown)
+    if not region.loop_exits and region.unsupported is None:
+        region.loop = _host_loop(finder, region, grown, ref_live, int_live)
     return region
 
 
@@ -653,18 +679,20 @@ def _results(held, wide, lits, ref_live, int_live) -> tuple[tuple[Reg, object], 
     return tuple(out)
 
 
-def _back_edge(finder: _Finder, region: Region, grown):
+def _back_edge(finder: _Finder, region: Region, grown, between=None):
     """(block, terminator, loop, copies) of the back edge the region's block ends in,
-    where only integer ops that cannot fail (`_between`) lie between the region's last op
-    and that terminator: a plain branch to the loop's header, or a conditional one with
-    one edge to it (IREE puts a loop's induction ops there: add, cmp, cond_br); or None."""
+    where only integer ops that cannot fail (`_between`, or `between`) lie between the
+    region's last op and that terminator: a plain branch to the loop's header, or a
+    conditional one with one edge to it (IREE puts a loop's induction ops there: add, cmp,
+    cond_br); or None."""
     fn, info = finder.fn, finder.info
+    between = between or _between
     b, last, _ = grown[-1]
     if last.spec.is_terminator:
         return None
     ops = fn.blocks[b].ops
     term = ops[-1]
-    if not all(_between(op) for op in ops[ops.index(last) + 1 : -1]):
+    if not all(between(op) for op in ops[ops.index(last) + 1 : -1]):
         return None
     if term.spec.emit not in ("branch", "cond_br"):
         return None
@@ -802,6 +830,113 @@ def _loop_exits(finder: _Finder, region: Region, grown) -> tuple[tuple[int, tupl
     return tuple(out)
 
 
+def _key(r: Reg) -> tuple[bool, int]:
+    return (r.is_ref, r.ordinal)
+
+
+def _computed(op: Op) -> bool:
+    """An op a loop call computes between two calls of its region: an integer op that
+    cannot fail (a numeric op or a select) or a float compare (isa.FLOAT_COMPARES: a
+    convergence test), touching no ref register."""
+    if op.spec.is_terminator or op.spec.emit not in ("numeric", "select"):
+        return False
+    if not (op.spec.cannot_fail or op.spec.float_compare):
+        return False
+    return not any(r.is_ref for r in (*op.reads(), *op.writes()))
+
+
+def _host_loop(finder: _Finder, region: Region, grown, ref_live, int_live) -> HostLoop | None:
+    """The loop call of a loop whose body is `region` and integer ops (HostLoop), or None.
+
+    It holds where: the region's first op is in the loop's head and the loop's blocks are
+    the region's; every other op of the loop is an integer op that cannot fail (`_computed`),
+    before the region in the head or after it in the block of the back edge; the back edge
+    is a conditional branch on an integer register; every register the region writes is
+    one of its results (a value it returns, none a literal). Each iteration then runs the
+    call once and the ops in the order the loop runs them, and nothing else happens in the
+    loop: the runtime may run the iterations one after another (exec/loops.py) and hand
+    the state of the last call back to the generated code, which goes on from there."""
+    fn = finder.fn
+    found = _back_edge(finder, region, grown, _computed)
+    if found is None:
+        return None
+    b, term, loop, pairs = found
+    if term.spec.emit != "cond_br" or set(loop.body) != set(region.blocks):
+        return None
+    head = region.blocks[0]
+    if head != loop.header or not region.results:
+        return None
+    if any(isinstance(v, Lit) for _, v in region.results):
+        return None
+    pcs = region.pcs
+    first, last = region.ops[0].pc, region.ops[-1].pc
+    before, after = [], []
+    for x in loop.body:
+        for op in fn.blocks[x].ops:
+            if op.pc in pcs or op is term:
+                continue
+            if x == head and op.pc < first:
+                before.append(op)
+            elif x == b and op.pc > last:
+                after.append(op)
+            else:
+                return None
+    if not all(_computed(op) for op in (*before, *after)):
+        return None
+    cond = term["condition"]
+    if not isinstance(cond, Reg) or cond.is_ref:
+        return None
+    edges = term.edges()
+    back = [k for k, (pc, _) in enumerate(edges) if finder.index_of.get(pc) == loop.header]
+    if len(edges) != 2 or back not in ([0], [1]):
+        return None
+    copies = tuple(edges[back[0]][1])
+    # From the call on: what an iteration reads before it writes it, and what it writes.
+    results = {_key(r) for r, _ in region.results}
+    entry: dict = {_key(r): r for r in region.inputs}
+    written = set(results)
+    regs: dict = {}
+
+    def reads(rs) -> None:
+        for r in rs:
+            if r.bank is not None or r.is_ref:
+                regs.setdefault(_key(r), r)
+                if _key(r) not in written:
+                    entry.setdefault(_key(r), r)
+
+    for op in after:
+        reads(op.reads())
+        written.update(_key(r) for r in op.writes())
+        regs.update((_key(r), r) for r in op.writes())
+    reads([cond])
+    reads([src for src, _ in copies])
+    written.update(_key(d) for _, d in copies)
+    regs.update((_key(d), d) for _, d in copies)
+    for op in before:
+        reads(op.reads())
+        written.update(_key(r) for r in op.writes())
+        regs.update((_key(r), r) for r in op.writes())
+    reads(region.inputs)
+
+    def live(k) -> bool:
+        return k[1] in ref_live if k[0] else ("i", k[1]) in int_live
+
+    kept = [regs[k] for k in sorted(written - results) if live(k)]
+    extra = [r for k, r in entry.items() if k not in {_key(i) for i in region.inputs}]
+    # (the kept registers are arguments too: their values at the call, for a loop call
+    # that runs one iteration only)
+    for r in kept:
+        if _key(r) not in entry:
+            entry[_key(r)] = r
+            extra.append(r)
+    if len(region.inputs) + len(extra) > MAX_POSITIONAL * 3:  # (a call one can read)
+        return None
+    return HostLoop(
+        before=tuple(before), after=tuple(after), test=cond, negate=back[0] == 1,
+        copies=copies, entry=tuple(extra), kept=tuple(kept),
+    )
+
+
 def continuing(fn: Function, info, b: int) -> int:
     """The successor of block `b` a region goes on into: the one that does not only fail."""
     return next(s for s in info.succ[b] if _fail_of(fn, s, info.succ) is None)
@@ -825,4 +960,6 @@ def find(module, fn: Function, live: RefLiveness, info=None, locate=None) -> lis
     return out
 
 
-__all__ = ["continuing", "Compute", "FailCheck", "FailExit", "Lit", "Region", "RegionStep", "find"]
+__all__ = [
+    "continuing", "Compute", "FailCheck", "FailExit", "HostLoop", "Lit", "Region", "RegionStep", "find",
+]

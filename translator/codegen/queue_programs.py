@@ -98,6 +98,11 @@ class ProgramTable:
         out_name = {reg(r): ref(v) for r, v in region.outputs}
         pairs = (_tuple((out_name[reg(a)], lit(reg(d)))) for a, d in region.carried)
         carried = f"    carried={_tuple(pairs)},\n" if looped else ""
+        loop = region.loop
+        extra = [reg(r) for r in loop.entry] if loop is not None else []
+        if loop is not None:
+            self.use("program", "Loop")
+            carried = self._loop_text(loop, targets, reg)
         text = (
             f"{name} = QueueProgram(\n"
             f"    function={lit(fn_name)},\n"
@@ -108,9 +113,11 @@ class ProgramTable:
         )
         self.constants.append((name, text))
         self.locals.append((local, name))
-        args = ", ".join(inputs)
-        callee = f"{local}.step" if looped else local
-        call = f"{callee}(({args},))" if len(inputs) > MAX_POSITIONAL else f"{callee}({args})"
+        args = ", ".join(inputs + extra)
+        callee = f"{local}.step" if looped else f"{local}.loop" if loop is not None else local
+        # (a loop call takes its arguments positionally, however many: one call per loop)
+        wide = len(inputs) > MAX_POSITIONAL and loop is None
+        call = f"{callee}(({args},))" if wide else f"{callee}({args})"
         first, last = region.ops[0].pc, region.ops[-1].pc
         stmts: list[Stmt] = [
             Comment(prov, f"{name}: pc 0x{first:x}-0x{last:x}, {len(region.steps)} queue steps")
@@ -127,13 +134,50 @@ class ProgramTable:
                     Assign(prov, names, f"{local}.results({', '.join(names)})", frozenset(names),
                            ),
                 ]
-        reads = frozenset(inputs)
+        if loop is not None:
+            note = "the loop's iterations: run by this call while its test holds"
+            stmts.append(Comment(prov, note))
+            targets = targets + [reg(r) for r in loop.kept]
+        reads = frozenset(inputs + extra)
         if targets:
             stmts.append(Assign(prov, tuple(targets), call, reads))
         else:
             stmts.append(Call(prov, call, reads))
         stmts += after
         return ProgramSite(region, name, local, stmts, exits)
+
+    def _loop_text(self, loop, targets: list[str], reg) -> str:
+        """The program's `loop=Loop(...)` field (runtime_support/exec/program.py)."""
+
+        def ops(items) -> str:
+            if not items:
+                return "()"
+            self.use("program", "Compute")
+            out = []
+            for op in items:
+                (w,) = op.writes()
+                args = (
+                    lit(reg(op[f.name])) if isinstance(op[f.name], Reg) else repr(op[f.name])
+                    for f in op.spec.fields if not f.write
+                )
+                out.append(
+                    f"            Compute(out={lit(reg(w))}, op={lit(op.mnemonic)}, args={_tuple(args)}),\n"
+                )
+            return "(\n" + "".join(out) + "        )"
+
+        copies = _tuple(_tuple((lit(reg(a)), lit(reg(b)))) for a, b in loop.copies)
+        negate = "        negate=True,\n" if loop.negate else ""
+        return (
+            "    loop=Loop(\n"
+            f"        targets={_tuple(lit(t) for t in targets)},\n"
+            f"        registers={_tuple(lit(reg(r)) for r in loop.entry)},\n"
+            f"        after={ops(loop.after)},\n"
+            f"        test={lit(reg(loop.test))},\n" + negate +
+            f"        copies={copies},\n"
+            f"        before={ops(loop.before)},\n"
+            f"        kept={_tuple(lit(reg(r)) for r in loop.kept)},\n"
+            "    ),\n"
+        )
 
     @staticmethod
     def _value_names(region: Region) -> dict[int, str]:

@@ -1,0 +1,136 @@
+"""Loop calls: a host loop whose body is one queue program and integer ops, its
+iterations run by one call (docs/design/host-path.md §18).
+
+The translator writes such a loop (translator/analyses/queue_regions.py `_host_loop`)
+with the program's call as `queue_n.loop(...)`, and keeps the loop around it:
+
+    while True:
+        i36 = i5
+        # QUEUE_4: pc 0x2ee-0x53d, 23 queue steps
+        i5, r8, i34 = queue_4.loop(r5, r2, i36, i6, r6, r3, i34, r0, r7, i16, i18)
+        i34 = add_i64(i34, i16)
+        i33 = int(i34 < i18)
+        i36 = int(i5 != 0)
+        i36 = i33 & i36
+        if i36:
+            r0 = r8
+            continue
+        ...
+
+The loop call runs the program, then what the loop runs until its next call (the integer
+ops after the call, the branch, the back edge's copies, the ops at the loop's head: the
+program's `Loop`, exec/program.py), and calls the program again, as long as the branch
+goes back. It returns the outputs of the last call and the registers `kept` as they were
+at that call: the state the generated code is in after that call, from which it goes on
+(computes the test again, leaves the loop). Nothing but the program's calls can fail or
+be seen (the analysis proves the ops between are integer ops that cannot fail and touch
+no ref), so the registers in between are nobody's business; an error of a call is raised
+by the loop call as the call raises it, and the function's registers die with it.
+
+A call is the program's own (its fast path, or the general path): the results and errors
+are the program's, whatever runs them.
+"""
+
+from __future__ import annotations
+
+from operator import itemgetter
+
+from ..errors import StatusCode, VMError
+from .program import Compute, Loop
+
+
+class HostLoop:
+    """A program's `loop` (module docstring): the register file and the ops over it."""
+
+    def __init__(self, program, call) -> None:
+        spec: Loop = program.loop
+        self.call = call  # (the bound program: one call of it)
+        self.arguments = len(program.inputs) + len(spec.registers)
+        slots: dict[str, int] = {}
+        template: list = []
+
+        def slot(name) -> int:
+            if type(name) is not str:  # (a literal operand)
+                template.append(name)
+                return len(template) - 1
+            if name not in slots:
+                slots[name] = len(template)
+                template.append(None)
+            return slots[name]
+
+        # the loop call's arguments first, in order
+        for name in (*program.inputs, *spec.registers):
+            if name in slots:
+                raise VMError(StatusCode.INVALID_ARGUMENT, f"queue program loop: {name!r} passed twice")
+            slot(name)
+        self.width = len(template)
+        self.inputs = [slots[n] for n in program.inputs]
+        self.targets = [slot(n) for n in spec.targets]
+        self.single = len(program.outputs) == 1
+        if len(spec.targets) != len(program.outputs):
+            raise VMError(StatusCode.INVALID_ARGUMENT, "queue program loop: one target per output")
+        self.after = [self._op(op, slot) for op in spec.after]
+        self.before = [self._op(op, slot) for op in spec.before]
+        self.test = slot(spec.test)
+        self.negate = spec.negate
+        self.sources = [slot(a) for a, _ in spec.copies]
+        self.destinations = [slot(b) for _, b in spec.copies]
+        self.kept = [slot(n) for n in spec.kept]
+        self.template = template[self.width:]
+        # (one tuple where the program takes its inputs packed or has one)
+        self.one_argument = program.packed or len(self.inputs) == 1
+        self.fetch_inputs = itemgetter(*self.inputs) if self.inputs else (lambda regs: ())
+        self.iterations = self.loop_calls = 0  # (for tests and profiles)
+        from ..env_knobs import flag_knob
+
+        # PYREE_HOST_LOOP=0: each loop call one call of the program (the generated loop
+        # runs the iterations, as it did before loop calls)
+        self.enabled = flag_knob("PYREE_HOST_LOOP", True)
+
+    @staticmethod
+    def _op(op: Compute, slot):
+        from .general import _compute, compute_function
+
+        keys = tuple(slot(a) for a in op.args)
+        return _compute(compute_function(op.op), keys, slot(op.out))
+
+    def __call__(self, args):
+        if len(args) != self.arguments:
+            raise VMError(
+                StatusCode.INVALID_ARGUMENT,
+                f"queue program loop: {len(args)} arguments, expected {self.arguments}",
+            )
+        regs = list(args)
+        regs += self.template
+        call, fetch, targets, single = self.call, self.fetch_inputs, self.targets, self.single
+        after, before, test, negate = self.after, self.before, self.test, self.negate
+        sources, destinations, kept = self.sources, self.destinations, self.kept
+        one_argument, enabled = self.one_argument, self.enabled
+        self.loop_calls += 1
+        count = 0
+        while True:
+            out = call(fetch(regs)) if one_argument else call(*fetch(regs))
+            count += 1
+            if single:
+                regs[targets[0]] = out
+                out = (out,)
+            else:
+                for k, v in zip(targets, out):
+                    regs[k] = v
+            state = out + tuple([regs[k] for k in kept])
+            if not enabled:
+                break
+            for op in after:
+                op(regs)
+            if (not regs[test]) is not negate:
+                break  # (the loop is left: the generated code computes the test again)
+            values = [regs[k] for k in sources]
+            for k, v in zip(destinations, values):
+                regs[k] = v
+            for op in before:
+                op(regs)
+        self.iterations += count
+        return state[0] if len(state) == 1 else state
+
+
+__all__ = ["HostLoop"]
