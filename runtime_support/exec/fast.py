@@ -263,9 +263,20 @@ def _materialised(op, reads: tuple):
 
 
 def _fence_create(step, get, private, general, values):
-    if step.out not in private:
-        return None
     device_of, out = get["device"], values.key(step.out)
+    if step.out not in private:
+        # A fence the program returns (a loop's carried one): a Fence, as the import
+        # makes it for a LocalDevice (its flags a literal: the import reads no more).
+        if type(step.flags) is not int:
+            return None
+
+        def fence_create_public(env) -> None:
+            if type(device_of(env)) is LocalDevice:
+                env[out] = Fence()
+            else:
+                general(env)
+
+        return fence_create_public
 
     def fence_create(env) -> None:
         if type(device_of(env)) is LocalDevice:
