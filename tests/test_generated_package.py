@@ -40,6 +40,7 @@ GOLDEN = {
     "dynamic_shapes": ("dyn_shape_2d", "dynamic dimensions: i64 index arithmetic, shape lists"),
     "vm_branches": ("vm_branches", "VM dialect: br_table as if/elif, counted loop, i64 compares"),
     "barrier_chain": ("tensor_barrier_chain", "awaited submissions across several command buffers as one queue program call; the programs in _programs.py"),
+    "loop_call": ("cf_loop_call", "a host loop whose test reads a value back: its program's call a loop call (queue_n.loop) with the loop kept around it, the program's Loop in _programs.py"),
     "readback_loop": ("cf_readback_loop", "a host loop reading a result back: a queue program per region of the body, the readback inside one, command buffers recorded per call as program steps"),
 }
 FRAME_CASE = "elementwise"
