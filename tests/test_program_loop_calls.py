@@ -11,7 +11,8 @@ iree.runtime on both local devices for trip counts 0, 1, 2, 3, 50 and an early e
 loop calls on, off (PYREE_HOST_LOOP=0) and on the general path (PYREE_QUEUE_FAST=0); a
 failing execution at the first or a later iteration raises what loop calls off and the
 general path raise; a queue held by another thread and statistics on give the same
-results.
+results. Where the program is one segment (the walk, convergence_loop) the iterations
+after a loop call's first run its plan under one hold of the queue (held runs).
 """
 
 from __future__ import annotations
@@ -153,6 +154,8 @@ def test_walk_matches_iree(device, compile_mlir, tmp_path, monkeypatch, host_loo
     trips = [int.from_bytes(w, "little", signed=True) // 100 for w in want]
     assert trips == [0, 1, 2, 3, 50, 4, 0]
     assert loop.loop_calls == sum(1 for t in trips if t) and loop.iterations == sum(trips)
+    # (every iteration after a loop call's first: the plan under the loop call's hold)
+    assert loop.held_iterations == loop.iterations - loop.loop_calls
     for knob in ("PYREE_HOST_LOOP", "PYREE_QUEUE_FAST"):
         with monkeypatch.context() as m:
             m.setenv(knob, "0")
@@ -188,8 +191,9 @@ def test_failing_execution_raises_as_the_general_path(
 
 
 def test_queue_held_by_another_thread(compile_mlir, tmp_path, host_loops):
-    """While another thread holds the device's queue, the loop call's iterations wait
-    behind it; the result is the same."""
+    """While another thread holds the device's queue, the loop call's first iteration
+    waits behind it, the others run under the loop call's hold; where the hold is never
+    had, every iteration is a call; the results are the same."""
     from tests.helpers_threads import call_behind_held_queue
 
     vmfb = _walk(compile_mlir, tmp_path)
@@ -199,7 +203,20 @@ def test_queue_held_by_another_thread(compile_mlir, tmp_path, host_loops):
     got = call_behind_held_queue(ctx.device.queue, lambda: _outcome(ctx, *args))
     assert got == want
     (loop,) = host_loops
-    assert loop.iterations == 40
+    assert loop.iterations == 40 and loop.held_iterations == 38
+
+    def held_elsewhere(self):
+        return False  # (another thread's: no held runs, each iteration a call)
+
+    from runtime_support.hal.queue import LocalQueue
+
+    real = LocalQueue.hold
+    LocalQueue.hold = held_elsewhere
+    try:
+        assert _outcome(ctx, *args) == want
+    finally:
+        LocalQueue.hold = real
+    assert loop.iterations == 60 and loop.held_iterations == 38
 
 
 def test_statistics_on(compile_mlir, tmp_path, monkeypatch, host_loops):
@@ -210,8 +227,11 @@ def test_statistics_on(compile_mlir, tmp_path, monkeypatch, host_loops):
     ctx = _package(vmfb, tmp_path).load(device="local-sync")
     args = _args(ARANGE, 3, 30)
     want = _outcome(ctx, *args)
+    (loop,) = host_loops
+    held = loop.held_iterations
     monkeypatch.setattr(statistics, "enabled", True)
     assert _outcome(ctx, *args) == want
+    assert loop.held_iterations == held  # (each iteration a call)
 
 
 def test_greedy_decode_loop_calls(compile_mlir, tmp_path, monkeypatch, host_loops):
@@ -236,6 +256,7 @@ def test_greedy_decode_loop_calls(compile_mlir, tmp_path, monkeypatch, host_loop
     steps = [int((np.frombuffer(r, np.int32) != -1).sum()) for r in on]  # (a token per step)
     assert loop.loop_calls == sum(1 for n in steps if n) and loop.iterations == sum(steps)
     assert loop.iterations > 2 * loop.loop_calls
+    assert loop.held_iterations == 0  # (its program is a segment and a fill: calls)
     for knob in ("PYREE_HOST_LOOP", "PYREE_QUEUE_FAST"):
         with monkeypatch.context() as m:
             m.setenv(knob, "0")
@@ -259,6 +280,7 @@ def test_convergence_loop_calls(compile_mlir, tmp_path, monkeypatch, host_loops)
     on = run(pkg.load(device="local-sync"))
     (loop,) = host_loops
     assert loop.loop_calls == len(inputs) and loop.iterations > 2 * loop.loop_calls
+    assert loop.held_iterations == loop.iterations - loop.loop_calls
     for knob in ("PYREE_HOST_LOOP", "PYREE_QUEUE_FAST"):
         with monkeypatch.context() as m:
             m.setenv(knob, "0")

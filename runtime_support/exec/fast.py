@@ -238,6 +238,31 @@ def _segment_op(segment, inner: list, general_ops: list, getters: list, computes
         for op in inner:
             op(env)
 
+    def run_held(env, queue) -> bool:
+        """The segment's plan for a shape built already, `queue` held by this thread (a
+        loop call's iterations, exec/host_loops.py); False (nothing done) where
+        run_segment would do anything else: a wait not over, an operand of another kind,
+        a shape not built, another queue, a row's checks declining."""
+        for name in waits:
+            fence = env[name]
+            if not (fence is None or fence is _DONE or (type(fence) is Fence and fence.reached_now())):
+                return False
+        for name in buffers:
+            if type(env[name]) is not HalBuffer:
+                return False
+        if type(env[device_name]) is not LocalDevice:
+            return False
+        for op in computes:
+            op(env)
+        try:
+            shape = shapes.get(key_of(env))
+        except TypeError:
+            return False
+        if not shape:
+            return False
+        return run_shape(segment, shape, env, await_import, queue)
+
+    run_segment.held = run_held
     return run_segment
 
 
@@ -766,6 +791,16 @@ class FastProgram(GeneralProgram):
                 segment, inner, general_ops, getters, computes, await_import
             )
         self._fast_ops = [ops[k] for k in sorted(ops)]
+        # A program that is one segment (every step in it): a loop call may run its plan
+        # under one hold of the queue for many iterations (exec/host_loops.py).
+        self.whole_segment = None
+        if (
+            len(segments) == 1 and len(self._fast_ops) == 1
+            and segments[0].first == 0 and segments[0].last == len(program.steps) - 1
+            and type(segments[0].device) is int and segments[0].device < len(program.inputs)
+        ):
+            # (its op's held entry, and the input position of its device)
+            self.whole_segment = (self._fast_ops[0].held, segments[0].device)
         # Loop mode (loops.py): a loop's program that is one segment (PYREE_QUEUE_LOOP=0:
         # each step a call).
         self.loop_mode = None

@@ -36,6 +36,8 @@ from __future__ import annotations
 from operator import itemgetter
 
 from ..errors import StatusCode, VMError
+from ..hal.device import LocalDevice
+from ..loaders import statistics
 from .program import Compute, Loop
 
 
@@ -79,8 +81,10 @@ class HostLoop:
         self.template = template[self.width:]
         # (one tuple where the program takes its inputs packed or has one)
         self.one_argument = program.packed or len(self.inputs) == 1
+        self.boxed = len(self.inputs) == 1 and not program.packed  # (fetch gives the value)
         self.fetch_inputs = itemgetter(*self.inputs) if self.inputs else (lambda regs: ())
-        self.iterations = self.loop_calls = 0  # (for tests and profiles)
+        # (for tests and profiles: iterations, loop calls, iterations run as held runs)
+        self.iterations = self.loop_calls = self.held_iterations = 0
         from ..env_knobs import flag_knob
 
         # PYREE_HOST_LOOP=0: each loop call one call of the program (the generated loop
@@ -106,30 +110,56 @@ class HostLoop:
         after, before, test, negate = self.after, self.before, self.test, self.negate
         sources, destinations, kept = self.sources, self.destinations, self.kept
         one_argument, enabled = self.one_argument, self.enabled
+        # A program that is one segment: after its first call, its plan runs for the
+        # iterations under one hold of the queue (held runs, module docstring).
+        whole = getattr(call, "whole_segment", None) if enabled else None
         self.loop_calls += 1
         count = 0
-        while True:
-            out = call(fetch(regs)) if one_argument else call(*fetch(regs))
-            count += 1
-            if single:
-                regs[targets[0]] = out
-                out = (out,)
-            else:
-                for k, v in zip(targets, out):
+        held = None  # (the queue this loop call holds)
+        try:
+            while True:
+                inputs = fetch(regs)
+                if held is not None:
+                    env = list(inputs) if type(inputs) is tuple and not self.boxed else [inputs]
+                    env += call._tail
+                    if not statistics.enabled and whole[0](env, held):
+                        out = call._outputs(env)
+                        self.held_iterations += 1
+                    else:  # (the rest as calls: the call raises what the steps raise)
+                        held.release()
+                        held = whole = None
+                        out = call(inputs) if one_argument else call(*inputs)
+                else:
+                    out = call(inputs) if one_argument else call(*inputs)
+                    if whole is not None and not statistics.enabled:
+                        device = regs[self.inputs[whole[1]]]
+                        if type(device) is LocalDevice and device.queue.hold():
+                            held = device.queue
+                        else:
+                            whole = None
+                count += 1
+                if single:
+                    regs[targets[0]] = out
+                    out = (out,)
+                else:
+                    for k, v in zip(targets, out):
+                        regs[k] = v
+                state = out + tuple([regs[k] for k in kept])
+                if not enabled:
+                    break
+                for op in after:
+                    op(regs)
+                if (not regs[test]) is not negate:
+                    break  # (the loop is left: the generated code computes the test again)
+                values = [regs[k] for k in sources]
+                for k, v in zip(destinations, values):
                     regs[k] = v
-            state = out + tuple([regs[k] for k in kept])
-            if not enabled:
-                break
-            for op in after:
-                op(regs)
-            if (not regs[test]) is not negate:
-                break  # (the loop is left: the generated code computes the test again)
-            values = [regs[k] for k in sources]
-            for k, v in zip(destinations, values):
-                regs[k] = v
-            for op in before:
-                op(regs)
-        self.iterations += count
+                for op in before:
+                    op(regs)
+        finally:
+            if held is not None:
+                held.release()
+            self.iterations += count
         return state[0] if len(state) == 1 else state
 
 

@@ -798,15 +798,20 @@ def write_outside_rows(outside, table, env) -> bool:
     return True
 
 
-def run_shape(segment: Segment, shape: _Shape, env: dict, await_import) -> bool:
+def run_shape(segment: Segment, shape: _Shape, env: dict, await_import, held=None) -> bool:
     """Runs `shape`'s plan for the call's values in `env` (`ready` holds); False (nothing
-    done) where another thread holds the queue or a row's checks decline."""
+    done) where another thread holds the queue or a row's checks decline. `held`: the
+    queue this thread holds already (a loop call's iterations, exec/host_loops.py): the
+    device's queue must be that one, and stays held."""
     device = env[segment.device]
     signal = shape.outside_signal
     if signal is not None and type(env[signal]) is not Fence:
         return False  # (no fence: the steps)
     queue = device.queue
-    if not queue.hold():
+    if held is not None:
+        if queue is not held:
+            return False
+    elif not queue.hold():
         return False
     try:  # (the plan's table is written only while this thread holds its queue)
         plan = shape.plan
@@ -845,7 +850,8 @@ def run_shape(segment: Segment, shape: _Shape, env: dict, await_import) -> bool:
                     value = int.from_bytes(source[start : start + length].tobytes(), "little")
                     env[slot] = value if value < 0x80000000 else value - 0x100000000
     finally:
-        queue.release()
+        if held is None:
+            queue.release()
     allocator.bytes_allocated += shape.fresh_bytes
     for name, signalled in shape.fences:
         if not signalled:
