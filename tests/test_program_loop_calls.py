@@ -285,3 +285,30 @@ def test_convergence_loop_calls(compile_mlir, tmp_path, monkeypatch, host_loops)
         with monkeypatch.context() as m:
             m.setenv(knob, "0")
             assert run(pkg.load(device="local-sync")) == on, knob
+
+
+def test_inline_ops_equal_their_numerics_helpers():
+    """Each op exec/general.py writes inline (`_inline`) gives what its numerics helper
+    gives, on every pair of edge operands (i32 and i64 edges both: the registers hold
+    Python ints of either width)."""
+    import itertools
+
+    from runtime_support.exec.general import _inline, compute_function
+
+    edges = (0, 1, -1, 2, 31, 32, 63, 64, 2**31 - 1, -(2**31), 2**63 - 1, -(2**63), 2**32 + 5)
+    mnemonics = [
+        "and.i32", "and.i64", "or.i32", "or.i64", "xor.i32", "xor.i64", "cmp.lt.i32.s",
+        "cmp.lt.i64.s", "cmp.eq.i32", "cmp.eq.i64", "cmp.ne.i32", "cmp.ne.i64", "add.i32",
+        "add.i64", "cmp.nz.i32", "cmp.nz.i64", "ext.i32.i64.s", "trunc.i64.i32",
+    ]
+    for mnemonic in mnemonics:
+        fn = compute_function(mnemonic)
+        arity = 1 if mnemonic.startswith(("cmp.nz", "ext", "trunc")) else 2
+        op = _inline(mnemonic, tuple(range(arity)), arity)
+        assert op is not None, mnemonic
+        for args in itertools.product(edges, repeat=arity):
+            env = [*args, None]
+            op(env)
+            want = fn(*args)
+            assert env[arity] == want and type(env[arity]) is type(want), (mnemonic, args)
+    assert _inline("mul.i64", (0, 1), 2) is None

@@ -172,9 +172,68 @@ def _operation(step, fn, fetch, outs, function: str):
     return call
 
 
-def _compute(fn, keys: tuple, out: int):
+_M32, _M64 = numerics.M32, numerics.M64
+_S32, _S64 = 0x80000000, 0x8000000000000000
+
+
+def _inline(mnemonic: str, keys: tuple, out: int):
+    """The closure of a loop's commonest integer ops (its counter, compares and test)
+    with their numerics helper's expression written inline (one call less per op and
+    iteration); None for the other ops. tests/test_program_loop_calls.py checks each
+    against the helper."""
+    if len(keys) == 2:
+        a, b = keys
+        if mnemonic in ("and.i32", "and.i64"):
+            def op(env) -> None:
+                env[out] = env[a] & env[b]
+        elif mnemonic in ("or.i32", "or.i64"):
+            def op(env) -> None:
+                env[out] = env[a] | env[b]
+        elif mnemonic in ("xor.i32", "xor.i64"):
+            def op(env) -> None:
+                env[out] = env[a] ^ env[b]
+        elif mnemonic in ("cmp.lt.i32.s", "cmp.lt.i64.s"):
+            def op(env) -> None:
+                env[out] = 1 if env[a] < env[b] else 0
+        elif mnemonic in ("cmp.eq.i32", "cmp.eq.i64"):
+            def op(env) -> None:
+                env[out] = 1 if env[a] == env[b] else 0
+        elif mnemonic in ("cmp.ne.i32", "cmp.ne.i64"):
+            def op(env) -> None:
+                env[out] = 1 if env[a] != env[b] else 0
+        elif mnemonic == "add.i32":
+            def op(env) -> None:
+                env[out] = ((env[a] + env[b] + _S32) & _M32) - _S32
+        elif mnemonic == "add.i64":
+            def op(env) -> None:
+                env[out] = ((env[a] + env[b] + _S64) & _M64) - _S64
+        else:
+            return None
+        return op
+    if len(keys) == 1:
+        (a,) = keys
+        if mnemonic in ("cmp.nz.i32", "cmp.nz.i64"):
+            def op(env) -> None:
+                env[out] = 1 if env[a] else 0
+        elif mnemonic == "ext.i32.i64.s":
+            def op(env) -> None:
+                env[out] = env[a]
+        elif mnemonic == "trunc.i64.i32":
+            def op(env) -> None:
+                env[out] = ((env[a] + _S32) & _M32) - _S32
+        else:
+            return None
+        return op
+    return None
+
+
+def _compute(fn, keys: tuple, out: int, mnemonic: str | None = None):
     """A Compute step's closure by its operand count: its operands read straight from
-    their slots (a program's integer ops run per call, several per loop iteration)."""
+    their slots (a program's integer ops run per call, several per loop iteration); the
+    op written inline where `_inline` has it."""
+    inline = _inline(mnemonic, keys, out) if mnemonic is not None else None
+    if inline is not None:
+        return inline
     if len(keys) == 1:
         (a,) = keys
 
@@ -235,7 +294,7 @@ class GeneralProgram:
                 outs = tuple(values.add(name) for name in outs)
             self._steps.append((step, fn, fetch, outs))
             if isinstance(step, Compute) and isinstance(outs, int):
-                op = _compute(fn, tuple(values.key(v) for v in step.args), outs)
+                op = _compute(fn, tuple(values.key(v) for v in step.args), outs, step.op)
             else:
                 op = _operation(step, fn, fetch, outs, program.function)
             self._ops.append(op)

@@ -96,7 +96,7 @@ class HostLoop:
         from .general import _compute, compute_function
 
         keys = tuple(slot(a) for a in op.args)
-        return _compute(compute_function(op.op), keys, slot(op.out))
+        return _compute(compute_function(op.op), keys, slot(op.out), op.op)
 
     def __call__(self, args):
         if len(args) != self.arguments:
