@@ -288,12 +288,12 @@ def test_convergence_loop_calls(compile_mlir, tmp_path, monkeypatch, host_loops)
 
 
 def test_inline_ops_equal_their_numerics_helpers():
-    """Each op exec/general.py writes inline (`_inline`) gives what its numerics helper
+    """Each op exec/computes.py writes inline (`inline_op`) gives what its numerics helper
     gives, on every pair of edge operands (i32 and i64 edges both: the registers hold
     Python ints of either width)."""
     import itertools
 
-    from runtime_support.exec.general import _inline, compute_function
+    from runtime_support.exec.computes import compute_function, inline_op
 
     edges = (0, 1, -1, 2, 31, 32, 63, 64, 2**31 - 1, -(2**31), 2**63 - 1, -(2**63), 2**32 + 5)
     mnemonics = [
@@ -304,11 +304,11 @@ def test_inline_ops_equal_their_numerics_helpers():
     for mnemonic in mnemonics:
         fn = compute_function(mnemonic)
         arity = 1 if mnemonic.startswith(("cmp.nz", "ext", "trunc")) else 2
-        op = _inline(mnemonic, tuple(range(arity)), arity)
+        op = inline_op(mnemonic, tuple(range(arity)), arity)
         assert op is not None, mnemonic
         for args in itertools.product(edges, repeat=arity):
             env = [*args, None]
             op(env)
             want = fn(*args)
             assert env[arity] == want and type(env[arity]) is type(want), (mnemonic, args)
-    assert _inline("mul.i64", (0, 1), 2) is None
+    assert inline_op("mul.i64", (0, 1), 2) is None

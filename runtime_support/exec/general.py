@@ -19,25 +19,10 @@ from __future__ import annotations
 from operator import itemgetter
 
 from ..errors import StatusCode, VMError
-from ..vm import numerics
+from .computes import compute_function, compute_op
 from .loops import results as loops_results
 from .program import Compute, FailIf, QueueProgram, Rodata
 from .steps import Step
-
-
-def _select(condition, true_value, false_value):
-    return true_value if condition else false_value
-
-
-def compute_function(mnemonic: str):
-    """The Python function of a `Compute` step's VM op (the numerics helper the generated
-    code would call for it)."""
-    if mnemonic.startswith("select."):
-        return _select
-    fn = getattr(numerics, mnemonic.replace(".", "_"), None)
-    if fn is None or not callable(fn):
-        raise VMError(StatusCode.INVALID_ARGUMENT, f"queue program: no VM op {mnemonic!r} to compute")
-    return fn
 
 
 class _Values:
@@ -172,96 +157,6 @@ def _operation(step, fn, fetch, outs, function: str):
     return call
 
 
-_M32, _M64 = numerics.M32, numerics.M64
-_S32, _S64 = 0x80000000, 0x8000000000000000
-
-
-def _inline(mnemonic: str, keys: tuple, out: int):
-    """The closure of a loop's commonest integer ops (its counter, compares and test)
-    with their numerics helper's expression written inline (one call less per op and
-    iteration); None for the other ops. tests/test_program_loop_calls.py checks each
-    against the helper."""
-    if len(keys) == 2:
-        a, b = keys
-        if mnemonic in ("and.i32", "and.i64"):
-            def op(env) -> None:
-                env[out] = env[a] & env[b]
-        elif mnemonic in ("or.i32", "or.i64"):
-            def op(env) -> None:
-                env[out] = env[a] | env[b]
-        elif mnemonic in ("xor.i32", "xor.i64"):
-            def op(env) -> None:
-                env[out] = env[a] ^ env[b]
-        elif mnemonic in ("cmp.lt.i32.s", "cmp.lt.i64.s"):
-            def op(env) -> None:
-                env[out] = 1 if env[a] < env[b] else 0
-        elif mnemonic in ("cmp.eq.i32", "cmp.eq.i64"):
-            def op(env) -> None:
-                env[out] = 1 if env[a] == env[b] else 0
-        elif mnemonic in ("cmp.ne.i32", "cmp.ne.i64"):
-            def op(env) -> None:
-                env[out] = 1 if env[a] != env[b] else 0
-        elif mnemonic == "add.i32":
-            def op(env) -> None:
-                env[out] = ((env[a] + env[b] + _S32) & _M32) - _S32
-        elif mnemonic == "add.i64":
-            def op(env) -> None:
-                env[out] = ((env[a] + env[b] + _S64) & _M64) - _S64
-        else:
-            return None
-        return op
-    if len(keys) == 1:
-        (a,) = keys
-        if mnemonic in ("cmp.nz.i32", "cmp.nz.i64"):
-            def op(env) -> None:
-                env[out] = 1 if env[a] else 0
-        elif mnemonic == "ext.i32.i64.s":
-            def op(env) -> None:
-                env[out] = env[a]
-        elif mnemonic == "trunc.i64.i32":
-            def op(env) -> None:
-                env[out] = ((env[a] + _S32) & _M32) - _S32
-        else:
-            return None
-        return op
-    return None
-
-
-def _compute(fn, keys: tuple, out: int, mnemonic: str | None = None):
-    """A Compute step's closure by its operand count: its operands read straight from
-    their slots (a program's integer ops run per call, several per loop iteration); the
-    op written inline where `_inline` has it."""
-    inline = _inline(mnemonic, keys, out) if mnemonic is not None else None
-    if inline is not None:
-        return inline
-    if len(keys) == 1:
-        (a,) = keys
-
-        def compute1(env) -> None:
-            env[out] = fn(env[a])
-
-        return compute1
-    if len(keys) == 2:
-        a, b = keys
-
-        def compute2(env) -> None:
-            env[out] = fn(env[a], env[b])
-
-        return compute2
-    if len(keys) == 3:
-        a, b, c = keys
-
-        def compute3(env) -> None:
-            env[out] = fn(env[a], env[b], env[c])
-
-        return compute3
-
-    def compute(env) -> None:
-        env[out] = fn(*[env[k] for k in keys])
-
-    return compute
-
-
 class GeneralProgram:
     """A queue program bound to one context's imports; calling it runs every step."""
 
@@ -294,7 +189,7 @@ class GeneralProgram:
                 outs = tuple(values.add(name) for name in outs)
             self._steps.append((step, fn, fetch, outs))
             if isinstance(step, Compute) and isinstance(outs, int):
-                op = _compute(fn, tuple(values.key(v) for v in step.args), outs, step.op)
+                op = compute_op(fn, tuple(values.key(v) for v in step.args), outs, step.op)
             else:
                 op = _operation(step, fn, fetch, outs, program.function)
             self._ops.append(op)

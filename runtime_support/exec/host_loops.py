@@ -93,10 +93,10 @@ class HostLoop:
 
     @staticmethod
     def _op(op: Compute, slot):
-        from .general import _compute, compute_function
+        from .computes import compute_function, compute_op
 
         keys = tuple(slot(a) for a in op.args)
-        return _compute(compute_function(op.op), keys, slot(op.out), op.op)
+        return compute_op(compute_function(op.op), keys, slot(op.out), op.op)
 
     def __call__(self, args):
         if len(args) != self.arguments:
