@@ -38,6 +38,7 @@ from ..hal.fence import REACHED, Fence
 from ..hal.module import HalModule
 from ..hal.queue import BUSY
 from .general import GeneralProgram
+from .host_loops import NOT_HELD
 from .loops import LoopMode
 from .program import Compute, fields_read, names_in
 from .segments import MAX_PLANS as SEGMENT_PLANS
@@ -199,8 +200,8 @@ def _segment_op(segment, inner: list, general_ops: list, getters: list, computes
     waits, buffers, device_name, key_of = segment.waits, segment.buffers, segment.device, segment.key_of
 
     def run_segment(env) -> None:
-        # (segments.ready, inline: every wait over, every buffer a HalBuffer; run_shape
-        # declines where another thread holds the queue)
+        # (inline, as run_held below checks them: every wait over, every buffer a
+        # HalBuffer; run_shape declines where another thread holds the queue)
         for name in waits:
             fence = env[name]
             if not (fence is None or fence is _DONE or (type(fence) is Fence and fence.reached_now())):
@@ -792,15 +793,16 @@ class FastProgram(GeneralProgram):
             )
         self._fast_ops = [ops[k] for k in sorted(ops)]
         # A program that is one segment (every step in it): a loop call may run its plan
-        # under one hold of the queue for many iterations (exec/host_loops.py).
-        self.whole_segment = None
+        # under one hold of the queue for many iterations (exec/host_loops.py, call_held).
+        self.whole_segment = None  # (the input position of its device, where it is one)
+        self._run_held = None
         if (
             len(segments) == 1 and len(self._fast_ops) == 1
             and segments[0].first == 0 and segments[0].last == len(program.steps) - 1
             and type(segments[0].device) is int and segments[0].device < len(program.inputs)
         ):
-            # (its op's held entry, and the input position of its device)
-            self.whole_segment = (self._fast_ops[0].held, segments[0].device)
+            self.whole_segment = segments[0].device
+            self._run_held = self._fast_ops[0].held
         # Loop mode (loops.py): a loop's program that is one segment (PYREE_QUEUE_LOOP=0:
         # each step a call).
         self.loop_mode = None
@@ -824,6 +826,21 @@ class FastProgram(GeneralProgram):
             env += tail
         for op in self._fast_ops:
             op(env)
+        return None if self._outputs is None else self._outputs(env)
+
+    def call_held(self, args: tuple, queue):
+        """A call of a program that is one segment (`whole_segment`) with `queue`, its
+        device's, held by this thread already (a loop call's iterations after its first):
+        the outputs, or NOT_HELD with nothing done where the segment's plan does not run
+        for these inputs (the caller releases the queue and calls the program)."""
+        tail = self._tail
+        if tail is None or self._packed or len(args) != self._inputs:
+            env = self._env(args)  # (as __call__ makes it)
+        else:
+            env = list(args)
+            env += tail
+        if not self._run_held(env, queue):
+            return NOT_HELD
         return None if self._outputs is None else self._outputs(env)
 
     def resume(self, env: dict, start: int):

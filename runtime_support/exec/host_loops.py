@@ -38,7 +38,12 @@ from operator import itemgetter
 from ..errors import StatusCode, VMError
 from ..hal.device import LocalDevice
 from ..loaders import statistics
+from .computes import compute_function, compute_op
 from .program import Compute, Loop
+
+
+# What FastProgram.call_held answers where the held plan does not run for the inputs.
+NOT_HELD = object()
 
 
 class HostLoop:
@@ -81,7 +86,6 @@ class HostLoop:
         self.template = template[self.width:]
         # (one tuple where the program takes its inputs packed or has one)
         self.one_argument = program.packed or len(self.inputs) == 1
-        self.boxed = len(self.inputs) == 1 and not program.packed  # (fetch gives the value)
         self.fetch_inputs = itemgetter(*self.inputs) if self.inputs else (lambda regs: ())
         # (for tests and profiles: iterations, loop calls, iterations run as held runs)
         self.iterations = self.loop_calls = self.held_iterations = 0
@@ -93,8 +97,6 @@ class HostLoop:
 
     @staticmethod
     def _op(op: Compute, slot):
-        from .computes import compute_function, compute_op
-
         keys = tuple(slot(a) for a in op.args)
         return compute_op(compute_function(op.op), keys, slot(op.out), op.op)
 
@@ -119,20 +121,19 @@ class HostLoop:
         try:
             while True:
                 inputs = fetch(regs)
+                args = (inputs,) if one_argument else inputs
                 if held is not None:
-                    env = list(inputs) if type(inputs) is tuple and not self.boxed else [inputs]
-                    env += call._tail
-                    if not statistics.enabled and whole[0](env, held):
-                        out = call._outputs(env)
-                        self.held_iterations += 1
-                    else:  # (the rest as calls: the call raises what the steps raise)
+                    out = NOT_HELD if statistics.enabled else call.call_held(args, held)
+                    if out is NOT_HELD:  # (the rest as calls: they raise what the steps raise)
                         held.release()
                         held = whole = None
-                        out = call(inputs) if one_argument else call(*inputs)
+                        out = call(*args)
+                    else:
+                        self.held_iterations += 1
                 else:
-                    out = call(inputs) if one_argument else call(*inputs)
+                    out = call(*args)
                     if whole is not None and not statistics.enabled:
-                        device = regs[self.inputs[whole[1]]]
+                        device = regs[self.inputs[whole]]
                         if type(device) is LocalDevice and device.queue.hold():
                             held = device.queue
                         else:
@@ -163,4 +164,4 @@ class HostLoop:
         return state[0] if len(state) == 1 else state
 
 
-__all__ = ["HostLoop"]
+__all__ = ["HostLoop", "NOT_HELD"]
