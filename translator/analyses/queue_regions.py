@@ -854,7 +854,7 @@ def _host_loop(finder: _Finder, region: Region, grown, ref_live, int_live) -> Ho
     is a conditional branch on an integer register; every register the region writes is
     one of its results (a value it returns, none a literal). Each iteration then runs the
     call once and the ops in the order the loop runs them, and nothing else happens in the
-    loop: the runtime may run the iterations one after another (exec/loops.py) and hand
+    loop: the runtime may run the iterations one after another (exec/host_loops.py) and hand
     the state of the last call back to the generated code, which goes on from there."""
     fn = finder.fn
     found = _back_edge(finder, region, grown, _computed)

@@ -149,20 +149,17 @@ class ProgramTable:
     def _loop_text(self, loop, targets: list[str], reg) -> str:
         """The program's `loop=Loop(...)` field (runtime_support/exec/program.py)."""
 
+        def ref(value) -> str:  # (a register by its name, a literal operand as itself)
+            return lit(reg(value)) if isinstance(value, Reg) else repr(value)
+
         def ops(items) -> str:
             if not items:
                 return "()"
-            self.use("program", "Compute")
             out = []
             for op in items:
                 (w,) = op.writes()
-                args = (
-                    lit(reg(op[f.name])) if isinstance(op[f.name], Reg) else repr(op[f.name])
-                    for f in op.spec.fields if not f.write
-                )
-                out.append(
-                    f"            Compute(out={lit(reg(w))}, op={lit(op.mnemonic)}, args={_tuple(args)}),\n"
-                )
+                args = tuple(op[f.name] for f in op.spec.fields if not f.write)
+                out.append(f"            {self._step(Compute(op, args, w), ref)},\n")
             return "(\n" + "".join(out) + "        )"
 
         copies = _tuple(_tuple((lit(reg(a)), lit(reg(b)))) for a, b in loop.copies)
