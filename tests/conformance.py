@@ -9,7 +9,7 @@ the pinned `iree-compile` for the CPU (vmfbs cached under `.pyree-cache/conforma
 every exported no-argument function is one test:
 
 * IREE: run under `iree.runtime` (driver local-sync) with the Python check oracle
-  (tests/iree_check_oracle.py). It passes when it returns without error and no check failed.
+  (tests/support/iree_check_oracle.py). It passes when it returns without error and no check failed.
 * pyree: translated with `translator.codegen.write_package`, loaded with
   `pkg.load(device="local-sync", modules={"check": CheckModule(...)})` and called.
   Reported as unavailable until the code generator lands.
@@ -25,7 +25,7 @@ Builds: `embedded-elf` (the cases' flags), `system-dylib` (+ `--iree-llvmcpu-lin
 `inline-dynamic` (+ `--iree-execution-model=inline-dynamic`; these modules import `hal_inline`
 and `hal_loader`). IREE 3.13 cannot compile the suite's tensor `check.*` ops nor its
 `util.unfoldable_constant`s in that model, so each test is first rewritten by
-tests/inline_lift.py: unfoldable constants become arguments, tensor checks become extra
+tests/support/inline_lift.py: unfoldable constants become arguments, tensor checks become extra
 results. The oracle is `iree-run-module` (the Python bindings have no `hal_inline`); both
 sides get the same inputs, their results must be byte-identical, and the checks are applied
 to each side's results on the host (IREE's with the Python oracle's comparison, pyree's
@@ -59,8 +59,8 @@ E2E_DIR = REPO.parent / "shared" / "iree-e2e"
 CACHE_DIR = REPO / ".pyree-cache" / "conformance"
 
 # `python tests/conformance.py`, `-m tests.conformance` and pytest all find the repo's
-# packages and the oracle next to this file.
-for _path in (REPO, Path(__file__).resolve().parent):
+# packages and the oracle (tests/support).
+for _path in (REPO, Path(__file__).resolve().parent / "support"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
@@ -97,7 +97,7 @@ def build_flags(case_flags, build: str) -> list[str]:
         ]
     return [*flags, *BUILDS[build]]
 UNSUPPORTED_BUILDS: dict[str, str] = {}
-LIFTED_BUILDS = ("inline-dynamic",)  # compiled from tests/inline_lift.py's rewrite
+LIFTED_BUILDS = ("inline-dynamic",)  # compiled from tests/support/inline_lift.py's rewrite
 
 TRANSLATOR_UNAVAILABLE = "translator.codegen not available yet"
 

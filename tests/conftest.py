@@ -1,7 +1,7 @@
 """Shared pytest fixtures and helpers for pyree's tests.
 
-Helpers (plain functions, importable with `from conftest import ...` because tests/ has no
-__init__.py and pytest puts tests/ on sys.path):
+Helpers (plain functions, importable with `from conftest import ...`: pyproject's pytest
+`pythonpath` puts tests/ and tests/support/ on sys.path, tests/README.md):
 
     corpus_cases()                  -> [CorpusCase]  (tests/corpus/manifest.json)
     e2e_cases()                     -> [E2ECase]     (<repo>/../shared/iree-e2e/cases.json; [] if absent)
@@ -202,7 +202,7 @@ class CompileError(RuntimeError):
 
 
 def _find_tool(name: str) -> str:
-    """An IREE tool: on PATH or shipped in the installed `iree` packages (tests/iree_tools.py);
+    """An IREE tool: on PATH or shipped in the installed `iree` packages (tests/support/iree_tools.py);
     skips only when neither has it."""
     path = find_tool(name)
     if path is None:

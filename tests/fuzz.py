@@ -532,6 +532,7 @@ def run_input(seed: SeedInfo, index: int, base_seed: int, tmp: Path) -> dict:
 _IREE_RUN = """
 import sys
 sys.path.insert(0, {tests!r})
+sys.path.insert(0, {support!r})
 from iree_oracle import IreeSession, export_signatures
 from abi_inputs import inputs_for_signature
 vmfb = sys.argv[1]
@@ -564,7 +565,7 @@ print("IREE-DONE")
 def iree_outcome(vmfb: Path) -> str:
     """What IREE's runtime does with the same file (asked after a crash or a hang):
     "crash:SIG" or "crash:exitN" when it crashes too, "hang", else "ok" / "unavailable"."""
-    script = _IREE_RUN.format(tests=str(REPO / "tests"), max_exports=MAX_EXPORTS + 2)
+    script = _IREE_RUN.format(tests=str(REPO / "tests"), support=str(REPO / "tests" / "support"), max_exports=MAX_EXPORTS + 2)
     try:
         res = subprocess.run([sys.executable, "-c", script, str(vmfb)], capture_output=True,
                              text=True, timeout=CALL_WALL_S * 3,

@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-for _folder in (REPO, REPO / "tests"):  # (the runtime; fuzz_tally beside this file)
+for _folder in (REPO, REPO / "tests" / "support"):  # (the runtime; fuzz_tally in tests/support)
     if str(_folder) not in sys.path:
         sys.path.insert(0, str(_folder))
 

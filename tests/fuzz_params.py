@@ -54,8 +54,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO / "tests") not in sys.path:  # (fuzz_tally, beside this file)
-    sys.path.insert(0, str(REPO / "tests"))
+for _folder in (REPO / "tests", REPO / "tests" / "support"):  # (fuzz_tally: tests/support)
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 
 from fuzz_tally import Tally  # noqa: E402
 

@@ -62,8 +62,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO / "tests") not in sys.path:
-    sys.path.insert(0, str(REPO / "tests"))
+for _folder in (REPO / "tests", REPO / "tests" / "support"):  # (fuzz beside this file)
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 
 import fuzz  # noqa: E402
 from fuzz_tally import Tally  # noqa: E402
