@@ -153,7 +153,7 @@ _arrays_module = None  # (runtime_support/loaders/vmvx_arrays.py, imported with 
 def _small_work() -> int:
     global _arrays_module
     if _arrays_module is None:
-        from . import vmvx_arrays as _arrays_module
+        import runtime_support.loaders.vmvx_arrays as _arrays_module
     return _arrays_module.SMALL_WORK
 
 
@@ -185,7 +185,7 @@ class _Prepared:
     @property
     def arrays(self) -> list:
         if self._arrays is None:
-            from .vmvx_arrays import Binding
+            from runtime_support.loaders.vmvx_arrays import Binding
 
             self._arrays = [Binding(_host_view(a, n)) for a, n in self.ranges]
         return self._arrays

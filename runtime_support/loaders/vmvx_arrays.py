@@ -22,7 +22,7 @@ import numpy as np
 from runtime_support.errors import StatusCode, VMError
 from runtime_support.vm import numerics_ftz as S
 from runtime_support.vm.mxcsr import array_maps, flushing, under_daz
-from runtime_support.vm.numerics import _LIBM
+from runtime_support.vm.numerics import LIBM_F32
 
 _TINY32 = np.float32(2.0**-126)
 # A dispatch of at most this many logical iterations (workgroups times the trip counts of
@@ -262,7 +262,7 @@ def abs_f32(a):
 def _libm_f32(name: str):
     """A libm f32 function per element, under DAZ for the whole map, result flushed."""
     scalar = getattr(S, f"{name}_f32")
-    fn = _LIBM.get(f"{name}f")
+    fn = LIBM_F32.get(f"{name}f")
 
     def op(a):
         if type(a) is float:

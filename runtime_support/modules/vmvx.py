@@ -3,9 +3,9 @@ runtime/src/iree/modules/vmvx: module.c, elementwise.c), on numpy.
 
 Every import is one row of `_TABLE` (name -> shape, element op); the shape fixes the
 calling convention and how the arguments read (IREE's fixed argument structs). Each
-operand is a `!vm.buffer` with an ELEMENT offset and element strides; it is mapped as
-IREE maps it (`MAP_BUFFER_2D_*`: sizes and strides+1 must fit 32 bits, else
-INVALID_ARGUMENT "buffer overflow for NAME"; the span (size0-1)*stride0 +
+operand is a `!vm.buffer` with an ELEMENT offset and element strides; it is mapped
+(modules/vmvx_operands.py) as IREE maps it (`MAP_BUFFER_2D_*`: sizes and strides+1
+must fit 32 bits, else INVALID_ARGUMENT "buffer overflow for NAME"; the span (size0-1)*stride0 +
 (size1-1)*stride1 + 1 elements from the offset, computed modulo 2**64, must lie in the
 buffer, else OUT_OF_RANGE; an output needs a mutable buffer, else PERMISSION_DENIED).
 Beyond IREE, every element a loop would touch must lie in the buffer (negative strides
@@ -32,16 +32,10 @@ import ctypes.util
 import numpy as np
 
 from ..errors import StatusCode, VMError
-from ..vm.buffer import VMBuffer
+from .vmvx_operands import Operand
+from .vmvx_operands import daz as _daz  # (`daz` is _f32_unary's flag)
 
 MODULE_NAME = "vmvx"
-M64 = (1 << 64) - 1
-_HIGH32 = 0xFFFFFFFF00000000
-_TINY32 = np.float32(2.0**-126)
-# Elements an operand whose strides revisit elements (zero or overlapping strides) may
-# span beyond its buffer's own element count: every one costs an index (8 bytes).
-_MAX_REPEATED = 1 << 24
-
 # Argument shapes (IREE's fixed argument structs) -> calling convention.
 SHAPES = {
     "binary2d": "0rIIIrIIIrIIIII_v",  # lhs, off, s0, s1, rhs, ..., out, ..., size0, size1
@@ -61,11 +55,6 @@ SHAPES = {
 
 def _f(bits):
     return bits.view(np.float32)
-
-
-def _daz(x):
-    """DAZ: a denormal operand reads as a zero of its sign."""
-    return np.where(np.abs(x) < _TINY32, x * np.float32(0), x)
 
 
 def _f32_binary(op):
@@ -186,89 +175,11 @@ _TABLE = {
     "query_tile_sizes.2d": ("query_tile_sizes2d", None, 0),
 }
 
-_DTYPES = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-
 #: Full import name -> calling convention: what the translator checks a kernel against.
 IMPORTS = {f"{MODULE_NAME}.{name}": SHAPES[shape] for name, (shape, _, _) in _TABLE.items()}
 
 
-# --------------------------------------------------------------------------- operands
-
-
-class _Operand:
-    """One mapped 2-D operand: its elements as a flat numpy view and the element indices
-    (relative to that view) the row-major loop visits."""
-
-    __slots__ = ("array", "index", "flat_start", "buffer")
-
-    def __init__(self, where, name, buf, elem, offset, s0, s1, size0, size1, write):
-        overflow = 0
-        size0, size1, s0, s1 = size0 & M64, size1 & M64, s0 & M64, s1 & M64
-        overflow |= (size0 & _HIGH32) | (size1 & _HIGH32)
-        overflow |= ((s0 + 1) & _HIGH32) | ((s1 + 1) & _HIGH32)
-        last = ((size0 - 1) * s0 + (size1 - 1) * s1) & M64
-        length = ((last + 1) * elem) & M64
-        byte_offset = (elem * (offset & M64)) & M64
-        if overflow:
-            raise VMError(StatusCode.INVALID_ARGUMENT, f"{where}: buffer overflow for {name}")
-        if not isinstance(buf, VMBuffer):
-            what = "null" if buf is None else type(buf).__name__
-            raise VMError(
-                StatusCode.INVALID_ARGUMENT, f"{where}: argument '{name}' is {what}; expected !vm.buffer"
-            )
-        if write and buf.readonly:
-            raise VMError(
-                StatusCode.PERMISSION_DENIED,
-                f"{where}: {name}: buffer is read-only and cannot be mapped for mutation",
-            )
-        byte_offset &= ~(elem - 1)
-        length &= ~(elem - 1)
-        end = (byte_offset + length) & M64
-        if end > buf.length or byte_offset > buf.length:
-            raise VMError(
-                StatusCode.OUT_OF_RANGE,
-                f"{where}: {name}: out-of-bounds access (offset={byte_offset}, length={length}, "
-                f"buffer length={buf.length})",
-            )
-        count = (buf.length - byte_offset) // elem
-        elements = size0 * size1
-        if elements > max(count, _MAX_REPEATED):
-            # (only strides that revisit elements get here: a zero or overlapping stride)
-            raise VMError(
-                StatusCode.RESOURCE_EXHAUSTED,
-                f"{where}: {name}: a {size0}x{size1} tile ({elements} elements) with strides "
-                f"({_signed64(s0)}, {_signed64(s1)}) revisits the {count} elements its buffer "
-                f"holds from the offset; pyree maps at most {max(count, _MAX_REPEATED)} "
-                f"elements per operand (IREE would loop over all {elements})",
-            )
-        if elements:
-            rows = np.arange(size0, dtype=np.int64)[:, None] * _signed64(s0)
-            cols = np.arange(size1, dtype=np.int64)[None, :] * _signed64(s1)
-            index = rows + cols
-        else:  # (an empty tile: no index per row or column of the other size)
-            index = np.empty((size0, size1), np.int64)
-        if index.size and (index.min() < 0 or index.max() >= count):
-            raise VMError(
-                StatusCode.OUT_OF_RANGE,
-                f"{where}: {name}: its strides ({_signed64(s0)}, {_signed64(s1)}) reach "
-                f"outside the {buf.length}-byte buffer",
-            )
-        self.buffer = buf
-        dtype = _DTYPES[elem]
-        self.array = np.frombuffer(buf.data, dtype, count, byte_offset) if count else np.zeros(0, dtype)
-        self.index = index
-
-    def addresses(self, elem: int) -> np.ndarray:
-        """Host address of each element the loop visits, in loop order."""
-        base = self.array.__array_interface__["data"][0]
-        return base + self.index.ravel() * elem
-
-
-def _signed64(v: int) -> int:
-    return v - (1 << 64) if v >> 63 else v
-
-
-def _in_order_matters(out: _Operand, inputs, elem: int) -> bool:
+def _in_order_matters(out: Operand, inputs, elem: int) -> bool:
     """Whether IREE's row-major loop gives another result than one vector operation: the
     output writes an element twice, or element k reads what an earlier element j < k
     wrote (reading the element it writes itself is the same both ways)."""
@@ -313,23 +224,23 @@ class VmvxModule:
         shape, _, elem = _TABLE[name]
         where = f"{MODULE_NAME}.{name}"
         if elem == 0:  # (the ukernels: mmt4d, pack, unpack, query_tile_sizes.2d)
-            from . import vmvx_ukernels
+            import runtime_support.modules.vmvx_ukernels as vmvx_ukernels
 
             return getattr(vmvx_ukernels, shape)(where, *args)
         if shape == "binary2d":
             lb, lo, l0, l1, rb, ro, r0, r1, ob, oo, o0, o1, n0, n1 = args
-            lhs = _Operand(where, "lhs", lb, elem, lo, l0, l1, n0, n1, False)
-            rhs = _Operand(where, "rhs", rb, elem, ro, r0, r1, n0, n1, False)
-            out = _Operand(where, "out", ob, elem, oo, o0, o1, n0, n1, True)
+            lhs = Operand(where, "lhs", lb, elem, lo, l0, l1, n0, n1, False)
+            rhs = Operand(where, "rhs", rb, elem, ro, r0, r1, n0, n1, False)
+            out = Operand(where, "out", ob, elem, oo, o0, o1, n0, n1, True)
             self._elementwise(name, out, (lhs, rhs), elem)
         elif shape == "unary2d":
             ib, io, i0, i1, ob, oo, o0, o1, n0, n1 = args
-            src = _Operand(where, "in", ib, elem, io, i0, i1, n0, n1, False)
-            out = _Operand(where, "out", ob, elem, oo, o0, o1, n0, n1, True)
+            src = Operand(where, "in", ib, elem, io, i0, i1, n0, n1, False)
+            out = Operand(where, "out", ob, elem, oo, o0, o1, n0, n1, True)
             self._elementwise(name, out, (src,), elem)
         else:  # fill2d
             value, ob, oo, row_stride, n0, n1 = args
-            out = _Operand(where, "out", ob, elem, oo, row_stride, 1, n0, n1, True)
+            out = Operand(where, "out", ob, elem, oo, row_stride, 1, n0, n1, True)
             if out.index.size:
                 out.array[out.index.ravel()] = np.uint32(value & 0xFFFFFFFF)
 

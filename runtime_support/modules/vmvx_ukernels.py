@@ -3,7 +3,7 @@
 on numpy. `vmvx.VmvxModule.call` routes their rows of the import table here.
 
 Each operand is mapped as module.c maps it (`MAP_BUFFER_2D_*`, the same checks as the
-element ops: `vmvx._Operand`); the element types are the ones module.c accepts (mmt4d:
+element ops: `vmvx_operands.Operand`); the element types are the ones module.c accepts (mmt4d:
 f32*f32->f32 and s8*s8->s32; pack: f32, i32, i8; unpack: f32, i32), anything else
 INVALID_ARGUMENT "unhandled flags", as IREE answers. Where IREE's ukernel only asserts
 (debug builds) and a release build would write outside the operands, loop forever or
@@ -31,7 +31,7 @@ import functools
 import numpy as np
 
 from ..errors import StatusCode, VMError
-from .vmvx import M64, _daz, _Operand, _signed64
+from .vmvx_operands import M64, Operand, daz, signed64
 
 _TMP_BUF = 4096  # (IREE's pack/unpack temporary buffer, in bytes)
 
@@ -54,7 +54,7 @@ def _bad(where: str, message: str) -> VMError:
 
 
 def _i64(v: int) -> int:
-    return _signed64(v & M64)
+    return signed64(v & M64)
 
 
 def _i32(v: int) -> int:
@@ -113,9 +113,9 @@ def _fma_f32(a, b, c):
     """fmaf(a, b, c) on float32 arrays, one rounding (round to nearest even), with DAZ
     on the operands and FTZ on the result. a*b is exact in float64; the float64 sum's
     error (TwoSum) breaks a tie at a float32 midpoint the way the exact sum would."""
-    a64 = _daz(a).astype(np.float64)
-    b64 = _daz(b).astype(np.float64)
-    c64 = _daz(c).astype(np.float64)
+    a64 = daz(a).astype(np.float64)
+    b64 = daz(b).astype(np.float64)
+    c64 = daz(c).astype(np.float64)
     with np.errstate(all="ignore"):
         p = a64 * b64
         s = p + c64
@@ -125,13 +125,13 @@ def _fma_f32(a, b, c):
         tie = ((bits & np.uint64(0x1FFFFFFF)) == np.uint64(0x10000000)) & (e != 0) & np.isfinite(s)
         if np.any(tie):
             s = np.where(tie, np.nextafter(s, np.where(e > 0, np.inf, -np.inf)), s)
-        return _daz(s.astype(np.float32))
+        return daz(s.astype(np.float32))
 
 
 def _mul_add_f32(a, b, c):
     with np.errstate(all="ignore"):
-        p = _daz(_daz(a) * _daz(b))
-        return _daz(p + _daz(c))
+        p = daz(daz(a) * daz(b))
+        return daz(p + daz(c))
 
 
 # --------------------------------------------------------------------------- mmt4d
@@ -149,9 +149,9 @@ def mmt4d(where, lb, lo, ls, rb, ro, rs, ob, oo, os_, m, n, k, m0, n0, k0, flags
     # (module.c: the i32 tile sizes widen to size_t, sign-extended)
     M, N, K = m & M64, n & M64, k & M64
     M0, N0, K0 = _i32(m0) & M64, _i32(n0) & M64, _i32(k0) & M64
-    lhs = _Operand(where, "lhs", lb, in_elem, lo, ls, 1, M, K * M0 * K0 & M64, False)
-    rhs = _Operand(where, "rhs", rb, in_elem, ro, rs, 1, N, K * N0 * K0 & M64, False)
-    out = _Operand(where, "out", ob, out_elem, oo, os_, 1, M, N * M0 * N0 & M64, True)
+    lhs = Operand(where, "lhs", lb, in_elem, lo, ls, 1, M, K * M0 * K0 & M64, False)
+    rhs = Operand(where, "rhs", rb, in_elem, ro, rs, 1, N, K * N0 * K0 & M64, False)
+    out = Operand(where, "out", ob, out_elem, oo, os_, 1, M, N * M0 * N0 & M64, True)
     if flags & ~_MMT4D_KNOWN:
         raise _bad(where, f"unknown flags 0x{flags:x}")
     M, N, K = _i64(M), _i64(N), _i64(K)
@@ -232,8 +232,8 @@ def pack(where, ib, io, i0s, i1s, ob, oo, o0s, o1s, in0, in1, s0, s1, s2, s3, pa
         raise _bad(where, "unhandled flags")
     elem, _ = _PACK_TYPES[flags & 0xFF]
     tile = (s2 & M64) * (s3 & M64) & M64
-    src = _Operand(where, "in", ib, elem, io, i0s, i1s, in0, in1, False)
-    out = _Operand(where, "out", ob, elem, oo, o0s, 1, s0, (s1 & M64) * tile & M64, True)
+    src = Operand(where, "in", ib, elem, io, i0s, i1s, in0, in1, False)
+    out = Operand(where, "out", ob, elem, oo, o0s, 1, s0, (s1 & M64) * tile & M64, True)
     if flags & ~_PACK_KNOWN:
         raise _bad(where, f"unknown flags 0x{flags:x}")
     in0, in1, s0, s1, s2, s3 = (_i64(v) for v in (in0, in1, s0, s1, s2, s3))
@@ -258,8 +258,8 @@ def unpack(where, ib, io, i0s, i1s, ob, oo, o0s, o1s, s0, s1, s2, s3, out0, out1
         raise _bad(where, "unhandled flags")
     elem, _ = _UNPACK_TYPES[flags & 0xFF]
     tile = (s2 & M64) * (s3 & M64) & M64
-    src = _Operand(where, "in", ib, elem, io, i0s, 1, s0, (s1 & M64) * tile & M64, False)
-    out = _Operand(where, "out", ob, elem, oo, o0s, o1s, out0, out1, True)
+    src = Operand(where, "in", ib, elem, io, i0s, 1, s0, (s1 & M64) * tile & M64, False)
+    out = Operand(where, "out", ob, elem, oo, o0s, o1s, out0, out1, True)
     if flags & ~_PACK_KNOWN:
         raise _bad(where, f"unknown flags 0x{flags:x}")
     s0, s1, s2, s3, out0, out1 = (_i64(v) for v in (s0, s1, s2, s3, out0, out1))

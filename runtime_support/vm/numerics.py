@@ -735,102 +735,104 @@ def _libm_f32():
     return out
 
 
-_LIBM = _libm_f32()
+#: The host libm's float functions by C name (`expf` -> ctypes function; empty without a
+#: libm): the f32 ops below, numerics_ftz and loaders/vmvx_arrays call them.
+LIBM_F32 = _libm_f32()
 
 
 def atan_f32(a):
-    fn = _LIBM.get('atanf')
+    fn = LIBM_F32.get('atanf')
     if fn is not None:
         return fn(a)
     return f32(math.atan(a))
 
 
 def atan2_f32(a, b):
-    fn = _LIBM.get('atan2f')
+    fn = LIBM_F32.get('atan2f')
     if fn is not None:
         return fn(a, b)
     return f32(_atan2(a, b))
 
 
 def cos_f32(a):
-    fn = _LIBM.get('cosf')
+    fn = LIBM_F32.get('cosf')
     if fn is not None:
         return fn(a)
     return f32(_cos(a))
 
 
 def sin_f32(a):
-    fn = _LIBM.get('sinf')
+    fn = LIBM_F32.get('sinf')
     if fn is not None:
         return fn(a)
     return f32(_sin(a))
 
 
 def exp_f32(a):
-    fn = _LIBM.get('expf')
+    fn = LIBM_F32.get('expf')
     if fn is not None:
         return fn(a)
     return f32(_exp(a))
 
 
 def exp2_f32(a):
-    fn = _LIBM.get('exp2f')
+    fn = LIBM_F32.get('exp2f')
     if fn is not None:
         return fn(a)
     return f32(_exp2(a))
 
 
 def expm1_f32(a):
-    fn = _LIBM.get('expm1f')
+    fn = LIBM_F32.get('expm1f')
     if fn is not None:
         return fn(a)
     return f32(_expm1(a))
 
 
 def log_f32(a):
-    fn = _LIBM.get('logf')
+    fn = LIBM_F32.get('logf')
     if fn is not None:
         return fn(a)
     return f32(_logf(a))
 
 
 def log10_f32(a):
-    fn = _LIBM.get('log10f')
+    fn = LIBM_F32.get('log10f')
     if fn is not None:
         return fn(a)
     return f32(_log10(a))
 
 
 def log1p_f32(a):
-    fn = _LIBM.get('log1pf')
+    fn = LIBM_F32.get('log1pf')
     if fn is not None:
         return fn(a)
     return f32(_log1p(a))
 
 
 def log2_f32(a):
-    fn = _LIBM.get('log2f')
+    fn = LIBM_F32.get('log2f')
     if fn is not None:
         return fn(a)
     return f32(_log2f(a))
 
 
 def pow_f32(a, b):
-    fn = _LIBM.get('powf')
+    fn = LIBM_F32.get('powf')
     if fn is not None:
         return fn(a, b)
     return f32(_pow(a, b))
 
 
 def tanh_f32(a):
-    fn = _LIBM.get('tanhf')
+    fn = LIBM_F32.get('tanhf')
     if fn is not None:
         return fn(a)
     return f32(math.tanh(a))
 
 
 def erf_f32(a):
-    fn = _LIBM.get('erff')
+    fn = LIBM_F32.get('erff')
     if fn is not None:
         return fn(a)
     return f32(math.erf(a))

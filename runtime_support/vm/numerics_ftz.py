@@ -57,7 +57,7 @@ def _wrap(mnemonic: str, fn, widths: tuple[str, str]):
     call costs one frame and a comparison per value."""
     code = getattr(fn, "__code__", None)  # (some are C functions: math.atan)
     arity = code.co_argcount if code is not None else len(inspect.signature(fn).parameters)
-    libm = _n._LIBM.get(mnemonic.split(".")[0] + "f") if widths == ("f32", "f32") else None
+    libm = _n.LIBM_F32.get(mnemonic.split(".")[0] + "f") if widths == ("f32", "f32") else None
     if libm is not None:  # (libm's f32 function called under DAZ, as on IREE's workers)
         fn = under_daz(libm)
     ti, to = TINY[widths[0]], TINY[widths[1]]
