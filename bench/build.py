@@ -137,6 +137,6 @@ _counter = itertools.count()
 def import_package(pkg_dir: Path):
     """Imports a generated package under a private module name (SyntaxError and
     IndentationError surface here for code Python cannot compile)."""
-    from runtime_support.run_cli import import_package_as
+    from runtime_support.tools.run_cli import import_package_as
 
     return import_package_as(f"_pyree_bench_{pkg_dir.name}_{next(_counter)}", pkg_dir)

@@ -246,7 +246,7 @@ def warm_up_imports() -> None:
     dispatch loop (once per process): the main table's load column is the load alone. The
     issue's target (import and load, numpy and llvmlite imported already) is what
     bench/fresh.py times, in fresh processes."""
-    import runtime_support.context  # noqa: F401
+    import runtime_support.api.context  # noqa: F401
     import runtime_support.hal.module  # noqa: F401
     from runtime_support.loaders import executable
 

@@ -6,7 +6,7 @@ numpy and llvmlite first (untimed: the issue's load target excludes the process'
 import of both), then times `import PACKAGE` (which imports runtime_support) and
 `PACKAGE.load()`, with Python's default bytecode caching (.pyc files). The first run may
 fill those and pyree's cache folder (the native runtime's object code, compiled code
-objects: runtime_support/disk_cache.py), as a user's first run after installing does; the
+objects: runtime_support/cache/disk_cache.py), as a user's first run after installing does; the
 later runs are what every process after that pays.
 """
 

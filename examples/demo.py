@@ -38,7 +38,7 @@ def main() -> int:
 
     spec = ["--input=4xf32=1 2 3 4", "--input=4xf32=5 6 7 8"]
     run = subprocess.run(
-        [sys.executable, "-m", "runtime_support.run_cli", str(OUT / "simple_mul"), "--function=simple_mul", *spec],
+        [sys.executable, "-m", "runtime_support.tools.run_cli", str(OUT / "simple_mul"), "--function=simple_mul", *spec],
         check=True, capture_output=True, text=True, cwd=REPO,
     )
     print("pyree-run output:\n" + run.stdout)

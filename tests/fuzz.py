@@ -322,7 +322,7 @@ def classify_translation(rc: int, text: str) -> tuple[str, str]:
 def _vm_args(ctx, pkg, name: str):
     """VM-level arguments for export `name` from its cconv and declaration, or None if
     it takes spans."""
-    from runtime_support import abi
+    from runtime_support.api import abi
 
     cconv = pkg.CCONVS.get(name, "0v_v")
     args_part = cconv[1:].split("_", 1)[0]
@@ -335,7 +335,7 @@ def _vm_args(ctx, pkg, name: str):
     types = [t for _, t in decl.arguments] if decl and len(decl.arguments) == len(codes) else [None] * len(codes)
     import numpy as np
 
-    from runtime_support.abi import TensorType
+    from runtime_support.api.abi import TensorType
     from runtime_support.hal import element_types
 
     out = []
@@ -365,8 +365,8 @@ def harness_numpy_args(cconv: str, declaration, name: str):
     where one cannot be built: spans, refs that are not tensors)."""
     import numpy as np
 
-    from runtime_support import abi
-    from runtime_support.abi import TensorType
+    from runtime_support.api import abi
+    from runtime_support.api.abi import TensorType
     from runtime_support.hal import element_types
 
     args_part = (cconv or "0v_v")[1:].split("_", 1)[0]

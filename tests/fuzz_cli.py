@@ -305,8 +305,8 @@ def _alarm(signum, frame):
 
 
 def _parse_inputs(specs, types):
-    from runtime_support import run_cli
-    from runtime_support.io_specs import parse_inputs
+    from runtime_support.tools import run_cli
+    from runtime_support.tools.io_specs import parse_inputs
 
     return parse_inputs(run_cli._per_rank(specs) or [], types, run_cli.guess_arg_type)
 
@@ -314,8 +314,8 @@ def _parse_inputs(specs, types):
 def run_one(item: dict, workdir: Path) -> dict:
     """Runs one generated input in this process (cwd: `workdir`, its files written
     there); returns {"index", "class", "detail"}."""
-    from runtime_support import run_cli
-    from runtime_support.io_specs import SpecError
+    from runtime_support.tools import run_cli
+    from runtime_support.tools.io_specs import SpecError
 
     for name, data in item["files"].items():
         (workdir / name).write_bytes(data)
@@ -378,7 +378,7 @@ def _batch_child(start: int, stop: int, base_seed: int, wfd: int) -> None:
 def run_batch(start: int, count: int, base_seed: int = 0) -> tuple[list[dict], int]:
     """Inputs [start, start+count) in forked children (a new one after a death); returns
     (results, peak child RSS in KiB)."""
-    from runtime_support import io_specs, run_cli  # noqa: F401 - imported once, before forks
+    from runtime_support.tools import io_specs, run_cli  # noqa: F401 - imported once, before forks
 
     results: list[dict] = []
     peak = 0

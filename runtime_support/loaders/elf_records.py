@@ -4,7 +4,7 @@ pyelftools decodes the records (ELF header, program headers, dynamic entries, sy
 relocations) that runtime_support/loaders/elf.py loads a library by; importing it takes
 15-20 ms, a fifth of a fresh process's import and load of a model. A decoded record is a
 function of its kind and its bytes alone, so each library's are kept in one cache entry
-(runtime_support/disk_cache.py, named by the sha256 of the library's bytes) as plain
+(runtime_support/cache/disk_cache.py, named by the sha256 of the library's bytes) as plain
 dicts: a process that loads a library loaded before reads them back and never imports
 pyelftools. Anything wrong with the entry (missing, damaged, another layout) is a miss:
 the records are decoded again, and the entry written anew once the load succeeded.
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .. import disk_cache
+from ..cache import disk_cache
 from ..errors import LoaderError
 
 # ELF64 record sizes (the ELF specification's; pyelftools' sizeof() agrees).

@@ -60,7 +60,7 @@ import platform
 import string
 import threading
 
-from .. import disk_cache
+from ..cache import disk_cache
 from ..env_knobs import flag_knob, float_knob, int_knob
 
 # --- architecture-specific pieces ---------------------------------------------------------

@@ -34,7 +34,7 @@ import threading
 from pathlib import Path
 from typing import Sequence
 
-from ..disk_cache import digest as sha256_hex  # (CPython's built-in sha256: no OpenSSL load)
+from ..cache.disk_cache import digest as sha256_hex  # (CPython's built-in sha256: no OpenSSL load)
 from ..errors import LoaderError, StatusCode, VMError, quote_name
 from ..vm.buffer import VMBuffer
 from ..vm.globals import RefGlobals, new_rwdata

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from cuda_driver_double import DriverDoubleError, PyCudaDriverDouble, _Function
-from runtime_support.context import DeviceError
+from runtime_support.api.context import DeviceError
 from runtime_support.cuda.device import CudaDevice, open_cuda_device
 from runtime_support.errors import StatusCode, VMError
 from test_cuda_executable import cuda_flags
@@ -229,7 +229,7 @@ def test_load_cuda_without_a_driver(monkeypatch):
 
 
 def test_pyree_run_device_cuda(no_pycuda, compile_mlir, tmp_path):
-    from runtime_support.run_cli import main
+    from runtime_support.tools.run_cli import main
 
     _, vmfb = _translate(compile_mlir, tmp_path, REPO / "examples" / "simple_mul.mlir", "simple_mul_cli")
     out, err = io.StringIO(), io.StringIO()
@@ -241,7 +241,7 @@ def test_pyree_run_device_cuda(no_pycuda, compile_mlir, tmp_path):
 
 
 def test_pyree_run_device_cuda_with_the_double(pycuda_double, compile_mlir, tmp_path):
-    from runtime_support.run_cli import main
+    from runtime_support.tools.run_cli import main
 
     _, vmfb = _translate(compile_mlir, tmp_path, REPO / "examples" / "simple_mul.mlir", "simple_mul_cli2")
     out, err = io.StringIO(), io.StringIO()

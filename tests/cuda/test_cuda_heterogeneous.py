@@ -123,7 +123,7 @@ def test_cpu_and_gpu_parts_share_managed_memory(programs, pycuda_double, update_
 
 
 def test_pyree_run_local_and_cuda_same_as_iree_cpu_only(programs, pycuda_double):
-    from runtime_support.run_cli import main as run_main
+    from runtime_support.tools.run_cli import main as run_main
 
     pkg, _, cpu_vmfb = programs
     pycuda_double.kernel_models[GPU_KERNEL] = _add_to_itself
@@ -139,7 +139,7 @@ def test_cpu_and_gpu_program_given_only_a_cpu_fails_as_iree_run_module(programs)
     """The CPU+GPU program run with only a local device: IREE's own line (the missing
     device `gpu` and its target), not pyree's explanation for a module whose only device
     cannot run here."""
-    from runtime_support.run_cli import main as run_main
+    from runtime_support.tools.run_cli import main as run_main
 
     pkg, het_vmfb, _ = programs
     args = ["--device=local-task", "--function=pipeline", "--input=4xf32=1 2 3 4"]

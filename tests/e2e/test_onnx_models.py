@@ -22,7 +22,7 @@ import pytest
 from iree_oracle import iree_run
 from helpers_process import cli
 from differential import same_results as _same, load_package
-from runtime_support.run_cli import main as run_main
+from runtime_support.tools.run_cli import main as run_main
 from translator.codegen import write_package
 from translator.reader import read_module_file
 

@@ -8,7 +8,7 @@ Generated code; regenerate with the command below rather than editing.
 # Source: tensor_elementwise.vmfb
 # Translator: pyree 0.1.0
 # Regenerate: pyree-translate tensor_elementwise.vmfb -o OUT_DIR --name elementwise
-from runtime_support.context import Export, Import, ModuleContext, describe_exports, vm_fail
+from runtime_support.api.context import Export, Import, ModuleContext, describe_exports, vm_fail
 from runtime_support.vm.numerics import add_i64, trunc_i64_i32
 from runtime_support.vm.globals import global_store_ref
 from runtime_support.exec.program import FailIf, QueueProgram, Rodata

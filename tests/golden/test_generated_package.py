@@ -266,7 +266,7 @@ def test_pyree_run_matches_iree_run_module(program, function, inputs, compile_ml
         if None in inputs:  # tensors: read their declared types from the package
             mod = load_package(pkg)
             decl = mod.EXPORTS[function]
-            from runtime_support.abi import parse_declaration
+            from runtime_support.api.abi import parse_declaration
 
             inputs = []
             for _, ty in parse_declaration(decl).arguments:
@@ -274,7 +274,7 @@ def test_pyree_run_matches_iree_run_module(program, function, inputs, compile_ml
                 n = int(np.prod([d or 3 for d in ty.shape])) if ty.shape else 1
                 inputs.append(f"{dims}x{ty.element}=" + " ".join(str(i % 5) for i in range(n)))
     flags = [f"--input={i}" for i in inputs]
-    ours = _run([sys.executable, "-m", "runtime_support.run_cli", str(pkg), f"--function={function}", "--device=local-sync", *flags])
+    ours = _run([sys.executable, "-m", "runtime_support.tools.run_cli", str(pkg), f"--function={function}", "--device=local-sync", *flags])
     theirs = _run(["iree-run-module", f"--module={vmfb}", f"--function={function}", "--device=local-sync", *flags])
     assert theirs.returncode == 0, theirs.stderr
     assert ours.returncode == 0, ours.stderr

@@ -1,4 +1,4 @@
-"""What pyree's cache folder trusts (runtime_support/disk_cache.py, package_cache.py): only
+"""What pyree's cache folder trusts (runtime_support/cache/disk_cache.py, package_cache.py): only
 folders and entries this user owns that neither group nor others can write. Another user
 who can write a shared PYREE_CACHE_DIR must not get code run as this user through the
 native object code or a cached translation (there is no cache of Python code objects:
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from helpers_compile import LLVM_CPU_FLAGS
 
-from runtime_support import disk_cache
+from runtime_support.cache import disk_cache
 
 REPO = Path(__file__).resolve().parents[2]
 ATTACKER = 1000
@@ -52,7 +52,7 @@ def pyree_run(vmfb, cache, *, umask=None, name="add.vmfb", tmp=None) -> subproce
     shutil.copyfile(vmfb, copy)
     env = dict(os.environ, PYREE_CACHE_DIR=str(cache), PYTHONPATH=str(REPO))
     return subprocess.run(
-        [sys.executable, "-m", "runtime_support.run_cli", str(copy), *RUN],
+        [sys.executable, "-m", "runtime_support.tools.run_cli", str(copy), *RUN],
         capture_output=True, text=True, env=env, timeout=300,
         preexec_fn=(lambda: os.umask(umask)) if umask is not None else None,
     )
@@ -246,8 +246,8 @@ def test_a_damaged_cached_translation_is_made_again(add_vmfb, tmp_path):
 
 def test_a_cached_translation_imports_the_source_that_was_checked(add_vmfb, tmp_path, monkeypatch):
     """The checked bytes are what runs, not a second read of the file."""
-    from runtime_support import package_cache
-    from runtime_support.run_cli import load_package
+    from runtime_support.cache import package_cache
+    from runtime_support.tools.run_cli import load_package
 
     monkeypatch.setenv("PYREE_CACHE_DIR", str(tmp_path / "cache"))
     folder, source = package_cache.package_for(str(add_vmfb))
@@ -260,7 +260,7 @@ def test_a_cached_translation_imports_the_source_that_was_checked(add_vmfb, tmp_
 
 def test_a_full_cache_disk_still_runs_the_program(add_vmfb, tmp_path, monkeypatch):
     """ENOSPC or EFBIG while the cache takes a translation: this run's own copy instead."""
-    from runtime_support import package_cache
+    from runtime_support.cache import package_cache
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("PYREE_CACHE_DIR", str(cache))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from bench.programs import PROGRAMS
-from runtime_support.run_cli import import_package_as
+from runtime_support.tools.run_cli import import_package_as
 from helpers_compile import LLVM_CPU_FLAGS
 from translator.codegen import write_package
 from translator.reader import read_module_file

@@ -79,7 +79,7 @@ def test_storage_anything_can_reach_is_not_handed_out(hold):
 
 
 def test_a_zero_copy_result_keeps_its_storage():
-    from runtime_support import abi
+    from runtime_support.api import abi
 
     def filled():
         buffer = _fresh(16)

@@ -231,7 +231,7 @@ def test_pyree_run_under_mpiexec_with_per_rank_files(compile_mlir, tmp_path):
     pkg = write_package(read_module_file(vmfb), tmp_path / "out", "ar")
     for r in range(2):
         np.save(tmp_path / f"x{r}.npy", np.arange(4, dtype=np.float32) * (r + 1))
-    res = _run_ranks(2, ["-m", "runtime_support.run_cli", str(pkg), "--function=all_reduce_sum",
+    res = _run_ranks(2, ["-m", "runtime_support.tools.run_cli", str(pkg), "--function=all_reduce_sum",
                          f"--input=@{tmp_path}/x{{rank}}.npy", f"--output=@{tmp_path}/y{{rank}}.npy"])
     assert res.returncode == 0, res.stderr[-3000:]
     for r in range(2):

@@ -1,4 +1,4 @@
-"""pyree's cache folder (runtime_support/disk_cache.py) and the native runtime's object
+"""pyree's cache folder (runtime_support/cache/disk_cache.py) and the native runtime's object
 code kept there: a later process loads the object instead of compiling the IR again, and
 anything wrong with a cache file is a miss, never a crash."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from helpers_process import run_json
 
-from runtime_support import disk_cache
+from runtime_support.cache import disk_cache
 
 
 def test_entries_read_back_only_as_written(tmp_path):

@@ -348,7 +348,7 @@ def test_dynamic_shapes_match_iree(dynamic_vmfb, dynamic_package, device, monkey
 def test_dynamic_shapes_bad_argument_fails_its_check(dynamic_package):
     """A buffer view of the wrong rank (passed as it is: no ABI conversion) fails the
     dim/shape check the one-shot path follows, before anything is recorded."""
-    from runtime_support.abi import to_buffer_view
+    from runtime_support.api.abi import to_buffer_view
 
     ctx = dynamic_package.load(device="local-sync")
     a = to_buffer_view(np.ones((2, 3), np.float32), "a", None, ctx.device)

@@ -218,7 +218,7 @@ def test_inline_program_matches_iree_run_module(tmp_path, compile_mlir):
             check=True,
         )
         ours = subprocess.run(
-            [sys.executable, "-m", "runtime_support.run_cli", str(out / "inl"),
+            [sys.executable, "-m", "runtime_support.tools.run_cli", str(out / "inl"),
              "--device=local-sync", *args],
             capture_output=True,
             text=True,

@@ -1,4 +1,4 @@
-"""The thin host path of export calls (runtime_support/context.py, abi.py, hal/buffer*.py):
+"""The thin host path of export calls (runtime_support/api/context.py, abi.py, hal/buffer*.py):
 numpy arguments are copied into fresh device buffers exactly as iree.runtime's Python API
 does, results come back zero-copy only where the translator proved that nothing else can
 reach their memory (translator/analyses/ownership.py), and the
@@ -136,7 +136,7 @@ def test_view_to_numpy_copies_unless_the_translator_proved_it_fresh():
     (Export.fresh_results, a translate-time fact): otherwise a copy, as iree.runtime's
     numpy results always are; and never borrowed host memory, a read-only or preserved
     allocation, or a small piece of a large one, even when told."""
-    from runtime_support import abi
+    from runtime_support.api import abi
     from runtime_support.hal.buffer import Allocation, HalBuffer
     from runtime_support.hal.buffer_view import HalBufferView
 
@@ -414,7 +414,7 @@ def test_declared_result_converter_matches_view_to_numpy():
     """abi.tensor_result (the per-export converter of a declared static tensor result)
     makes what view_to_numpy makes: zero-copy only for a result proved fresh, else a
     copy, and views other than the declared one go the general way."""
-    from runtime_support import abi
+    from runtime_support.api import abi
     from runtime_support.hal.buffer import Allocation, HalBuffer
     from runtime_support.hal.buffer_view import HalBufferView
 
@@ -457,7 +457,7 @@ def test_dynamic_result_converter_matches_view_to_numpy():
     """abi.tensor_result of a declared tensor with dynamic dims makes what view_to_numpy
     makes: the view's own shape, zero-copy only for a result proved fresh and not a small
     piece of a larger allocation, and other ranks and element types the general way."""
-    from runtime_support import abi
+    from runtime_support.api import abi
     from runtime_support.hal.buffer import Allocation, HalBuffer
     from runtime_support.hal.buffer_view import HalBufferView
 
@@ -491,7 +491,7 @@ def test_dynamic_result_converter_matches_view_to_numpy():
 def test_undeclared_argument_converter():
     """A ref argument with no declared type (iree-turbine exports) converts by its own
     shape and dtype, and offers no spare (shapes vary from call to call)."""
-    from runtime_support import abi
+    from runtime_support.api import abi
     from runtime_support.hal.device import LocalDevice
 
     convert = abi.tensor_argument("x", None, LocalDevice("local-sync"))
@@ -521,7 +521,7 @@ def test_dynamic_dims_arguments_match_iree(vmfb, package, device):
 def test_dynamic_dims_fast_path_is_the_general_path():
     """Whatever abi._dynamic_argument accepts, it makes what to_buffer_view makes;
     everything else (and every error) is the general path's own."""
-    from runtime_support import abi
+    from runtime_support.api import abi
     from runtime_support.hal.device import LocalDevice
 
     device = LocalDevice("local-sync")
@@ -560,7 +560,7 @@ def test_dynamic_dims_fast_path_is_the_general_path():
 def test_larger_argument_copies_are_refilled_whole(vmfb, package):
     """A 16 KiB argument (refilled without going through bytes) gives iree.runtime's bits
     call after call; beyond the spare limit nothing is held between calls."""
-    from runtime_support import abi
+    from runtime_support.api import abi
 
     theirs = iree_module(vmfb)
     ctx = package.load(device="local-sync")

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from runtime_support.hal.buffer import aligned_empty
-from runtime_support.run_cli import import_package_as
+from runtime_support.tools.run_cli import import_package_as
 from helpers_compile import LLVM_CPU_FLAGS, compile_mlir
 from translator.codegen import write_package
 from translator.reader import read_module_file

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from runtime_support.context import ModuleContext
+from runtime_support.api.context import ModuleContext
 from runtime_support.errors import StatusCode, VMError, quote_name
 from runtime_support.hal import HalBuffer, LocalDevice
 from runtime_support.hal.module import HalModule

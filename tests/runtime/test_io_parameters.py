@@ -461,7 +461,7 @@ def test_pyree_run_matches_iree_run_module(params_vmfb, tmp_path, function, inpu
     flags = [f"--function={function}", "--device=local-sync"]
     flags += [f"--input={i}" for i in inputs]
     flags += [f"--parameters=model={pairs[0][1]}", f"--parameters={pairs[1][1]}"]
-    ours = _run([sys.executable, "-m", "runtime_support.run_cli", str(pkg), *flags])
+    ours = _run([sys.executable, "-m", "runtime_support.tools.run_cli", str(pkg), *flags])
     theirs = _run(["iree-run-module", f"--module={params_vmfb}", *flags])
     assert theirs.returncode == 0, theirs.stderr
     assert ours.returncode == 0, ours.stderr
@@ -472,7 +472,7 @@ def test_pyree_run_missing_parameter_file(params_vmfb, tmp_path):
     pkg = write_package(read_module_file(params_vmfb), tmp_path / "out", "pkg")
     missing = tmp_path / "missing.irpa"
     flags = ["--function=affine", "--input=4xf32=1 2 3 4", f"--parameters=model={missing}"]
-    ours = _run([sys.executable, "-m", "runtime_support.run_cli", str(pkg), *flags])
+    ours = _run([sys.executable, "-m", "runtime_support.tools.run_cli", str(pkg), *flags])
     assert ours.returncode == 1
     assert "NOT_FOUND" in ours.stderr and str(missing) in ours.stderr
     assert "Traceback" not in ours.stderr

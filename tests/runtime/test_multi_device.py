@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runtime_support.context import MAX_DEVICES, DeviceError
+from runtime_support.api.context import MAX_DEVICES, DeviceError
 from runtime_support.errors import StatusCode, VMError
-from runtime_support.run_cli import load_package, main as run_main
+from runtime_support.tools.run_cli import load_package, main as run_main
 from translator.cli import main as translate_main
 
 HAVE_IREE = shutil.which("iree-run-module") is not None and shutil.which("iree-compile") is not None
@@ -294,7 +294,7 @@ def test_bad_device_lists(build, device, message):
 
 
 def test_declared_affinities_are_parsed():
-    from runtime_support.abi import TensorType, parse_declaration
+    from runtime_support.api.abi import TensorType, parse_declaration
 
     decl = parse_declaration(
         "sync func @f(%a: tensor<4xf32> {iree.abi.affinity = #hal.device.promise<@device_b>}, "

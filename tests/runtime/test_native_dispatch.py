@@ -543,7 +543,7 @@ def test_print_statistics(big_vmfb, tmp_path):
     pkg = _package(big_vmfb, tmp_path)
     pkg_dir = Path(pkg.__file__).parent
     inputs = ["--input=256x512xf32=1", "--input=512x384xf32=0.5", "--input=256x384xf32=2"]
-    run = [sys.executable, "-m", "runtime_support.run_cli", str(pkg_dir), "--function=big"]
+    run = [sys.executable, "-m", "runtime_support.tools.run_cli", str(pkg_dir), "--function=big"]
     plain = subprocess.run(run + inputs, capture_output=True, text=True)
     stats = subprocess.run(run + inputs + ["--print_statistics"], capture_output=True, text=True)
     assert plain.returncode == stats.returncode == 0, stats.stderr

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from runtime_support.run_cli import import_package_as
+from runtime_support.tools.run_cli import import_package_as
 from helpers_compile import LLVM_CPU_FLAGS, compile_mlir
 from translator.codegen import write_package
 from translator.reader import read_module_file

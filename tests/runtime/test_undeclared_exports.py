@@ -1,6 +1,6 @@
 """Exports with no ABI declaration (iree-turbine's): the export wrapper learns the static
 tensor types of its first call's arguments and results and is written again as if they
-were declared (runtime_support/context.py and export_call.py, abi.observed_*): the
+were declared (runtime_support/api/context.py and export_call.py, abi.observed_*): the
 same function object, its closure rebound. What a call returns or raises
 stays what the undeclared wrapper returns or raises, for any later call: shapes and
 dtypes off the learned ones, views passed as is, errors; checked against iree.runtime and

@@ -142,7 +142,7 @@ def test_list_writing_kernels_get_a_list_per_dispatch():
 
 @pytest.fixture
 def chain(compile_mlir, tmp_path):
-    from runtime_support.run_cli import import_package_as
+    from runtime_support.tools.run_cli import import_package_as
 
     src = tmp_path / "chain.mlir"
     src.write_text(CHAIN)
@@ -309,7 +309,7 @@ def test_one_workgroup_without_loop_axes_runs_scalar(batch, compile_mlir, tmp_pa
     import iree.runtime as rt
 
     from runtime_support.loaders import vmvx_arrays as A
-    from runtime_support.run_cli import import_package_as
+    from runtime_support.tools.run_cli import import_package_as
 
     src = tmp_path / "argmax.mlir"
     src.write_text(ARGMAX.replace("BATCH", str(batch)))

@@ -1,5 +1,5 @@
 """Running pyree in a process: a fresh interpreter (what it leaves in pyree's cache folder,
-runtime_support/disk_cache.py, and what it imports), or a console entry point called in
+runtime_support/cache/disk_cache.py, and what it imports), or a console entry point called in
 this one with its output captured (`cli`)."""
 
 from __future__ import annotations

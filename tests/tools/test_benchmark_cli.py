@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime_support import benchmark_cli
-from runtime_support.benchmark_cli import main, parse_min_time
+from runtime_support.tools import benchmark_cli
+from runtime_support.tools.benchmark_cli import main, parse_min_time
 from translator.codegen import write_package
 from translator.reader import read_module_file
 

@@ -21,9 +21,9 @@ import pytest
 
 from helpers_process import cli
 
-from runtime_support.context import python_name
+from runtime_support.api.context import python_name
 
-from runtime_support.run_cli import load_package, main as run_main
+from runtime_support.tools.run_cli import load_package, main as run_main
 from translator.cli import main as translate_main
 
 HAVE_IREE = shutil.which("iree-run-module") is not None and shutil.which("iree-compile") is not None
@@ -312,7 +312,7 @@ def test_narrow_floats_without_ml_dtypes(build):
     ref = iree_run([vmfb], args)
     code = (
         "import sys; sys.modules['ml_dtypes'] = None\n"
-        "from runtime_support.run_cli import main\n"
+        "from runtime_support.tools.run_cli import main\n"
         f"sys.exit(main({[str(pkg), '--device=local-sync', *args]!r}))\n"
     )
     p = subprocess.run(
@@ -339,7 +339,7 @@ def test_narrow_floats_from_python(build):
     (want,) = ref.call("add_bf16", [a, a])
     assert np.asarray(want).view(np.uint16).tobytes() == got.view(np.uint16).tobytes()
     # iree.runtime's helper has no f8 types: compare with iree-run-module's printout.
-    from runtime_support.io_format import format_results
+    from runtime_support.tools.io_format import format_results
 
     rc, want_out, _ = iree_run([vmfb], ["--function=scale_f8", "--input=3xf8E4M3FN=1 0.3 -448", "--input=1.7"])
     assert rc == 0 and format_results("scale_f8", [t, m]) == want_out
@@ -427,7 +427,7 @@ def test_missing_import_module_is_one_line(build):
 
 
 def test_translated_context_as_import_module_from_python(build):
-    from runtime_support.io_format import format_results
+    from runtime_support.tools.io_format import format_results
 
     a_vmfb, a_pkg = build(MODULE_A, name="mod_a")
     b_vmfb, b_pkg = build(MODULE_B, name="mod_b")
@@ -937,7 +937,7 @@ def test_one_module_under_two_names_and_from_stdin(build, tmp_path, monkeypatch)
     ref = iree_run([vmfb], args[1:])
     assert cli(run_main, [vmfb, *args])[:2] == ref[:2]
     assert cli(run_main, [copy, *args])[:2] == ref[:2]
-    script = "import sys; from runtime_support.run_cli import main; sys.exit(main())"
+    script = "import sys; from runtime_support.tools.run_cli import main; sys.exit(main())"
     with open(vmfb, "rb") as stdin:
         p = subprocess.run(
             [sys.executable, "-c", script, "--module=-", *args], stdin=stdin,
@@ -997,7 +997,7 @@ def test_closed_stdout_ends_quietly_like_iree_run_module(build):
     vmfb, pkg = build(FILES_AND_REFS, name="files")
     args = ["--device=local-sync", "--function=two", "--input=40000xf32=1", "--input=1xf32=1",
             "--output_max_element_count=-1"]
-    script = "import sys; from runtime_support.run_cli import main; sys.exit(main())"
+    script = "import sys; from runtime_support.tools.run_cli import main; sys.exit(main())"
     results = []
     for cmd in (["iree-run-module", f"--module={vmfb}"], [sys.executable, "-c", script, str(pkg)]):
         p = subprocess.Popen(

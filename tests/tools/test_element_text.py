@@ -1,4 +1,4 @@
-"""`--input` element text is converted in bulk (runtime_support.io_specs.element_values):
+"""`--input` element text is converted in bulk (runtime_support.tools.io_specs.element_values):
 the same values, bit for bit, and the same errors as the element-by-element reference
 (`_parse_element`), and no per-element Python call for the common spellings."""
 
@@ -10,8 +10,8 @@ import struct
 import numpy as np
 import pytest
 
-from runtime_support import io_specs
-from runtime_support.io_specs import SpecError, element_values, parse_buffer_view, parse_element_type
+from runtime_support.tools import io_specs
+from runtime_support.tools.io_specs import SpecError, element_values, parse_buffer_view, parse_element_type
 
 VALUE_TYPES = ["i8", "i16", "i32", "i64", "si8", "si16", "si32", "si64", "ui8", "ui16",
                "ui32", "ui64", "f16", "bf16", "f32", "f64", "f8E5M2", "f8E4M3FN",

@@ -18,8 +18,8 @@ import pytest
 
 from iree_tools import find_tool  # IREE tools on PATH or in the iree packages
 from helpers_compile import LLVM_CPU_FLAGS, compile_mlir
-from runtime_support.io_format import format_results, format_value
-from runtime_support.io_specs import HalArray, SpecError, parse_input
+from runtime_support.tools.io_format import format_results, format_value
+from runtime_support.tools.io_specs import HalArray, SpecError, parse_input
 
 pytestmark = pytest.mark.skipif(
     find_tool("iree-run-module") is None or find_tool("iree-compile") is None,
@@ -660,7 +660,7 @@ def test_npy_header_that_lies_about_its_size_is_one_status(tmp_path):
     # A header promising 10**15 elements: end of file, not a huge allocation.
     import io as _io
 
-    from runtime_support.io_specs import parse_inputs
+    from runtime_support.tools.io_specs import parse_inputs
 
     buf = _io.BytesIO()
     np.lib.format.write_array_header_1_0(

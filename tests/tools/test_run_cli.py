@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runtime_support.run_cli import main, parse_cconv
+from runtime_support.tools.run_cli import main, parse_cconv
 
 HAVE_IREE = (
     shutil.which("iree-run-module") is not None
@@ -311,7 +311,7 @@ def test_console_entry_point_runs(pkg):
         [
             sys.executable,
             "-m",
-            "runtime_support.run_cli",
+            "runtime_support.tools.run_cli",
             str(pkg),
             "--function=id_f32",
             "--input=2xf32=1 2",
@@ -345,7 +345,7 @@ def test_flagfile_including_itself_is_a_usage_error(pkg, tmp_path):
 
 
 def test_flagfile_nesting_depth_is_bounded(pkg, tmp_path):
-    from runtime_support.run_cli import FLAGFILE_MAX_DEPTH
+    from runtime_support.tools.run_cli import FLAGFILE_MAX_DEPTH
 
     for i in range(FLAGFILE_MAX_DEPTH + 1):
         (tmp_path / f"f{i}.txt").write_text(f"--flagfile=f{i + 1}.txt\n")
@@ -364,7 +364,7 @@ def test_flagfile_bytes_that_are_not_utf8_pass_through(pkg, tmp_path):
 
 def test_flagfile_reads_are_bounded(pkg, tmp_path, monkeypatch):
     """/dev/zero never ends: the read stops at the size cap, in bounded chunks."""
-    import runtime_support.run_cli as run_cli_module
+    import runtime_support.tools.run_cli as run_cli_module
 
     monkeypatch.setattr(run_cli_module, "FLAGFILE_MAX_BYTES", 1 << 20)
     line = _one_error_line(*run_cli([pkg, "--flagfile=/dev/zero"])[::2])
@@ -410,7 +410,7 @@ ARGV_VARIANTS = [
 
 @pytest.mark.parametrize("argv", ARGV_VARIANTS, ids=[" ".join(a) for a in ARGV_VARIANTS])
 def test_linear_parse_equals_argparse(argv):
-    from runtime_support.run_cli import _build_parser, parse_args_linear
+    from runtime_support.tools.run_cli import _build_parser, parse_args_linear
 
     ours = _namespace_or_error(lambda a: parse_args_linear(_build_parser(), a), argv)
     assert ours == _namespace_or_error(_build_parser().parse_args, argv)
@@ -420,7 +420,7 @@ def test_argparse_sees_a_bounded_command_line(monkeypatch):
     """30,000 flags: argparse (quadratic in the flags it sees) gets a handful."""
     import argparse
 
-    from runtime_support import run_cli as rc
+    from runtime_support.tools import run_cli as rc
 
     seen = []
     real = argparse.ArgumentParser.parse_args

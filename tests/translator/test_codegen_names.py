@@ -1,6 +1,6 @@
 """One identifier rule (runtime_support/names.py) for every name pyree turns into Python:
 generated functions, imports and rodata locals (translator/codegen/names.py), package
-names (translator/cli.py) and a context's export attributes (runtime_support/context.py),
+names (translator/cli.py) and a context's export attributes (runtime_support/api/context.py),
 run over the hostile-string corpus of tests/hostile/test_hostile_strings.py and a few edge names."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import keyword
 
 import pytest
 
-from runtime_support.context import python_name
+from runtime_support.api.context import python_name
 from runtime_support.names import LIMIT, identifier
 from hostile_util import HOSTILE
 from translator.cli import package_name_for

@@ -20,7 +20,7 @@ def _case(name):
 
 
 def _package(compile_mlir, tmp_path, name):
-    from runtime_support.run_cli import import_package_as
+    from runtime_support.tools.run_cli import import_package_as
 
     case = _case(name)
     vmfb = compile_mlir(case.source, case.flags)

@@ -63,7 +63,7 @@ def _vmfb(compile_mlir, tmp_path, name, text):
 
 
 def _load(vmfb, tmp_path, name):
-    from runtime_support.run_cli import import_package_as
+    from runtime_support.tools.run_cli import import_package_as
 
     pkg_dir = write_package(read_module_file(vmfb), tmp_path, "pkg")
     return import_package_as(f"_vecdyn_{name}_{tmp_path.name}", pkg_dir)

@@ -261,7 +261,7 @@ def generate(
     context_names = {"Export", "ModuleContext", "describe_exports"} | renderer.helpers["context"]
     if module.imports:
         context_names.add("Import")
-    helper_imports.append(("runtime_support.context", sorted(context_names)))
+    helper_imports.append(("runtime_support.api.context", sorted(context_names)))
     for key, modname in {**HELPER_MODULES, **(helper_modules or {})}.items():
         used = sorted(renderer.helpers[key])
         if used:

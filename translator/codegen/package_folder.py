@@ -10,7 +10,7 @@ wrote with its size and sha256. An existing OUT_DIR/NAME is replaced only when i
 package and holds nothing but what pyree wrote (a package of an older pyree, which had no
 marker, is known by its files and first line); anything else, a user's folder, a file or a
 link, is refused with OutputFolderError unless `force` is given. The checksums also let
-pyree-run's cache find a damaged translation (runtime_support/package_cache.py).
+pyree-run's cache find a damaged translation (runtime_support/cache/package_cache.py).
 
 The new folder is written beside its final place (`.pyree-tmp-*`) and swapped in with one
 atomic exchange of the two folders (Linux renameat2 RENAME_EXCHANGE), so an importer sees

@@ -5,7 +5,7 @@ writes it only through the `pyrepr` filter (`escape.string_literal`). Function b
 arrive as printed lines (`printer.py`); comments arrive already made safe.
 
 `ExportRow` and `ImportRow` are written into the package as
-`runtime_support.context.Export(...)` / `Import(...)`, the row types `ModuleContext`
+`runtime_support.api.context.Export(...)` / `Import(...)`, the row types `ModuleContext`
 reads: the contract between generated code and runtime.
 """
 

@@ -328,7 +328,7 @@ def from_vm(value, ty: ArgType | None):
         name = element_types.element_type_name(value.element_type)
         if not element_types.has_exact_dtype(value.element_type) and not name.startswith("0x"):
             # bf16/f8 bits without ml_dtypes, si/ui/opaque types: say what they hold.
-            from runtime_support.io_specs import HalArray
+            from runtime_support.tools.io_specs import HalArray
 
             return HalArray.wrap(array, name)
         return array

@@ -21,7 +21,7 @@ class TraceWriter:
 
     def __call__(self, key: str, views: Sequence) -> None:
         from runtime_support.errors import VMError
-        from runtime_support.io_format import SpecError, format_trace
+        from runtime_support.tools.io_format import SpecError, format_trace
 
         try:
             text = format_trace(key, views)

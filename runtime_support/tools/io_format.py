@@ -32,8 +32,8 @@ from typing import Sequence
 
 import numpy as np
 
-from runtime_support import narrow_floats
-from runtime_support.io_specs import (
+from runtime_support.tools import narrow_floats
+from runtime_support.tools.io_specs import (
     ElementType,
     HalArray,
     SpecError,

@@ -44,7 +44,7 @@ from itertools import compress
 
 import numpy as np
 
-from runtime_support import narrow_floats
+from runtime_support.tools import narrow_floats
 from runtime_support.errors import StatusCode
 from runtime_support.vm.numerics import wrap_int
 
@@ -104,7 +104,7 @@ class ElementType:
 
 
 # Named float types iree-run-module accepts by exact spelling. The 8-bit ones parse and
-# print as values (runtime_support.narrow_floats); the sub-byte ones are not supported.
+# print as values (runtime_support.tools.narrow_floats); the sub-byte ones are not supported.
 _NAMED_TYPES = {name: 8 for name in narrow_floats.NAMES if name != "bf16"}
 _SUB_BYTE_FLOATS = ("f4E2M1FN", "f6E2M3FN", "f6E3M2FN")
 

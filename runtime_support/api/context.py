@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from runtime_support import abi, export_call
+from runtime_support.api import abi, export_call
 from runtime_support.errors import StatusCode, VMError, quote_name
 from runtime_support.names import identifier
 from runtime_support.vm import args as vm_args
@@ -95,7 +95,7 @@ def default_modules(devices, parameters=None, needed=None) -> dict[str, object]:
     `devices` (one device or the ordered list; the context itself uses it), and of the others those named in `needed` (the module
     names a vmfb imports from; None: all). The others are neither imported nor built."""
     from runtime_support.hal.module import HalModule
-    from runtime_support.trace import TraceWriter
+    from runtime_support.tools.trace import TraceWriter
 
     def hal_inline():
         from runtime_support.modules.hal_inline import HalInlineModule

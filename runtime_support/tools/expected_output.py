@@ -20,13 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from runtime_support import narrow_floats
-from runtime_support.io_format import (
+from runtime_support.tools import narrow_floats
+from runtime_support.tools.io_format import (
     element_strings,
     element_type_of,
     format_buffer_view_data,
 )
-from runtime_support.io_specs import StorageInput, parse_input, parse_inputs
+from runtime_support.tools.io_specs import StorageInput, parse_input, parse_inputs
 
 IGNORED = "(ignored)"
 _SCALARS = ("i32", "i64", "f32", "f64")
@@ -130,7 +130,7 @@ def _type_name(value, vm_type: str | None) -> str:
         return "empty"
     if isinstance(value, StorageInput):  # `&SPEC`: a buffer, not a view
         return "hal.buffer"
-    from runtime_support.io_format import ref_display_name
+    from runtime_support.tools.io_format import ref_display_name
 
     return ref_display_name(value)
 

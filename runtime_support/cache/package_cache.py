@@ -1,6 +1,6 @@
 """Translations `pyree-run model.vmfb` keeps: a .vmfb given where a package is expected is
 translated once per content, file name and translator version into the cache folder's
-`packages/` (runtime_support/disk_cache.py), as `iree-run-module --module=model.vmfb` runs
+`packages/` (runtime_support/cache/disk_cache.py), as `iree-run-module --module=model.vmfb` runs
 the module without a separate step.
 
     package_for(path)              the package directory to load for `path`, and its
@@ -22,7 +22,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from runtime_support import disk_cache
+from runtime_support.cache import disk_cache
 
 
 def pyree_version() -> str:

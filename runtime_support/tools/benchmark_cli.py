@@ -26,10 +26,10 @@ import statistics
 import sys
 import time
 
-from runtime_support.context import python_name
+from runtime_support.api.context import python_name
 from runtime_support.errors import LoaderError, VMError
-from runtime_support.io_specs import SpecError, parse_input
-from runtime_support.run_cli import (
+from runtime_support.tools.io_specs import SpecError, parse_input
+from runtime_support.tools.run_cli import (
     guess_arg_type,
     parse_parameters,
     status_text,

@@ -13,7 +13,7 @@ What this expects from a generated package (PACKAGE_DIR/__init__.py):
 * `ctx.call_vm(NAME, *vm_args)` (a translated package's context) runs the export at the
   VM level, as iree-run-module does: inputs become buffer views of their own shape and
   type, results are the VM's (vm_level_call). Other contexts: `getattr(ctx, NAME)(*args)`
-  calls the export; it returns None (no results), one value, or a tuple (several results). Refs are numpy arrays (a `runtime_support.io_specs.HalArray`
+  calls the export; it returns None (no results), one value, or a tuple (several results). Refs are numpy arrays (a `runtime_support.tools.io_specs.HalArray`
   when the exact IREE element type matters: signless vs signed ints, bf16), None for null,
   a list for `!vm.list`; scalars are Python or numpy numbers.
 * `EXPORTS`: dict export name -> ABI declaration string (or None).
@@ -40,19 +40,19 @@ import traceback
 
 import numpy as np
 
-from runtime_support.context import DeviceError, is_coarse_fences
+from runtime_support.api.context import DeviceError, is_coarse_fences
 from runtime_support.errors import LoaderError, StatusCode, VMError
 from runtime_support.loaders import statistics as dispatch_statistics
-from runtime_support.io_format import (
+from runtime_support.tools.io_format import (
     DEFAULT_MAX_ELEMENT_COUNT,
     format_results,
     format_value,
     to_numpy_for_output,
     write_npy,
 )
-from runtime_support.trace import TraceWriter
-from runtime_support.io_specs import SpecError, StorageInput, parse_inputs
-from runtime_support.package_cache import package_for, package_for_data, pyree_version
+from runtime_support.tools.trace import TraceWriter
+from runtime_support.tools.io_specs import SpecError, StorageInput, parse_inputs
+from runtime_support.cache.package_cache import package_for, package_for_data, pyree_version
 
 _VM_TYPES = {"i": "i32", "I": "i64", "f": "f32", "F": "f64", "r": "ref"}
 
@@ -169,7 +169,7 @@ def lookup_export(ctx, name: str):
         return lambda *args: call(name, *args)
     method = getattr(ctx, name, None) if name.isidentifier() else None
     if method is None:
-        from runtime_support.context import python_name
+        from runtime_support.api.context import python_name
 
         method = getattr(ctx, python_name(name), None)
     return method if callable(method) else None
@@ -187,7 +187,7 @@ def vm_level_call(ctx, name: str, arg_types: list[str], coarse_fences: bool):
     device = getattr(ctx, "device", None)
     if not callable(call_vm) or device is None:
         return None
-    from runtime_support import abi
+    from runtime_support.api import abi
     from runtime_support.vm.refs import ref_type_name
 
     codes = {"i32": "i", "i64": "I", "f32": "f", "f64": "F"}
@@ -330,7 +330,7 @@ class OneLineArgumentParser(argparse.ArgumentParser):
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    from runtime_support.context import LOCAL_DEVICES
+    from runtime_support.api.context import LOCAL_DEVICES
 
     p = OneLineArgumentParser(
         prog="pyree-run",
@@ -723,7 +723,7 @@ def run(args: argparse.Namespace, stdout=None, stderr=None) -> int:
 def _check_expected(args, results, result_types, stdout, fail) -> int:
     """--expected_output: parse each SPEC for its result's type, compare, report
     (`fail(text)` reports an error and returns the exit status)."""
-    from runtime_support.expected_output import Tolerances, compare, parse_expected_list
+    from runtime_support.tools.expected_output import Tolerances, compare, parse_expected_list
 
     types = result_types
     if types is None:  # a package without calling conventions: as the results look
@@ -753,7 +753,7 @@ def _check_expected(args, results, result_types, stdout, fail) -> int:
 
 
 def _guess_result_type(value) -> str:
-    from runtime_support.io_format import scalar_vm_type
+    from runtime_support.tools.io_format import scalar_vm_type
 
     if isinstance(value, (int, float, np.generic)):
         return scalar_vm_type(value)
