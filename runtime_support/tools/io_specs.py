@@ -38,14 +38,13 @@ import dataclasses
 import math
 import os
 import re
-import struct
-from fractions import Fraction
 from itertools import compress
 
 import numpy as np
 
 from runtime_support.tools import narrow_floats
 from runtime_support.errors import StatusCode
+from runtime_support.tools.c_numbers import MAX_LEN_32, MAX_LEN_64, strtof, strtoll, strtoull
 from runtime_support.vm.numerics import wrap_int
 
 
@@ -191,163 +190,7 @@ class ParsedInput:
     element_type: ElementType | None = None
 
 
-# ------------------------------------------------------------------- C-like number parsing
-
-_INT_RE = re.compile(r"\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
-_FLOAT_RE = re.compile(
-    r"\s*([+-]?)("
-    r"(?i:infinity|inf)"
-    r"|(?i:nan)(?:\([0-9A-Za-z_]*\))?"
-    r"|0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?"
-    r"|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-    r")"
-)
-
-
-# iree-run-module copies a number into a small buffer before converting it: texts longer
-# than these (in characters) are rejected outright, whatever they hold.
-_MAX_LEN_32 = 15  # integers of 32 bits or fewer
-_MAX_LEN_64 = 31  # 64-bit integers and all floats
-
-
-def _strtoll(text: str, max_len: int = _MAX_LEN_64) -> int | None:
-    """C strtoll(text, NULL, 0) over the longest prefix; None if nothing parses, the text is
-    too long or the value is outside int64 (ERANGE)."""
-    if len(text) > max_len:
-        return None
-    m = _INT_RE.match(text)
-    if not m:
-        return None
-    v = (
-        int(m.group(2), 0)
-        if not re.fullmatch(r"0[0-7]+", m.group(2))
-        else int(m.group(2), 8)
-    )
-    if m.group(1) == "-":
-        v = -v
-    if not -(2**63) <= v < 2**63:
-        return None
-    return v
-
-
-def _strtoull(text: str) -> int | None:
-    if len(text) > _MAX_LEN_64:
-        return None
-    m = _INT_RE.match(text)
-    if not m:
-        return None
-    v = (
-        int(m.group(2), 0)
-        if not re.fullmatch(r"0[0-7]+", m.group(2))
-        else int(m.group(2), 8)
-    )
-    if v >= 2**64:
-        return None
-    return (-v) % 2**64 if m.group(1) == "-" else v
-
-
 _wrap = wrap_int
-
-
-# (mantissa bits excluding the implicit one, min normal exponent, max exponent)
-_FLOAT_FORMATS = {32: (23, -126, 127), 64: (52, -1022, 1023), 16: (10, -14, 15)}
-
-
-def _round_fraction(q: Fraction, bits: int) -> float:
-    """Correctly rounded (nearest-even) conversion of an exact rational to an IEEE float of
-    `bits` bits, returned as a Python float (overflow -> inf)."""
-    if q == 0:
-        return 0.0
-    mant, emin, emax = _FLOAT_FORMATS[bits]
-    sign = -1.0 if q < 0 else 1.0
-    a = abs(q)
-    e = a.numerator.bit_length() - a.denominator.bit_length()
-    if Fraction(2) ** e > a:
-        e -= 1
-    e = max(e, emin)
-    scale = Fraction(2) ** (mant - e)
-    scaled = a * scale
-    m = scaled.numerator // scaled.denominator
-    rem = scaled - m
-    if rem > Fraction(1, 2) or (rem == Fraction(1, 2) and m & 1):
-        m += 1
-    value = Fraction(m) / scale
-    if value >= Fraction(2) ** (emax + 1):
-        return sign * math.inf
-    return sign * float(value)
-
-
-def _nan_with_payload(chars: str, neg: bool, bits: int) -> float:
-    """The quiet NaN C's strtof/strtod (glibc) make of `nan(CHARS)`: CHARS read as an
-    unsigned integer (base 0, all of it, else 0; saturating) fills the mantissa below the
-    quiet bit. For bits=32 the payload sits where an f64 -> f32 cast carries it over."""
-    payload = 0
-    if re.fullmatch(r"0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*", chars):
-        payload = min(int(chars, 16 if chars[1:2] in ("x", "X") else 8 if chars[0] == "0" else 10), 2**64 - 1)
-    if bits == 32:
-        payload = (payload & 0x3FFFFF) << 29
-    raw = (0xFFF8 if neg else 0x7FF8) << 48 | (payload & ((1 << 51) - 1))
-    return struct.unpack("<d", raw.to_bytes(8, "little"))[0]
-
-
-def _far_exponent(low: str) -> int:
-    """+1 / -1 where a number text's exponent alone puts it past every double (over /
-    under), 0 otherwise. Texts are at most 31 characters, so the mantissa moves the value
-    by at most 10**31 (2**120 in hex): exponents past 400 (1300) decide."""
-    if low.startswith("0x"):
-        exp, limit = low.partition("p")[2], 1300
-    else:
-        exp, limit = low.partition("e")[2], 400
-    e = int(exp) if exp else 0
-    return 1 if e > limit else -1 if e < -limit else 0
-
-
-def _nonzero_mantissa(low: str) -> bool:
-    mantissa = low[2:].partition("p")[0] if low.startswith("0x") else low.partition("e")[0]
-    return any(c not in "0." for c in mantissa)
-
-
-def _strtof(text: str, bits: int) -> float | None:
-    """C strtof (bits=32) / strtod (bits=64) over the longest prefix. None when nothing
-    parses, the text is too long or a non-zero number underflows to zero (ERANGE)."""
-    if len(text) > _MAX_LEN_64:
-        return None
-    m = _FLOAT_RE.match(text)
-    if not m:
-        return None
-    sign, body = m.group(1), m.group(2)
-    neg = sign == "-"
-    low = body.lower()
-    if low.startswith("inf"):
-        return -math.inf if neg else math.inf
-    if low.startswith("nan"):
-        return _nan_with_payload(body[4:-1] if body.endswith(")") else "", neg, bits)
-    far = _far_exponent(low)
-    if far:  # (exact rationals of 10**400000 take seconds: the outcome is known)
-        if not _nonzero_mantissa(low):
-            return -0.0 if neg else 0.0
-        if far < 0:
-            return None  # underflow: ERANGE
-        return -math.inf if neg else math.inf
-    if low.startswith("0x"):
-        digits = body[2:]
-        exp = 0
-        if "p" in digits.lower():
-            digits, exp_text = re.split("[pP]", digits)
-            exp = int(exp_text)
-        if "." in digits:
-            ip, fp = digits.split(".")
-        else:
-            ip, fp = digits, ""
-        q = Fraction(int((ip + fp) or "0", 16), 16 ** len(fp)) * Fraction(2) ** exp
-    else:
-        q = Fraction(body)
-    if neg:
-        q = -q
-    value = _round_fraction(q, bits) if q != 0 else (-0.0 if neg else 0.0)
-    if value == 0 and q != 0:
-        return None  # underflow: ERANGE
-    return value
 
 
 def bf16_bits_to_float(bits: np.ndarray) -> np.ndarray:
@@ -361,15 +204,15 @@ def bf16_bits_to_float(bits: np.ndarray) -> np.ndarray:
 def parse_scalar(text: str, vm_type: str) -> int | float:
     """Parses a scalar argument of VM type i32/i64/f32/f64 (text already trimmed)."""
     if vm_type == "i32":
-        v = _strtoll(text, _MAX_LEN_32)
+        v = strtoll(text, MAX_LEN_32)
         if v is not None:
             return _wrap(v, 32, True)
     elif vm_type == "i64":
-        v = _strtoll(text)
+        v = strtoll(text)
         if v is not None:
             return v
     elif vm_type in ("f32", "f64"):
-        f = _strtof(text, 32 if vm_type == "f32" else 64)
+        f = strtof(text, 32 if vm_type == "f32" else 64)
         if f is not None:
             return f
     else:
@@ -383,8 +226,8 @@ def parse_scalar(text: str, vm_type: str) -> int | float:
 def _parse_int_element(tok: str, et: ElementType) -> int | None:
     bits, kind = et.bits, et.kind
     if bits == 64:
-        return _strtoull(tok) if kind == "ui" else _strtoll(tok)
-    v = _strtoll(tok, _MAX_LEN_32)
+        return strtoull(tok) if kind == "ui" else strtoll(tok)
+    v = strtoll(tok, MAX_LEN_32)
     if v is None:
         return None
     if kind == "ui":
@@ -416,7 +259,7 @@ def _parse_element(tok: str, et: ElementType):
     if et.kind in ("i", "si", "ui"):
         v = _parse_int_element(tok, et)
     else:
-        v = _strtof(tok, 64 if et.bits == 64 else 32)
+        v = strtof(tok, 64 if et.bits == 64 else 32)
         if v is not None and (et.kind in ("bf", "f8") or et.name == "f16"):
             v = narrow_floats.from_float32(v, et.name)  # bits, narrowed as IREE narrows
     if v is None:
@@ -458,7 +301,7 @@ def _int_elements(tokens: list[str], et: ElementType) -> tuple[np.ndarray, np.nd
     """(values in et's storage dtype, mask of tokens left to `_parse_element`), with
     `_parse_int_element`'s rules: parsed as int64, narrower types through an i32 first."""
     bits, kind, dtype = et.bits, et.kind, et.storage_dtype
-    fast = _fast_mask(tokens, _FAST_INT, _MAX_LEN_32 if bits < 64 else _MAX_LEN_64)
+    fast = _fast_mask(tokens, _FAST_INT, MAX_LEN_32 if bits < 64 else MAX_LEN_64)
     v = np.zeros(len(tokens), dtype=np.int64)
     v[fast] = np.fromiter(map(int, compress(tokens, fast)), np.int64, int(fast.sum()))
     if bits == 64:
@@ -482,7 +325,7 @@ def _float_elements(tokens: list[str], et: ElementType) -> tuple[np.ndarray, np.
     strtod's values; all others strtof's, i.e. the float64 rounded to float32, which is
     exact unless the float64 lies on a float32 rounding midpoint, below the normal range
     or past the largest float32 (left to `_parse_element`, as are underflows to zero)."""
-    fast = _fast_mask(tokens, _FAST_FLOAT, _MAX_LEN_64)
+    fast = _fast_mask(tokens, _FAST_FLOAT, MAX_LEN_64)
     r = np.zeros(len(tokens), dtype=np.float64)
     r[fast] = np.fromiter(map(float, compress(tokens, fast)), np.float64, int(fast.sum()))
     a = np.abs(r)
@@ -643,7 +486,7 @@ def _parse_shape(text: str) -> tuple[int, ...]:
         )
     dims = []
     for i, p in enumerate(parts):
-        d = _strtoll(p)
+        d = strtoll(p)
         if d is None or d < 0:
             raise SpecError(
                 StatusCode.INVALID_ARGUMENT,

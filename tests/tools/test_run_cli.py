@@ -345,7 +345,7 @@ def test_flagfile_including_itself_is_a_usage_error(pkg, tmp_path):
 
 
 def test_flagfile_nesting_depth_is_bounded(pkg, tmp_path):
-    from runtime_support.tools.run_cli import FLAGFILE_MAX_DEPTH
+    from runtime_support.tools.run_flags import FLAGFILE_MAX_DEPTH
 
     for i in range(FLAGFILE_MAX_DEPTH + 1):
         (tmp_path / f"f{i}.txt").write_text(f"--flagfile=f{i + 1}.txt\n")
@@ -364,13 +364,13 @@ def test_flagfile_bytes_that_are_not_utf8_pass_through(pkg, tmp_path):
 
 def test_flagfile_reads_are_bounded(pkg, tmp_path, monkeypatch):
     """/dev/zero never ends: the read stops at the size cap, in bounded chunks."""
-    import runtime_support.tools.run_cli as run_cli_module
+    import runtime_support.tools.run_flags as run_flags
 
-    monkeypatch.setattr(run_cli_module, "FLAGFILE_MAX_BYTES", 1 << 20)
+    monkeypatch.setattr(run_flags, "FLAGFILE_MAX_BYTES", 1 << 20)
     line = _one_error_line(*run_cli([pkg, "--flagfile=/dev/zero"])[::2])
     assert "/dev/zero: larger than" in line
     # All the files of a command line together: a file included many times over.
-    monkeypatch.setattr(run_cli_module, "FLAGFILE_MAX_TOTAL_BYTES", 1000)
+    monkeypatch.setattr(run_flags, "FLAGFILE_MAX_TOTAL_BYTES", 1000)
     (tmp_path / "leaf.txt").write_text("--input=1\n" * 20)
     (tmp_path / "mid.txt").write_text("--flagfile=leaf.txt\n" * 10)
     line = _one_error_line(*run_cli([pkg, "--flagfile=mid.txt"], cwd=tmp_path)[::2])
@@ -410,17 +410,17 @@ ARGV_VARIANTS = [
 
 @pytest.mark.parametrize("argv", ARGV_VARIANTS, ids=[" ".join(a) for a in ARGV_VARIANTS])
 def test_linear_parse_equals_argparse(argv):
-    from runtime_support.tools.run_cli import _build_parser, parse_args_linear
+    from runtime_support.tools.run_flags import build_parser, parse_args_linear
 
-    ours = _namespace_or_error(lambda a: parse_args_linear(_build_parser(), a), argv)
-    assert ours == _namespace_or_error(_build_parser().parse_args, argv)
+    ours = _namespace_or_error(lambda a: parse_args_linear(build_parser(), a), argv)
+    assert ours == _namespace_or_error(build_parser().parse_args, argv)
 
 
 def test_argparse_sees_a_bounded_command_line(monkeypatch):
     """30,000 flags: argparse (quadratic in the flags it sees) gets a handful."""
     import argparse
 
-    from runtime_support.tools import run_cli as rc
+    from runtime_support.tools import run_flags as rc
 
     seen = []
     real = argparse.ArgumentParser.parse_args
@@ -429,7 +429,7 @@ def test_argparse_sees_a_bounded_command_line(monkeypatch):
     )
     n = 30_000
     argv = ["pkg"] + [f"--input={i}" for i in range(n)] + ["--function=f"] * n + ["--print_statistics"] * n
-    args = rc.parse_args_linear(rc._build_parser(), argv)
+    args = rc.parse_args_linear(rc.build_parser(), argv)
     assert seen == [3] and args.input == [str(i) for i in range(n)] and args.function == "f"
 
 
