@@ -22,7 +22,7 @@ A step may return *tokens* in place of its outputs: this step is DEFERRED. The n
 that receives the last step's tokens where the back edge carries them, and every other
 input the same object as the step before, is deferred too; `results` (or any step that
 does not continue the run) runs the deferred steps, in order, under one hold of the
-queue, in one native call (loaders/native.py `pyree_run_plan_steps`: per step, zero the
+queue, in one native call (native/steps.ll `pyree_run_plan_steps`: per step, zero the
 new buffers, copy the step's table image into the plan's table, run the plan), and
 replaces each token by the value the step it stands for would have returned. Between two
 steps the loop runs only integer ops that cannot fail and read no token (the analysis
@@ -56,10 +56,11 @@ from ..hal.buffer import HalBuffer, fresh_buffer
 from ..hal.device import LocalDevice
 from ..hal.fence import Fence
 from ..hal.queue import internal_error
-from ..loaders import native, statistics
+from ..loaders import statistics
+from ..native import jit as native_jit, layout as native_layout, pool as native_pool
 from .segments import write_outside_rows
 
-_FIELD = {name: i for i, (name, _) in enumerate(native.STEPS_FIELDS)}
+_FIELD = {name: i for i, (name, _) in enumerate(native_layout.STEPS_FIELDS)}
 _COUNT, _TURN, _RAN = _FIELD["count"], _FIELD["turn"], _FIELD["ran"]
 _FIRST0, _LATER0 = _FIELD["first0"], _FIELD["later0"]
 _SLICE = 1024  # steps per foreign call at most (Ctrl-C is seen between them)
@@ -282,7 +283,7 @@ class LoopMode:
         run.pairs = [None if k is None else pairs[k] for k in kinds]
         run.images = (first, turn0, turn1)
         run.zeros = zeros
-        block = dict.fromkeys(native.STEPS_FIELDS_NAMES, 0)
+        block = dict.fromkeys(native_layout.STEPS_FIELDS_NAMES, 0)
         block.update(
             args=plan.args_address, table=plan.table_address, words=len(plan.table),
             first0=first.buffer_info()[0], later0=turn0.buffer_info()[0],
@@ -304,7 +305,7 @@ class LoopMode:
         shape = run.shape
         plan = shape.plan
         done, error = 0, None
-        runtime = native.native_runtime()
+        runtime = native_jit.native_runtime()
         if (
             runtime is not None and not statistics.enabled
             and not any(e._closed for e in plan.executables) and run.queue.hold()
@@ -312,7 +313,7 @@ class LoopMode:
             try:  # (the plan's table is written only while this thread holds its queue)
                 if plan.parallel and (
                     run.workers != plan._workers
-                    or native._pool is not plan._pool and plan._pool_moved()
+                    or native_pool.first_pool is not plan._pool and plan._pool_moved()
                 ):
                     plan._use_workers(run.workers)
                 for target, indices, values in run.constants or ():

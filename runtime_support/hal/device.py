@@ -3,7 +3,7 @@
 A device holds its allocator, its queue and a worker count (the workgroup parallelism a
 dispatch may use: `local-task` defaults to $PYREE_WORKERS or the cores this process may
 run on), and answers `hal.device.query.i64` (hal-abi.md §A.2). Its threads are the native
-worker pool of loaders/native.py numbered `pool_ordinal`: 0 (the first device of a
+worker pool of native/pool.py numbered `pool_ordinal`: 0 (the first device of a
 context, or one made on its own) unless the context made it as its k-th device, which
 then has pool k of its own, as each `--device=local-task` of iree-run-module creates its
 own driver and task executor (iree/tooling/device_util.c creates each device with
@@ -108,7 +108,7 @@ class LocalDevice(HalDevice):
         if identifier == "local-sync":
             worker_count = 1
         elif worker_count is None:
-            from ..loaders.native import default_worker_count
+            from ..native.pool import default_worker_count
 
             worker_count = default_worker_count()  # $PYREE_WORKERS, else the usable cores
         self.identifier = identifier

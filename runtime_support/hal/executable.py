@@ -98,7 +98,7 @@ class HalExecutable:
 
     def _on_one_thread(self, ordinal: int, counts: tuple, workers: int):
         """How a grid runs: None on the pool; True on the calling thread, timed; False
-        on the calling thread. As recorded plans do (loaders/native.py), a grid of
+        on the calling thread. As recorded plans do (native/plan.ll), a grid of
         several workgroups runs on one thread (and is timed) while this export's last
         one-thread run says it takes under $PYREE_INLINE_US, or no run says yet: waking
         workers costs more than small grids gain. Single workgroups and loaders without
@@ -128,7 +128,7 @@ _threshold: list[int] = []
 
 def _inline_ns() -> int:
     if not _threshold:
-        from ..loaders.native import inline_ns
+        from ..native.jit import inline_ns
 
         _threshold.append(inline_ns())
     return _threshold[0]

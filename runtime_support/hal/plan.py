@@ -6,7 +6,7 @@ the kernel pointer, a prebuilt dispatch state (workgroup size and counts, consta
 binding refs (slot, offset, length) and flags; per fill, copy or update its refs and
 data; barriers vanish (execution is serial). `Plan.run(table, workers)` writes the words
 of each table entry the plan uses into an array and makes one foreign call
-(`pyree_check_run_plan`, loaders/native.py), which checks them, writes the binding-table
+(`pyree_check_run_plan`, native/checks.ll), which checks them, writes the binding-table
 array and runs the plan.
 
 What the Python path would check per command is checked here once per execution in
@@ -27,9 +27,27 @@ from array import array
 from functools import partial
 
 from ..errors import StatusCode, VMError
-import runtime_support.loaders.native as native
+import runtime_support.native.jit as native_jit
+import runtime_support.native.pool as native_pool
 import runtime_support.loaders.statistics as statistics
 from ..loaders.executable import Executable as _NativeExecutable
+from ..native.layout import (
+    CHECK_ARGS,
+    DECLINE_ENTRY,
+    DECLINE_TABLE,
+    D_DS,
+    D_LENS,
+    D_PTRS,
+    ENTRY_WORDS,
+    ERR_KERNEL,
+    FLAG_INDIRECT,
+    FLAG_SEQUENTIAL,
+    OP_COPY,
+    OP_DISPATCH,
+    OP_FILL,
+    OP_UPDATE,
+    PLAN_ARGS,
+)
 from .buffer import WHOLE_BUFFER
 from .binding import BufferRef
 
@@ -69,9 +87,9 @@ class Plan:
         self.constants: list = []
         self._workers = 1  # the `workers` the runner arguments are set for (parallel plans)
         self._pool = None  # the process's pool they name (a fork() replaces it)
-        # whose pool: the device's `pool_ordinal` (native.worker_pool; 0 is native._pool)
+        # whose pool: the device's `pool_ordinal` (native/pool.py worker_pool; 0 is first_pool)
         self.pool_ordinal = 0
-        runtime = native.native_runtime()
+        runtime = native_jit.native_runtime()
         self.run_plan = runtime.run_plan_args
         self._check_run_plan = runtime.check_run_plan
         self._check_table = runtime.check_table
@@ -141,20 +159,20 @@ class Plan:
         self.table_address = self.table.buffer_info()[0]
         self.checks = _checks(self.slots)
         self.max_slot = slots - 1
-        # The native checks' records (native.CHECK_*), and the entry words `run` writes
-        # per call (native.ENTRY_*), one struct call for all of them.
+        # The native checks' records (native/layout.py CHECK_*), and the entry words `run`
+        # writes per call (ENTRY_*), one struct call for all of them.
         self.check_words = array("q", [
             w for _slot, word, end, _nonnull, writable, align in self.checks
             for w in (word, end, int(writable), align)
         ] or [0])
-        self.entries = array("q", bytes(8 * native.ENTRY_WORDS * max(1, len(self.checks))))
+        self.entries = array("q", bytes(8 * ENTRY_WORDS * max(1, len(self.checks))))
         self._gather = self._gatherer(self.entries)
         self.plan = (ctypes.c_int64 * max(1, len(self.words))).from_buffer(self.words)
         self.plan_address = ctypes.addressof(self.plan)
         self.out = (ctypes.c_int64 * 4)()
         self.out_address = ctypes.addressof(self.out)
         self.executables = list({id(e): e for e in self.executables}.values())
-        args = dict.fromkeys(native.PLAN_ARGS + native.CHECK_ARGS, 0)
+        args = dict.fromkeys(PLAN_ARGS + CHECK_ARGS, 0)
         args.update(plan=self.plan_address, commands=self.count, table=self.table_address)
         args.update(workers=1, wgs=self.wgs_address, nwgs=self.wgs_count, out=self.out_address)
         self.check_address = self.check_words.buffer_info()[0]
@@ -198,7 +216,7 @@ class Plan:
                 # (the first device's pool by name, as ever; a later device's by its ordinal)
                 k = self.pool_ordinal
                 if workers != self._workers or (
-                    native.current_pool(k) if k else native._pool
+                    native_pool.current_pool(k) if k else native_pool.first_pool
                 ) is not self._pool:
                     self._use_workers(workers)
             if statistics.enabled:
@@ -210,7 +228,7 @@ class Plan:
             result = self._check_run_plan(self.args_address)
             if result:
                 if result < 0:
-                    return False  # a check failed (native.DECLINE_*)
+                    return False  # a check failed (native/layout.py DECLINE_*)
                 self._raise(result)
             return True
         finally:
@@ -218,12 +236,12 @@ class Plan:
 
     def _gatherer(self, entries: array):
         """`gather(table)`: writes the words of the entries of `table` the plan uses into
-        `entries` (native.ENTRY_*, for the native checks); None where no command uses the
-        table. Raises what `_write_entries` turns into a decline."""
+        `entries` (native/layout.py ENTRY_*, for the native checks); None where no command
+        uses the table. Raises what `_write_entries` turns into a decline."""
         if not self.checks:
             return None
         slots = [slot for slot, *_ in self.checks]
-        pack = struct.Struct(f"={native.ENTRY_WORDS * len(slots)}q").pack_into
+        pack = struct.Struct(f"={ENTRY_WORDS * len(slots)}q").pack_into
         if len(slots) <= len(_GATHER):
             return partial(_GATHER[len(slots) - 1], pack, entries, *slots)
         return partial(_gather_n, pack, entries, slots)
@@ -241,19 +259,19 @@ class Plan:
         (buffer, offset, length) or whose offset or length is no 64-bit integer
         (struct.error): the Python path raises each one's error."""
         if not table:
-            return native.DECLINE_TABLE
+            return DECLINE_TABLE
         try:
             self._gatherer(entries)(table)
         except IndexError:
-            return native.DECLINE_TABLE
+            return DECLINE_TABLE
         except (AttributeError, TypeError, ValueError, struct.error):
-            return native.DECLINE_ENTRY
+            return DECLINE_ENTRY
         return 0
 
     def check(self, table, image: array) -> int:
         """`run`'s checks of `table`, the words they pass written into `image` (an array
         like `table` of this plan) instead of the plan's table: 0, or a decline code
-        (native.DECLINE_*; `image` partly written). For replays that check a table once
+        (native/layout.py DECLINE_*; `image` partly written). For replays that check a table once
         and run it many times (native steps), and to ask why `run` declines."""
         if len(image) < len(self.table):
             raise ValueError(f"table image of {len(image)} words, {len(self.table)} needed")
@@ -274,7 +292,8 @@ class Plan:
             if exe._closed:  # (its code is unmapped)
                 return False
         if self.parallel and (
-            workers != self._workers or native._pool is not self._pool and self._pool_moved()
+            workers != self._workers
+            or native_pool.first_pool is not self._pool and self._pool_moved()
         ):
             self._use_workers(workers)
         if statistics.enabled:
@@ -291,18 +310,18 @@ class Plan:
         another caller's grid holds it)."""
         width = min(workers, self.workers)
         k = self.pool_ordinal
-        pool = native.worker_pool(width, k) if width > 1 else None
+        pool = native_pool.worker_pool(width, k) if width > 1 else None
         self.args[3] = pool.address if pool is not None else 0
         self.args[4] = width if pool is not None else 1
-        self._workers, self._pool = workers, native.current_pool(k)
+        self._workers, self._pool = workers, native_pool.current_pool(k)
 
     def _pool_moved(self) -> bool:
         """Whether the pool the runner arguments name is no longer this plan's device's (a
-        fork() forgot it). Asked only where it is not native._pool (the first device's),
-        so a first device's plan checks nothing more than that; a later device's always
-        asks."""
+        fork() forgot it). Asked only where it is not native_pool.first_pool (the first
+        device's), so a first device's plan checks nothing more than that; a later device's
+        always asks."""
         k = self.pool_ordinal
-        return not k or native.current_pool(k) is not self._pool
+        return not k or native_pool.current_pool(k) is not self._pool
 
     def _run_counted(self) -> None:
         """A run with per-command times and counts (statistics enabled)."""
@@ -321,7 +340,7 @@ class Plan:
     def _raise(self, result: int) -> None:
         index, code = result >> 8, result & 0xFF
         executable, ordinal = self.errors[index]
-        if code == native.ERR_KERNEL:
+        if code == ERR_KERNEL:
             raise executable.kernel_error(ordinal, self.out[0])
         cx, cy, cz = self.out[0], self.out[1], self.out[2]
         raise VMError(
@@ -382,7 +401,7 @@ def build_plan(commands, workers: int, slot_ends: dict[int, int] | None = None) 
     """A native plan for `commands` (command_buffer._Fill/_Update/_Copy/_Dispatch), or
     None when they must run in Python. `slot_ends`: per table slot, a length its entry
     must have beyond what the commands need (runs.py: a submission's whole entry)."""
-    runtime = native.native_runtime()
+    runtime = native_jit.native_runtime()
     if runtime is None:
         return None
     plan = Plan(workers)
@@ -401,7 +420,7 @@ def build_plan(commands, workers: int, slot_ends: dict[int, int] | None = None) 
 def plan_checks(commands) -> tuple | None:
     """`build_plan(commands, 1).checks` (None where that is None), without building the
     plan's native parts: runs.py asks it of each step of a run, whose own plan never runs."""
-    if native.native_runtime() is None:
+    if native_jit.native_runtime() is None:
         return None
     plan = Plan(1)
     if _record(plan, commands, []) is None:
@@ -430,7 +449,7 @@ def _record(plan: Plan, commands, blocks) -> int | None:
                     command.target, transfer=True, writes=True, align=command.pattern_length
                 )
                 plan.add(
-                    (native.OP_FILL, slot, off, length, command.pattern, command.pattern_length)
+                    (OP_FILL, slot, off, length, command.pattern, command.pattern_length)
                 )
             elif kind == "_Update":
                 slot, off, length = plan.ref(command.target, transfer=True, writes=True)
@@ -438,11 +457,11 @@ def _record(plan: Plan, commands, blocks) -> int | None:
                     raise _Unsupported
                 data = ctypes.create_string_buffer(bytes(command.data), max(1, len(command.data)))
                 plan.keep.append(data)
-                plan.add((native.OP_UPDATE, ctypes.addressof(data), slot, off, length))
+                plan.add((OP_UPDATE, ctypes.addressof(data), slot, off, length))
             elif kind == "_Copy":
                 src = plan.ref(command.source, transfer=True)
                 dst = plan.ref(command.target, transfer=True, writes=True, extra_end=src[2])
-                plan.add((native.OP_COPY, *src, *dst))
+                plan.add((OP_COPY, *src, *dst))
             else:
                 raise _Unsupported
     except (_Unsupported, VMError):
@@ -464,10 +483,10 @@ def _add_dispatch(plan: Plan, command, blocks) -> int:
         raise _Unsupported
     if len(command.bindings) != export.binding_count:
         raise _Unsupported
-    flags = native.FLAG_SEQUENTIAL if export.flags & 1 else 0
+    flags = FLAG_SEQUENTIAL if export.flags & 1 else 0
     if isinstance(command.workgroups, BufferRef):
         cx = cy = cz = 0
-        flags |= native.FLAG_INDIRECT
+        flags |= FLAG_INDIRECT
         iref = plan.ref(command.workgroups, transfer=True)
         if iref[2] < 12:
             raise _Unsupported
@@ -480,7 +499,7 @@ def _add_dispatch(plan: Plan, command, blocks) -> int:
     for ref in command.bindings:
         refs.extend(plan.ref(ref))
     words = [
-        native.OP_DISPATCH,
+        OP_DISPATCH,
         exe._functions[ordinal],
         ctypes.addressof(exe._env),
         0,  # dispatch state: set by _build_states
@@ -499,7 +518,7 @@ def _add_dispatch(plan: Plan, command, blocks) -> int:
         0,  # runs
         *refs,
     ]
-    if not flags & native.FLAG_SEQUENTIAL and (flags & native.FLAG_INDIRECT or cx * cy * cz > 1):
+    if not flags & FLAG_SEQUENTIAL and (flags & FLAG_INDIRECT or cx * cy * cz > 1):
         plan.parallel = True
     blocks.append((exe, ordinal, (cx, cy, cz), command.constants, len(plan.words)))
     plan.add(words, export.name, (exe, ordinal))
@@ -532,9 +551,9 @@ def _build_states(plan: Plan, blocks, max_local: int) -> None:
         plan.constants.append(
             (ctypes.c_uint32 * nc).from_address(address + layout.constants_offset) if nc else None
         )
-        plan.words[start + native.D_DS] = address
-        plan.words[start + native.D_PTRS] = address + layout.ptrs_offset
-        plan.words[start + native.D_LENS] = address + layout.lengths_offset
+        plan.words[start + D_DS] = address
+        plan.words[start + D_PTRS] = address + layout.ptrs_offset
+        plan.words[start + D_LENS] = address + layout.lengths_offset
     for w in range(workers):
         local = base + local_offset + w * local_stride if max_local else 0
         _WG.pack_into(view, wgs_offset + w * _WG.size, 0, 0, 0, 0, w, local, 0)

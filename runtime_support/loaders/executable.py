@@ -7,8 +7,8 @@ are safe to read. From there this module does the rest, the same for every forma
     query(6, &environment) -> LibraryV0 -> header checks -> import resolution
       -> export table (ExportInfo per entry) -> Executable.dispatch(...)
 
-Dispatch runs every workgroup of a grid. The fast path is one native call
-(`native.py`, JIT-compiled once per process with llvmlite): it walks the tiles `t`
+Dispatch runs every workgroup of a grid. The fast path is one native call (the package
+runtime_support/native, JIT-compiled once per process with llvmlite): it walks the tiles `t`
 (x = t % X, y = (t / X) % Y, z = t / (X * Y): z outermost, x fastest, as the upstream
 inline executor does) with denormals flushed to zero, on the caller alone or, with
 `workers` > 1, split in chunks across the native worker pool (each participant with
@@ -31,7 +31,9 @@ from typing import Callable, Sequence
 
 from ..errors import LoaderError, StatusCode, VMError
 import runtime_support.loaders.kernel_abi as abi
-import runtime_support.loaders.native as _jit
+import runtime_support.native.jit as _jit
+from runtime_support.native.layout import GRID_ARGS
+from runtime_support.native.pool import worker_pool
 import runtime_support.loaders.statistics as statistics
 
 _MAX_EXPORTS = 1 << 16
@@ -88,7 +90,8 @@ class LibraryMemory:
 
 # --- the native workgroup loop ------------------------------------------------------------
 
-# The JIT-compiled tile loop, grid runner, plan runner and worker pool live in native.py.
+# The JIT-compiled tile loop, grid runner, plan runner and worker pool live in
+# runtime_support/native/.
 _NativeLoop = _jit.NativeRuntime
 
 
@@ -104,7 +107,7 @@ _pool_lock = threading.Lock()
 
 def _worker_pool(size: int) -> concurrent.futures.ThreadPoolExecutor:
     """Python threads for the ctypes loop (native=False) only; the JIT path uses
-    _jit.WorkerPool."""
+    native/pool.py's WorkerPool."""
     global _pool, _pool_size
     if _pool_size < size:
         with _pool_lock:
@@ -129,7 +132,7 @@ _python_import_thunk_ptr = abi.IMPORT_THUNK(_python_import_thunk)
 # --- per-dispatch argument block -------------------------------------------------------
 
 _WG_STATE = struct.Struct("<IIHHIQI4x")  # WorkgroupStateV0
-_GRID_ARGS = struct.Struct(f"<{len(_jit.GRID_ARGS)}Q")  # one foreign-call argument
+_GRID_ARGS = struct.Struct(f"<{len(GRID_ARGS)}Q")  # one foreign-call argument
 assert _WG_STATE.size == ctypes.sizeof(abi.WorkgroupStateV0)
 
 
@@ -399,7 +402,7 @@ class Executable:
         (address, length) pairs. `workers` > 1 splits the grid across that many threads.
         `native`: True requires the JIT loop, False forces the ctypes loop, None picks
         the JIT loop when available. `pool_ordinal`: whose worker pool a split grid runs
-        on (the device's, native.worker_pool).
+        on (the device's, native/pool.py worker_pool).
         """
         export = self._export(ordinal)
         try:
@@ -440,7 +443,7 @@ class Executable:
             workers = max(1, min(int(workers), total, 255))
         pool = None
         if workers > 1 and loop is not None:
-            pool = _jit.worker_pool(workers, pool_ordinal)
+            pool = worker_pool(workers, pool_ordinal)
             if pool is not None:
                 workers = min(workers, pool.threads + 1)
 

@@ -258,7 +258,7 @@ def test_dynamic_batch_calls_match_iree_runtime(model_artifacts, tmp_path, devic
     every call running one plan per batch size."""
     from helpers_plans import launched_plans, one_plan_per_key, plans_per_call
     from iree_oracle import IreeSession
-    from runtime_support.loaders import native
+    from runtime_support.native import jit as native_jit
 
     launched = launched_plans(monkeypatch)
 
@@ -278,7 +278,7 @@ def test_dynamic_batch_calls_match_iree_runtime(model_artifacts, tmp_path, devic
 
         calls.append((batch, call))
     per_call = plans_per_call(calls, launched)
-    if native.native_runtime() is not None:
+    if native_jit.native_runtime() is not None:
         assert one_plan_per_key(per_call), per_call
     ctx.close()
 

@@ -51,9 +51,9 @@ import numpy as np
 from runtime_support.hal.buffer import HalBuffer
 from runtime_support.hal.command_buffer import BufferRef, HalCommandBuffer
 from runtime_support.hal.device import LocalDevice
-from runtime_support.loaders import native
+from runtime_support.native import jit as native_jit
 
-runtime = native.native_runtime()
+runtime = native_jit.native_runtime()
 cb = HalCommandBuffer(LocalDevice("local-sync"), 0, 3, 1)
 cb.fill(BufferRef(None, 0, 4, 8), 0x01020304, 4)
 cb.finalize()

@@ -33,7 +33,7 @@ from runtime_support.hal.command_buffer import (
     HalCommandBuffer,
 )
 from runtime_support.hal.device import LocalDevice
-from runtime_support.loaders import native
+from runtime_support.native import jit as native_jit, layout as native_layout
 from differential import load_package
 from helpers_compile import LLVM_CPU_FLAGS
 from test_native_dispatch import MUL
@@ -168,7 +168,7 @@ def test_dispatch_flat_matches_dispatch_and_reuses_its_block(mul_executable):
         loader.dispatch_flat(0, (1, 1, 1), (), _flat([a, b, ours]))
         loader.dispatch(0, (1, 1, 1), (), [(a.address, 16), (b.address, 16), (theirs.address, 16)])
         assert ours.read() == theirs.read() != bytes(16)
-    if native.native_runtime() is not None:
+    if native_jit.native_runtime() is not None:
         assert len(loader._inline[0][1]) == 1  # one block, taken and given back per call
 
 
@@ -295,7 +295,7 @@ def test_dynamic_shapes_one_plan_per_size_match_iree(dynamic_vmfb, dynamic_packa
 
         calls.append((n, call))
     per_call = plans_per_call(calls, launched)
-    if native.native_runtime() is not None:
+    if native_jit.native_runtime() is not None:
         assert one_plan_per_key([(n, ids) for n, ids in per_call if n]), per_call
 
 
@@ -330,7 +330,7 @@ def test_dynamic_shapes_match_iree(dynamic_vmfb, dynamic_package, device, monkey
         ours, expected = ctx.main(a, b), np.asarray(theirs(a, b).to_host())
         assert ours.dtype == expected.dtype and ours.shape == expected.shape == (n,)
         assert ours.tobytes() == expected.tobytes()
-    if native.native_runtime() is None:
+    if native_jit.native_runtime() is None:
         return
     big = launched[-1]  # (300_000's plan, run four times)
     (record,) = dispatch_records(big)
@@ -338,11 +338,12 @@ def test_dynamic_shapes_match_iree(dynamic_vmfb, dynamic_package, device, monkey
         # the big grid went to the pool: on the direct path (its first call, measured
         # inline), or in the plan, whose runner measures it inline first, then on the pool
         # (its workers awake, or asleep: each kind of pool run keeps its own estimate)
-        assert pooled or max(big.words[record + native.D_EST_POOL],
-                             big.words[record + native.D_EST_COLD]) >= 0
+        assert pooled or max(big.words[record + native_layout.D_EST_POOL],
+                             big.words[record + native_layout.D_EST_COLD]) >= 0
     else:
         assert not pooled  # everything on the packed one-thread path
-        assert big.words[record + native.D_EST_POOL] == big.words[record + native.D_EST_COLD] == -1
+        estimates = (native_layout.D_EST_POOL, native_layout.D_EST_COLD)
+        assert [big.words[record + d] for d in estimates] == [-1, -1]
 
 
 def test_dynamic_shapes_bad_argument_fails_its_check(dynamic_package):
@@ -418,7 +419,7 @@ def test_dynamic_matmul_chain_replays_match_iree(compile_mlir, tmp_path_factory,
 
         calls.append((n, call))
     per_call = plans_per_call(calls, launched)
-    if native.native_runtime() is None:
+    if native_jit.native_runtime() is None:
         return
     assert one_plan_per_key([(n, ids) for n, ids in per_call if n]), per_call
     assert all(len(dispatch_records(plan)) == 12 for plan in launched)

@@ -856,11 +856,11 @@ def test_worker_pool_multi_tile_units(root, monkeypatch):
     """Grids with more tiles than a range can count are split into units of several tiles
     (white box: a runtime compiled with ranges of at most 16 units): every tile still runs
     exactly once."""
-    from runtime_support.loaders import native
+    from runtime_support.native import jit as native_jit, layout as native_layout, pool as native_pool
 
-    monkeypatch.setattr(native, "RANGE_UNITS", 16)
-    runtime = native.NativeRuntime()
-    pool = native.WorkerPool(runtime)
+    monkeypatch.setattr(native_layout, "RANGE_UNITS", 16)
+    runtime = native_jit.NativeRuntime()
+    pool = native_pool.WorkerPool(runtime)
     pool._cpus = []  # unpinned: the placement test counts the process pool's pinned threads
     pool.ensure(3)
     _keep_forever.append((runtime, pool))  # its threads run until the process ends
@@ -880,7 +880,7 @@ def test_worker_pool_multi_tile_units(root, monkeypatch):
             wgs = (abi.WorkgroupStateV0 * workers)()
             for w in range(workers):
                 wgs[w].processor_id = w
-            args = (ctypes.c_uint64 * len(native.GRID_ARGS))(
+            args = (ctypes.c_uint64 * len(native_layout.GRID_ARGS))(
                 pool.address, address, env, ctypes.addressof(state), ctypes.addressof(wgs),
                 n, 1, n, workers,
             )
@@ -916,12 +916,12 @@ done:
 
 def _affinities() -> dict[int, set[int]]:
     """thread id -> the CPUs it may run on, for this process's pool workers."""
-    from runtime_support.loaders import native
+    from runtime_support.native import pool as native_pool
 
     out = {}
     for status in Path("/proc/self/task").glob("*/status"):
         comm = (status.parent / "comm").read_text().strip()
-        if comm != native.THREAD_NAME.decode():
+        if comm != native_pool.THREAD_NAME.decode():
             continue
         for line in status.read_text().splitlines():
             if line.startswith("Cpus_allowed_list:"):
@@ -941,11 +941,11 @@ def test_worker_placement_follows_the_caller(root):
     """Pool workers are pinned one per CPU, none on the caller's; when the caller moves
     onto a worker's CPU, its next pooled grid moves that worker to a free CPU. A caller
     that sleeps waiting for workers lets them run anywhere until its next pooled grid."""
-    from runtime_support.loaders import native
+    from runtime_support.native import pool as native_pool
 
-    pool = native.worker_pool(2)
-    if pool._pinned.value == 0:
-        pytest.skip(f"pinning is off here (${native.PIN_ENV}=0)")
+    pool = native_pool.worker_pool(2)
+    if pool.block.pinned == 0:
+        pytest.skip(f"pinning is off here (${native_pool.PIN_ENV}=0)")
     engine, address = _jit(_COUNT_IR, "count")
     libc = ctypes.CDLL(None)
     allowed = os.sched_getaffinity(0)
@@ -953,49 +953,46 @@ def test_worker_placement_follows_the_caller(root):
         exe._functions[0] = address  # white box: a counting kernel
         out = np.zeros(8, np.int32)
         try:
-            released = ctypes.c_int64.from_address(pool.address + native.POOL_RELEASED)
             for _ in range(3):
                 # An earlier grid (of this test or another) whose caller slept leaves the
                 # workers unpinned until the next pooled grid that does not sleep.
                 for _ in range(50):
-                    if not released.value:
+                    if not pool.block.released:
                         break
                     exe.dispatch(0, (8, 1, 1), [], bindings(out, out, out), workers=2)
-                assert released.value == 0
-                worker_cpu = pool._worker_cpu[0]
+                assert pool.block.released == 0
+                worker_cpu = pool.block.worker_cpu[0]
                 pinned = [tid for tid, cpus in _affinities().items() if cpus == {worker_cpu}]
                 assert pinned, (worker_cpu, _affinities())
                 os.sched_setaffinity(0, {worker_cpu})  # the caller moves onto it
                 assert libc.sched_getcpu() == worker_cpu
-                ctypes.c_int64.from_address(pool.address + native.POOL_PLACED_AT).value = 0
+                pool.block.placed_at = 0
                 out = np.zeros(8, np.int32)
                 exe.dispatch(0, (8, 1, 1), [], bindings(out, out, out), workers=2)
                 assert (out == 1).all()
-                moved = pool._worker_cpu[0]
+                moved = pool.block.worker_cpu[0]
                 assert moved != worker_cpu and moved in allowed
                 # (a caller that had to sleep for the workers leaves them free to run
                 # anywhere until its next pooled grid pins them again)
-                released = ctypes.c_int64.from_address(pool.address + native.POOL_RELEASED)
-                expected = set(allowed) if released.value else {moved}
+                expected = set(allowed) if pool.block.released else {moved}
                 assert all(_affinities()[tid] == expected for tid in pinned)
                 os.sched_setaffinity(0, allowed)
             # Released while the caller sleeps, pinned again by the next pooled grid.
-            released = ctypes.c_int64.from_address(pool.address + native.POOL_RELEASED)
             engine2, slow = _jit(_LONG_SECOND_IR, "long_second")
             exe._functions[0] = slow
             for _ in range(50):  # until a worker ran tile 1 while the caller slept
                 exe.dispatch(0, (2, 1, 1), [], bindings(out, out, out), workers=2)
-                if released.value:
+                if pool.block.released:
                     break
-            assert released.value == 1
+            assert pool.block.released == 1
             assert all(_affinities()[tid] == set(allowed) for tid in pinned)
             exe._functions[0] = address
             for _ in range(50):  # (on a loaded machine this caller may sleep again)
                 exe.dispatch(0, (8, 1, 1), [], bindings(out, out, out), workers=2)
-                if not released.value:
+                if not pool.block.released:
                     break
-            assert released.value == 0
-            assert all(_affinities()[tid] == {pool._worker_cpu[0]} for tid in pinned)
+            assert pool.block.released == 0
+            assert all(_affinities()[tid] == {pool.block.worker_cpu[0]} for tid in pinned)
         finally:
             os.sched_setaffinity(0, allowed)
 

@@ -6,7 +6,6 @@ for ever)."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import warnings
 
@@ -14,7 +13,7 @@ import pytest
 
 from runtime_support import env_knobs
 from runtime_support.hal import collectives
-from runtime_support.loaders import native
+from runtime_support.native import jit as native_jit, pool as native_pool
 
 
 @pytest.fixture(autouse=True)
@@ -32,12 +31,12 @@ def _read(monkeypatch, name, text, read):
 
 
 def _spin():
-    pool = native.WorkerPool(None)  # (reads the setting into its block; starts no thread)
-    return ctypes.c_int64.from_address(pool.address + native.POOL_SPIN).value
+    pool = native_pool.WorkerPool(None)  # (reads the setting into its block; starts no thread)
+    return pool.block.spin
 
 
 def _inline_us():
-    return native.inline_ns() / 1000
+    return native_jit.inline_ns() / 1000
 
 
 CORES = len(os.sched_getaffinity(0))
@@ -53,10 +52,10 @@ CASES = [
     ("PYREE_INLINE_US", "9" * 30, _inline_us, 1_000_000, "is outside [0, 1000000]"),
     ("PYREE_INLINE_US", "-3", _inline_us, 0, "is outside [0, 1000000]"),
     ("PYREE_INLINE_US", "nan", _inline_us, 40, "is not a number"),
-    ("PYREE_WORKERS", "3", native.default_worker_count, 3, None),
-    ("PYREE_WORKERS", "0", native.default_worker_count, 1, "is outside [1, 255]"),
-    ("PYREE_WORKERS", str(2**70), native.default_worker_count, 255, "is outside [1, 255]"),
-    ("PYREE_WORKERS", "x", native.default_worker_count, CORES, "is not an integer"),
+    ("PYREE_WORKERS", "3", native_pool.default_worker_count, 3, None),
+    ("PYREE_WORKERS", "0", native_pool.default_worker_count, 1, "is outside [1, 255]"),
+    ("PYREE_WORKERS", str(2**70), native_pool.default_worker_count, 255, "is outside [1, 255]"),
+    ("PYREE_WORKERS", "x", native_pool.default_worker_count, CORES, "is not an integer"),
     ("PYREE_COLLECTIVE_TIMEOUT", "2.5", collectives._timeout, 2.5, None),
     ("PYREE_COLLECTIVE_TIMEOUT", "inf", collectives._timeout, 604800, "is outside [0.0, 604800]"),
     ("PYREE_COLLECTIVE_TIMEOUT", "-1", collectives._timeout, 0, "is outside [0.0, 604800]"),
@@ -86,7 +85,7 @@ def test_a_setting_warns_once(monkeypatch):
 
 @pytest.mark.parametrize("text,pinned", [("0", False), ("1", True), ("yes", True)])
 def test_pin_setting(monkeypatch, text, pinned):
-    monkeypatch.setattr(native.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    cpus, messages = _read(monkeypatch, "PYREE_PIN", text, native._placement_cpus)
+    monkeypatch.setattr(native_pool.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    cpus, messages = _read(monkeypatch, "PYREE_PIN", text, native_pool._placement_cpus)
     assert cpus == ([0, 1] if pinned else [])
     assert messages == ([] if text in "01" else ["PYREE_PIN='yes' is not 0 or 1; using 1"])

@@ -273,13 +273,13 @@ def _failing_steps(monkeypatch, fail_at: int):
     its error is DATA_LOSS. Returns the list of failures made."""
     from runtime_support.exec import loops
     from runtime_support.hal.plan import Plan
-    from runtime_support.loaders import native
+    from runtime_support.native import jit as native_jit, layout as native_layout
 
-    runtime = native.native_runtime()
+    runtime = native_jit.native_runtime()
     real = runtime.run_plan_steps
     seen = [0]
     failures = []
-    words = len(native.STEPS_FIELDS)
+    words = len(native_layout.STEPS_FIELDS)
 
     def run_steps(address):
         block = (ctypes.c_int64 * words).from_address(address)

@@ -335,7 +335,7 @@ def test_each_device_has_its_own_worker_pool(build):
     iree/hal/drivers/local_task/registration/driver_module.c: executors made per driver),
     the devices of a context split their grids on pools of their own; a one-worker device
     has none. The results equal iree.runtime's."""
-    from runtime_support.loaders import native
+    from runtime_support.native import pool as native_pool
 
     vmfb, pkg = build("per_device", PER_DEVICE)
     x = np.linspace(-2, 2, N_POOLED, dtype=np.float32)
@@ -345,7 +345,7 @@ def test_each_device_has_its_own_worker_pool(build):
     ref = iree_runtime(vmfb, "on_a", ("local-task", "local-task"), [x])[0]
     np.testing.assert_array_equal(a, ref)
     np.testing.assert_array_equal(b, iree_runtime(vmfb, "on_b", ("local-task",) * 2, [x])[0])
-    first, second = native.current_pool(0), native.current_pool(1)
+    first, second = native_pool.current_pool(0), native_pool.current_pool(1)
     assert first is not None and second is not None and first is not second
     assert first.address != second.address and second.threads >= 1
     # a local-sync second device (one worker) splits nothing, so uses no pool
@@ -391,21 +391,21 @@ def test_grids_on_two_devices_at_once_finish(build):
 def test_forked_child_starts_each_devices_pool_afresh(build):
     """After fork() every device's pool is forgotten (its threads did not survive): the
     child's grids on both devices make new pools and finish with the same results."""
-    from runtime_support.loaders import native
+    from runtime_support.native import pool as native_pool
 
     _, pkg = build("per_device", PER_DEVICE)
     x = np.linspace(-2, 2, N_POOLED, dtype=np.float32)
     ctx = load_package(pkg).load(device=["local", "local"], workers=2)
     a, b = np.asarray(ctx.on_a(x)), np.asarray(ctx.on_b(x))
-    parents = native.current_pool(0), native.current_pool(1)
+    parents = native_pool.current_pool(0), native_pool.current_pool(1)
     assert None not in parents
     pid = os.fork()
     if pid == 0:  # (the child reports by its exit status only)
         ok = False
         try:
-            forgotten = native.current_pool(0) is None and native.current_pool(1) is None
+            forgotten = native_pool.current_pool(0) is None and native_pool.current_pool(1) is None
             same = (np.array_equal(ctx.on_a(x), a) and np.array_equal(ctx.on_b(x), b))
-            fresh = all(native.current_pool(k) not in (None, *parents) for k in (0, 1))
+            fresh = all(native_pool.current_pool(k) not in (None, *parents) for k in (0, 1))
             ok = forgotten and same and fresh
         finally:
             os._exit(0 if ok else 1)

@@ -23,7 +23,8 @@ from differential import load_package
 from runtime_support.hal.buffer import HalBuffer
 from runtime_support.hal.command_buffer import MODE_ONE_SHOT, BufferRef, HalCommandBuffer
 from runtime_support.hal.device import LocalDevice
-from runtime_support.loaders import native, statistics
+from runtime_support.loaders import statistics
+from runtime_support.native import jit as native_jit, layout as native_layout, pool as native_pool
 
 try:
     import llvmlite  # noqa: F401
@@ -34,7 +35,53 @@ except ImportError:  # the product's dependency; without it everything falls bac
 def test_native_code_compiles():
     """With llvmlite present the JIT code must build (a broken IR would otherwise only
     show as the slower ctypes fallback)."""
-    assert native.native_runtime() is not None, native.native_error()
+    assert native_jit.native_runtime() is not None, native_jit.native_error()
+
+
+@pytest.mark.parametrize("unit", native_jit.arch_units() + list(native_jit.UNITS))
+def test_ir_unit_parses_and_verifies(unit):
+    """Each shipped .ll unit, its placeholders filled from layout.py, is a module of its
+    own (it declares what it takes from the others) that llvmlite parses and verifies."""
+    import llvmlite.binding as llvm
+
+    text = native_jit.fill(native_jit.unit_text(unit), native_jit.substitutions())
+    assert not native_jit.PLACEHOLDER.search(text)
+    llvm.parse_assembly(text).verify()
+
+
+def test_ir_joined_has_no_placeholder_and_verifies():
+    import llvmlite.binding as llvm
+
+    text = native_jit.ir()
+    assert not native_jit.PLACEHOLDER.search(text)
+    llvm.parse_assembly(text).verify()
+
+
+def test_pool_block_structure_follows_the_table():
+    """The ctypes PoolBlock's field offsets are the table's (the values the IR is given)."""
+    block, values = native_layout.PoolBlock, native_layout.substitutions()
+    for name, _kind, _line in native_layout.POOL_FIELDS:
+        offset = getattr(block, name).offset
+        assert offset == native_layout.POOL_OFFSETS[name] == values[f"POOL_{name.upper()}"]
+        assert offset % 64 == 0 or not _line
+    assert ctypes.sizeof(block) == native_layout.POOL_SIZE
+    assert native_layout.POOL_OFFSETS["gen"] == 0  # (the IR uses the block's address)
+
+
+def test_no_llvm_ir_in_python_sources():
+    """LLVM IR lives in runtime_support/native/*.ll, never in a Python string."""
+    import ast
+    import re
+
+    root = Path(__file__).resolve().parent.parent / "runtime_support"
+    ir_line = re.compile(r"^\s*(define|declare)\s.*@[\w.]+\(|=\s*(getelementptr|load|call)\s")
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                found += [f"{path}: {line}" for line in node.value.splitlines()
+                          if ir_line.search(line)]
+    assert not found, found
 
 FLAGS = (
     "--iree-hal-target-device=local",
@@ -196,25 +243,25 @@ def _readonly16() -> HalBuffer:
 
 
 # Table entries a plan's per-slot checks must refuse (slot, entry, the decline code of
-# native.py's checks), each with the Python path's error; slot 3 is filled (pattern 4)
+# native/checks.ll's checks), each with the Python path's error; slot 3 is filled (pattern 4)
 # and copied into, slot 0 is copied from.
 BAD_ENTRIES = {
-    "negative offset": (0, lambda: (HalBuffer.allocate(32), -4, 16), native.DECLINE_RANGE),
-    "short length": (0, lambda: (HalBuffer.allocate(16), 0, 12), native.DECLINE_RANGE),
-    "past the end": (4, lambda: (HalBuffer.allocate(32), 20, 16), native.DECLINE_RANGE),
-    "whole buffer past the end": (3, lambda: (HalBuffer.allocate(16), 20, -1), native.DECLINE_RANGE),
-    "whole buffer too short": (3, lambda: (HalBuffer.allocate(16), 8, -1), native.DECLINE_RANGE),
-    "negative length": (2, lambda: (HalBuffer.allocate(16), 0, -2), native.DECLINE_RANGE),
+    "negative offset": (0, lambda: (HalBuffer.allocate(32), -4, 16), native_layout.DECLINE_RANGE),
+    "short length": (0, lambda: (HalBuffer.allocate(16), 0, 12), native_layout.DECLINE_RANGE),
+    "past the end": (4, lambda: (HalBuffer.allocate(32), 20, 16), native_layout.DECLINE_RANGE),
+    "whole buffer past the end": (3, lambda: (HalBuffer.allocate(16), 20, -1), native_layout.DECLINE_RANGE),
+    "whole buffer too short": (3, lambda: (HalBuffer.allocate(16), 8, -1), native_layout.DECLINE_RANGE),
+    "negative length": (2, lambda: (HalBuffer.allocate(16), 0, -2), native_layout.DECLINE_RANGE),
     # offset + length would wrap around in 64 bits (to a small or negative sum)
-    "huge length": (0, lambda: (HalBuffer.allocate(32), 16, 2**63 - 1), native.DECLINE_RANGE),
-    "huge offset": (1, lambda: (HalBuffer.allocate(32), 2**63 - 8, 16), native.DECLINE_RANGE),
-    "most negative offset": (1, lambda: (HalBuffer.allocate(32), -(2**63), 16), native.DECLINE_RANGE),
-    "huge offset, whole buffer": (4, lambda: (HalBuffer.allocate(32), 2**63 - 1, -1), native.DECLINE_RANGE),
-    "offset past 64 bits": (1, lambda: (HalBuffer.allocate(32), 2**64, 16), native.DECLINE_ENTRY),
-    "read-only target": (3, lambda: (_readonly16(), 0, 16), native.DECLINE_READONLY),
-    "misaligned fill": (3, lambda: (HalBuffer.allocate(32), 2, 16), native.DECLINE_ALIGN),
-    "null": (4, lambda: (None, 0, 0), native.DECLINE_ENTRY),
-    "short table": (None, None, native.DECLINE_TABLE),
+    "huge length": (0, lambda: (HalBuffer.allocate(32), 16, 2**63 - 1), native_layout.DECLINE_RANGE),
+    "huge offset": (1, lambda: (HalBuffer.allocate(32), 2**63 - 8, 16), native_layout.DECLINE_RANGE),
+    "most negative offset": (1, lambda: (HalBuffer.allocate(32), -(2**63), 16), native_layout.DECLINE_RANGE),
+    "huge offset, whole buffer": (4, lambda: (HalBuffer.allocate(32), 2**63 - 1, -1), native_layout.DECLINE_RANGE),
+    "offset past 64 bits": (1, lambda: (HalBuffer.allocate(32), 2**64, 16), native_layout.DECLINE_ENTRY),
+    "read-only target": (3, lambda: (_readonly16(), 0, 16), native_layout.DECLINE_READONLY),
+    "misaligned fill": (3, lambda: (HalBuffer.allocate(32), 2, 16), native_layout.DECLINE_ALIGN),
+    "null": (4, lambda: (None, 0, 0), native_layout.DECLINE_ENTRY),
+    "short table": (None, None, native_layout.DECLINE_TABLE),
 }
 
 
@@ -412,10 +459,10 @@ def test_one_shot_and_reuse(mul_executable):
 
 
 def _steps_block(plan, images, zeros, count, turn=0):
-    """The native steps block (native.STEPS_FIELDS) for `plan` and the arrays given."""
+    """The native steps block (native_layout.STEPS_FIELDS) for `plan` and the arrays given."""
     from array import array
 
-    fields = dict.fromkeys(native.STEPS_FIELDS_NAMES, 0)
+    fields = dict.fromkeys(native_layout.STEPS_FIELDS_NAMES, 0)
     fields.update(
         args=plan.args_address, table=plan.table_address, words=len(plan.table),
         first0=images[0].buffer_info()[0], later0=images[1].buffer_info()[0],
@@ -451,8 +498,8 @@ def test_native_steps_zero_fill_then_run_each_turn(mul_executable):
         images.append(image)
     zeros = [array("q", (later.address + 8, 8)), array("q", (odd.address + 8, 8))]
     block = _steps_block(plan, images, zeros, count=3)
-    assert native.native_runtime().run_plan_steps(block.buffer_info()[0]) == 0
-    assert block[native.STEPS_FIELDS_NAMES.index("ran")] == 3
+    assert native_jit.native_runtime().run_plan_steps(block.buffer_info()[0]) == 0
+    assert block[native_layout.STEPS_FIELDS_NAMES.index("ran")] == 3
     ones = np.array([1.0, 1.0], np.float32).tobytes()
     assert first.read() == b"\xab" * 16 + ones + b"\xab" * 8  # (its range: not turn 0's)
     for buffer in (later, odd):  # zero-filled, then copied from there, then filled
@@ -476,9 +523,9 @@ def test_native_steps_stop_at_a_failed_step(mul_executable):
     image = array("q", bytes(8 * len(plan.table)))
     assert plan.check(table, image) == 0
     block = _steps_block(plan, [image] * 3, [array("q"), array("q")], count=3)
-    result = native.native_runtime().run_plan_steps(block.buffer_info()[0])
+    result = native_jit.native_runtime().run_plan_steps(block.buffer_info()[0])
     assert result != 0
-    assert block[native.STEPS_FIELDS_NAMES.index("ran")] == 1
+    assert block[native_layout.STEPS_FIELDS_NAMES.index("ran")] == 1
     with pytest.raises(VMError) as info:
         plan._raise(result)
     assert info.value.code == StatusCode.OUT_OF_RANGE
@@ -530,13 +577,13 @@ def test_local_workers_bit_identical_to_iree(big_vmfb, tmp_path):
 
 
 def test_workers_env_and_device_default(monkeypatch):
-    monkeypatch.setenv(native.WORKERS_ENV, "3")
+    monkeypatch.setenv(native_pool.WORKERS_ENV, "3")
     assert LocalDevice("local-task").worker_count == 3
     assert LocalDevice("local-sync").worker_count == 1
-    monkeypatch.setenv(native.WORKERS_ENV, "x")  # (tests/runtime/test_env_knobs.py: the warning)
+    monkeypatch.setenv(native_pool.WORKERS_ENV, "x")  # (tests/runtime/test_env_knobs.py: the warning)
     monkeypatch.setattr("runtime_support.env_knobs._warned", set())
     with pytest.warns(RuntimeWarning, match="PYREE_WORKERS='x' is not an integer"):
-        assert LocalDevice("local-task").worker_count == native.default_worker_count()
+        assert LocalDevice("local-task").worker_count == native_pool.default_worker_count()
 
 
 def test_print_statistics(big_vmfb, tmp_path):
@@ -597,7 +644,7 @@ define i32 @concurrency(ptr %env, ptr %ds, ptr %wg) {
 
 
 def test_recorded_grid_placement_follows_its_estimates(mul_vmfb):
-    """White box (the estimates a plan record keeps, see native.py): a grid measured over
+    """White box (the estimates a plan record keeps, see native/plan.ll): a grid measured over
     $PYREE_INLINE_US inline runs on the pool, even where its pool average is the slower
     one; one whose pool time fell under half that runs inline; every 16th run of the
     latter tries the pool again, every 128th run of a pooled grid runs inline. With the
@@ -621,19 +668,19 @@ def test_recorded_grid_placement_follows_its_estimates(mul_vmfb):
     table = [(out, 0, 32)]
     cb.execute(table, 2)
     plan = cb._plan
-    assert plan and native.worker_pool(2) is not None
+    assert plan and native_pool.worker_pool(2) is not None
     record = 0  # the plan's only command
-    inline_ns = native.inline_ns()
+    inline_ns = native_jit.inline_ns()
 
-    pool = native.worker_pool(2)
-    sleepers = ctypes.c_int32.from_address(pool.address + native.POOL_SLEEPERS)
+    pool = native_pool.worker_pool(2)
+    sleepers = ctypes.c_int32.from_address(pool.address + native_layout.POOL_OFFSETS["sleepers"])
 
     def run(est, estp, runs, estc=-1, asleep=False) -> int:
         """The participants of one run (estc -1: the same choice, workers asleep or not)."""
-        plan.words[record + native.D_EST] = est
-        plan.words[record + native.D_EST_POOL] = estp
-        plan.words[record + native.D_EST_COLD] = estc
-        plan.words[record + native.D_RUNS] = runs
+        plan.words[record + native_layout.D_EST] = est
+        plan.words[record + native_layout.D_EST_POOL] = estp
+        plan.words[record + native_layout.D_EST_COLD] = estc
+        plan.words[record + native_layout.D_RUNS] = runs
         if asleep:  # (they sleep after a few microseconds' spin: wait until they all do,
             # twice 20 ms apart: a wake the last pool run sent may still be on its way)
             deadline, calm = time.monotonic() + 5, 0
@@ -662,8 +709,8 @@ def test_recorded_grid_placement_follows_its_estimates(mul_vmfb):
     assert run(big, slower, 5, estc=-1, asleep=True) == 2
     assert run(big, slower, 16, estc=big + 1, asleep=True) == 2
     # what a pool run that found them asleep measured went to their estimate alone
-    assert plan.words[record + native.D_EST_POOL] == slower
-    assert plan.words[record + native.D_EST_COLD] not in (-1, big + 1)
+    assert plan.words[record + native_layout.D_EST_POOL] == slower
+    assert plan.words[record + native_layout.D_EST_COLD] not in (-1, big + 1)
 
 
 def test_plan_checks_are_the_built_plans(mul_executable):

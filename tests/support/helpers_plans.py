@@ -4,7 +4,7 @@ plan's dispatch records (where the runner keeps its inline and pool estimates)."
 from __future__ import annotations
 
 from runtime_support.hal.plan import Plan
-from runtime_support.loaders import native
+from runtime_support.native import layout as native_layout
 
 
 def launched_plans(monkeypatch) -> list:
@@ -51,7 +51,7 @@ def dispatch_records(plan) -> list[int]:
     """The word offsets of a plan's dispatch records."""
     at, out = 0, []
     while at < len(plan.words) and plan.words[at]:
-        if plan.words[at] == native.OP_DISPATCH:
+        if plan.words[at] == native_layout.OP_DISPATCH:
             out.append(at)
         at += plan.words[at + 1]
     return out
