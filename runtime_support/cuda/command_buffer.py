@@ -23,10 +23,10 @@ from runtime_support.hal.command_buffer import (
     BufferRef,
     HalCommandBuffer,
     CollectiveBatch,
-    _Copy,
-    _Dispatch,
-    _Fill,
-    _Update,
+    CopyCommand,
+    DispatchCommand,
+    FillCommand,
+    UpdateCommand,
     require_buffer,
     resolve_ref,
 )
@@ -42,7 +42,7 @@ def _device_pointer(resolved, what: str) -> int:
     return buffer.address + offset
 
 
-def _dispatch_step(device, command: _Dispatch):
+def _dispatch_step(device, command: DispatchCommand):
     executable = command.executable
     native = getattr(executable, "native", None)
     if not hasattr(native, "plan"):
@@ -86,9 +86,9 @@ def _transfer_step(command):
 def build_steps(device, commands) -> list:
     steps = []
     for command in commands:
-        if isinstance(command, _Dispatch):
+        if isinstance(command, DispatchCommand):
             step = _dispatch_step(device, command)
-        elif isinstance(command, (_Fill, _Update, _Copy)):
+        elif isinstance(command, (FillCommand, UpdateCommand, CopyCommand)):
             step = _transfer_step(command)
         elif isinstance(command, CollectiveBatch):
             from runtime_support.cuda.nccl_channel import batch_step

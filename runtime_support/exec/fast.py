@@ -981,13 +981,13 @@ def _plan_of(cmd, buffers):
     try:
         for c in getattr(cmd, "commands", ()):
             kind = type(c).__name__
-            if kind == "_Dispatch":
+            if kind == "DispatchCommand":
                 if isinstance(c.workgroups, BufferRef):
                     return False
                 c = c._replace(bindings=tuple(_slot(r, slots) for r in c.bindings), direct=None)
-            elif kind == "_Fill":
+            elif kind == "FillCommand":
                 c = c._replace(target=_slot(c.target, slots))
-            elif kind == "_Copy":
+            elif kind == "CopyCommand":
                 c = c._replace(source=_slot(c.source, slots), target=_slot(c.target, slots))
             else:
                 return False

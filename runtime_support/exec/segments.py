@@ -33,7 +33,7 @@ from collections import OrderedDict
 from operator import itemgetter
 
 from ..hal.buffer import ALIGNMENT, WHOLE_BUFFER, HalBuffer, fresh_buffer
-from ..hal.command_buffer import BufferRef, HalCommandBuffer, _Fill
+from ..hal.command_buffer import BufferRef, FillCommand, HalCommandBuffer
 from ..hal.device import LocalDevice
 from ..hal.fence import Fence
 from ..errors import VMError
@@ -66,7 +66,7 @@ _EXECUTES = (DeviceQueueExecute, DeviceQueueExecuteIndirect)
 _RECORDING = (CommandBufferCreate, CommandBufferDispatch, CommandBufferExecutionBarrier,
               CommandBufferFillBuffer, CommandBufferCopyBuffer, CommandBufferFinalize)
 # The commands a segment plan holds (as fast.py's one-shot plans).
-_PLANNABLE = frozenset({"_Dispatch", "_Fill", "_Copy"})
+_PLANNABLE = frozenset({"DispatchCommand", "FillCommand", "CopyCommand"})
 
 
 class _Decline(Exception):
@@ -575,7 +575,7 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
                 raise _Decline
             if cmd.binding_count > len(table):
                 raise _Decline
-            dispatches = [c for c in cmd.commands if type(c).__name__ == "_Dispatch"]
+            dispatches = [c for c in cmd.commands if type(c).__name__ == "DispatchCommand"]
             if recorded is not None:
                 if len(recorded) != len(dispatches):
                     raise _Decline
@@ -601,7 +601,7 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
     # Each arena zeroed first, as fresh allocas are, by the plan itself (one foreign
     # call less per arena and call). Arena sizes are multiples of ALIGNMENT.
     zeroes = [
-        _Fill(BufferRef(None, index, 0, size), 0, 4)
+        FillCommand(BufferRef(None, index, 0, size), 0, 4)
         for (index, size) in sorted(arenas.values()) if size
     ]
     plan = build_plan(zeroes + commands, device.worker_count)
@@ -704,13 +704,13 @@ def _rebased(command, table: list):
     buffer becomes its arena's slot at the composed offset (the ref's range checked in
     the row, as resolve_ref checks it), any other row its own (provisional) slot."""
     kind = type(command).__name__
-    if kind == "_Dispatch":
+    if kind == "DispatchCommand":
         if isinstance(command.workgroups, BufferRef):
             raise _Decline
         return command._replace(bindings=tuple(_ref(r, table) for r in command.bindings), direct=None)
-    if kind == "_Fill":
+    if kind == "FillCommand":
         return command._replace(target=_ref(command.target, table))
-    if kind == "_Copy":
+    if kind == "CopyCommand":
         return command._replace(source=_ref(command.source, table), target=_ref(command.target, table))
     raise _Decline
 
@@ -727,11 +727,11 @@ def _direct_to_table(command, table: list, row_of):
         return BufferRef(None, len(table) - 1, r.offset, r.length)
 
     kind = type(command).__name__
-    if kind == "_Dispatch":
+    if kind == "DispatchCommand":
         return command._replace(bindings=tuple(ref(r) for r in command.bindings))
-    if kind == "_Fill":
+    if kind == "FillCommand":
         return command._replace(target=ref(command.target))
-    if kind == "_Copy":
+    if kind == "CopyCommand":
         return command._replace(source=ref(command.source), target=ref(command.target))
     raise _Decline
 
@@ -766,9 +766,9 @@ def _numbered(command, arenas: int):
         return ref._replace(slot=s)
 
     kind = type(command).__name__
-    if kind == "_Dispatch":
+    if kind == "DispatchCommand":
         return command._replace(bindings=tuple(slot(r) for r in command.bindings))
-    if kind == "_Fill":
+    if kind == "FillCommand":
         return command._replace(target=slot(command.target))
     return command._replace(source=slot(command.source), target=slot(command.target))
 

@@ -95,7 +95,7 @@ def require_buffer(resolved, what: str):
     return resolved
 
 
-class _Fill(NamedTuple):
+class FillCommand(NamedTuple):
     target: BufferRef
     pattern: int
     pattern_length: int
@@ -115,7 +115,7 @@ class _Fill(NamedTuple):
         buffer.fill(offset, length, self.pattern, self.pattern_length)
 
 
-class _Update(NamedTuple):
+class UpdateCommand(NamedTuple):
     data: bytes  # captured at record time
     target: BufferRef
 
@@ -137,7 +137,7 @@ class _Update(NamedTuple):
         buffer.write(offset, self.data)
 
 
-class _Copy(NamedTuple):
+class CopyCommand(NamedTuple):
     source: BufferRef
     target: BufferRef
 
@@ -159,7 +159,7 @@ class _Copy(NamedTuple):
         dst.copy_from(dst_off, src, src_off, length)
 
 
-class _Dispatch(NamedTuple):
+class DispatchCommand(NamedTuple):
     executable: object  # HalExecutable
     ordinal: int
     workgroups: tuple[int, int, int] | BufferRef  # a ref: 3 x u32 read at execution
@@ -222,7 +222,7 @@ class _Dispatch(NamedTuple):
 def run_direct(executable, ordinal: int, workgroups, constants, direct, workers: int) -> None:
     """Runs a dispatch recorded with direct bindings (`direct`: every binding's address,
     then every length; `workgroups` masked to u32): nothing left to resolve or check.
-    (_Dispatch.execute, and runtime_support/hal/one_shot.py's fast path.)"""
+    (DispatchCommand.execute, and runtime_support/hal/one_shot.py's fast path.)"""
     if 0 not in workgroups:  # (an empty grid launches nothing)
         inline = executable._flat
         if workers == 1 and inline:  # (the loader's own, as dispatch_flat calls it)
@@ -243,10 +243,10 @@ def overwritten_first(commands, slot: int, size: int, offset: int, length: int) 
         refs = _slot_refs(c, slot)
         if not refs:
             continue
-        if type(c) not in (_Fill, _Update, _Copy) or refs != [c.target]:
+        if type(c) not in (FillCommand, UpdateCommand, CopyCommand) or refs != [c.target]:
             return False  # (read as well, or by a command whose writes are unknown)
         ref = c.target
-        covered = len(c.data) if type(c) is _Update else ref.length
+        covered = len(c.data) if type(c) is UpdateCommand else ref.length
         return ref.offset == 0 and (covered == WHOLE_BUFFER or covered >= size)
     return False
 
@@ -301,7 +301,7 @@ class CollectiveBatch:
         run_batch(batch)
 
 
-_TABLE_COMMANDS = (_Fill, _Update, _Copy, _Dispatch)
+_TABLE_COMMANDS = (FillCommand, UpdateCommand, CopyCommand, DispatchCommand)
 
 
 def _table_plan(commands) -> list | bool:
@@ -310,7 +310,7 @@ def _table_plan(commands) -> list | bool:
     resolve_ref alone), else False."""
     out = []
     for c in commands:
-        if type(c) not in _TABLE_COMMANDS or (type(c) is _Dispatch and type(c.workgroups) is not tuple):
+        if type(c) not in _TABLE_COMMANDS or (type(c) is DispatchCommand and type(c.workgroups) is not tuple):
             return False
         out.append((c, tuple(c.refs())))
     return out
@@ -453,21 +453,21 @@ class HalCommandBuffer:
                 f"multiples of the pattern length {pattern_length}",
             )
         target = self._ref(*target, "fill_buffer")
-        self.commands.append(_Fill(target, pattern, pattern_length))
+        self.commands.append(FillCommand(target, pattern, pattern_length))
         self._open_batch = None
 
     def update(self, data, target: BufferRef) -> None:
         """Records a copy of host bytes; `data` is captured (copied) now."""
         self._check_recording("update_buffer", CATEGORY_TRANSFER)
         target = self._ref(*target, "update_buffer")
-        self.commands.append(_Update(bytes(data), target))
+        self.commands.append(UpdateCommand(bytes(data), target))
         self._open_batch = None
 
     def copy(self, source: BufferRef, target: BufferRef) -> None:
         self._check_recording("copy_buffer", CATEGORY_TRANSFER)
         source = self._ref(*source, "copy_buffer source")
         target = self._ref(*target, "copy_buffer target")
-        self.commands.append(_Copy(source, target))
+        self.commands.append(CopyCommand(source, target))
         self._open_batch = None
 
     def dispatch(
@@ -484,7 +484,7 @@ class HalCommandBuffer:
             workgroups = tuple([int(v) & 0xFFFFFFFF for v in workgroups])
         refs = tuple([self._ref(*ref, f"dispatch binding {i}") for i, ref in enumerate(bindings)])
         constants = tuple([int(c) & 0xFFFFFFFF for c in constants])
-        self.commands.append(_Dispatch(executable, ordinal, workgroups, constants, refs, flags))
+        self.commands.append(DispatchCommand(executable, ordinal, workgroups, constants, refs, flags))
         self._open_batch = None
 
     def dispatch_span(self, executable, ordinal, x, y, z, constants, span, flags) -> None:
@@ -517,7 +517,7 @@ class HalCommandBuffer:
             i += 1
         self.commands.append(
             _tuple_new(
-                _Dispatch,
+                DispatchCommand,
                 (
                     executable, ordinal, (x, y, z), tuple([c & 0xFFFFFFFF for c in constants]),
                     tuple(refs), flags, (*addresses, *lengths) if direct else None,

@@ -398,9 +398,10 @@ def _gather_n(pack, entries, slots, table):
 
 
 def build_plan(commands, workers: int, slot_ends: dict[int, int] | None = None) -> Plan | None:
-    """A native plan for `commands` (command_buffer._Fill/_Update/_Copy/_Dispatch), or
-    None when they must run in Python. `slot_ends`: per table slot, a length its entry
-    must have beyond what the commands need (runs.py: a submission's whole entry)."""
+    """A native plan for `commands` (hal/command_buffer.py's FillCommand, UpdateCommand,
+    CopyCommand, DispatchCommand), or None when they must run in Python. `slot_ends`: per
+    table slot, a length its entry must have beyond what the commands need (runs.py: a
+    submission's whole entry)."""
     runtime = native_jit.native_runtime()
     if runtime is None:
         return None
@@ -442,23 +443,23 @@ def _record(plan: Plan, commands, blocks) -> int | None:
     try:
         for command in commands:
             kind = type(command).__name__
-            if kind == "_Dispatch":
+            if kind == "DispatchCommand":
                 max_local = max(max_local, _add_dispatch(plan, command, blocks))
-            elif kind == "_Fill":
+            elif kind == "FillCommand":
                 slot, off, length = plan.ref(
                     command.target, transfer=True, writes=True, align=command.pattern_length
                 )
                 plan.add(
                     (OP_FILL, slot, off, length, command.pattern, command.pattern_length)
                 )
-            elif kind == "_Update":
+            elif kind == "UpdateCommand":
                 slot, off, length = plan.ref(command.target, transfer=True, writes=True)
                 if length != len(command.data):
                     raise _Unsupported
                 data = ctypes.create_string_buffer(bytes(command.data), max(1, len(command.data)))
                 plan.keep.append(data)
                 plan.add((OP_UPDATE, ctypes.addressof(data), slot, off, length))
-            elif kind == "_Copy":
+            elif kind == "CopyCommand":
                 src = plan.ref(command.source, transfer=True)
                 dst = plan.ref(command.target, transfer=True, writes=True, extra_end=src[2])
                 plan.add((OP_COPY, *src, *dst))

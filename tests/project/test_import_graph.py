@@ -25,16 +25,10 @@ ALLOWED_CYCLES = [
 ]
 
 # Private names taken across modules, in or from the files above; the same
-# rules as ALLOWED_CYCLES. hal.command_buffer's command records (_Fill, _Copy,
-# ...) are read by exec/ under these names: one rename for both, later.
+# rules as ALLOWED_CYCLES.
 ALLOWED_PRIVATE = [
-    "runtime_support.cuda.command_buffer: from runtime_support.hal.command_buffer import _Copy",
-    "runtime_support.cuda.command_buffer: from runtime_support.hal.command_buffer import _Dispatch",
-    "runtime_support.cuda.command_buffer: from runtime_support.hal.command_buffer import _Fill",
-    "runtime_support.cuda.command_buffer: from runtime_support.hal.command_buffer import _Update",
     "runtime_support.exec.fast: from runtime_support.exec.segments import _Aliased",
     "runtime_support.exec.fast: from runtime_support.exec.segments import _Decline",
-    "runtime_support.exec.segments: from runtime_support.hal.command_buffer import _Fill",
 ]
 
 
