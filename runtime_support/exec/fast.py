@@ -15,7 +15,7 @@ there on.
 
 *One-shot recordings.* A command buffer recorded and submitted in the program
 (`CommandBufferCreate` .. `CommandBufferFinalize`, `DeviceQueueExecute`) is recorded
-lazily: its steps are skipped, and at the submission a native plan (hal/plan.py) keyed by
+lazily: its steps are skipped, and at the submission a native plan (exec/plan.py) keyed by
 every value the recording reads except the buffers (executables, ordinals, counts,
 constants, offsets, lengths, flags) and by which buffer fields name the same buffer runs
 under `LocalQueue.run_now`, the buffers filling its binding table. Where it cannot (a
@@ -974,7 +974,7 @@ def _run(plan, packed) -> None:
 def _plan_of(cmd, buffers):
     """A native plan of `cmd`'s commands with each buffer a binding-table slot (its index
     in `buffers`), or False where the commands cannot be one (the general path then)."""
-    from ..hal.plan import build_plan
+    from .plan import build_plan
 
     slots = {id(b): k for k, b in enumerate(buffers)}
     commands = []

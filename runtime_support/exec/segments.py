@@ -6,7 +6,7 @@ buffers, ending at the `FenceAwait` that waits for them (and the `FailIf` on its
 IREE writes one per submission (alloca, execute.indirect, await) and one per chain of
 them: on the general path each step is an import call, each execution one plan run.
 
-Here the whole segment is one plan (hal/plan.py) of every command of every command buffer
+Here the whole segment is one plan (exec/plan.py) of every command of every command buffer
 it executes, in order, each execution's binding-table entries table slots of that plan.
 The plan is built at the first call of a *shape*: the values of everything the segment
 reads except the buffers it binds and the fences it waits on (the device, the command
@@ -410,7 +410,7 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
     raises _Decline where this shape must run step by step. `ops[i]`/`getters[i]`: the
     general op and the field getters of the segment's i-th step; `states`: fast.py's
     (PENDING, DONE) private fence states."""
-    from ..hal.plan import build_plan
+    from .plan import build_plan
 
     pending, done = states
     sim = list(env)
@@ -647,7 +647,7 @@ def build_shape(segment: Segment, env: dict, ops: list, getters: list, states) -
 
 def _table_words(plan, arenas: list, rows: list, fresh: list, slot_of):
     """Writes the plan's native table words that every call shares and makes the checks
-    of the rest, as Plan.run's native checks (hal/plan.py) would per call: an entry's
+    of the rest, as Plan.run's native checks (exec/plan.py) would per call: an entry's
     range in its buffer, the end the plan's commands need of it, its alignment and
     writability. Checks of what the shape fixes (arenas, returned buffers, offsets,
     explicit lengths) are made here once; a failing one declines the shape (the steps'

@@ -616,7 +616,7 @@ class HalCommandBuffer:
                 if self.one_shot:
                     plan = self._plan = False
                 else:
-                    from .plan import build_plan
+                    from ..exec.plan import build_plan
 
                     plan = self._plan = build_plan(self.commands, workers) or False
             if plan and plan.run(binding_table, workers):

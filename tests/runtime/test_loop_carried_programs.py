@@ -212,7 +212,7 @@ def test_loop_matches_iree_and_is_deferred(kind, device, compile_mlir, tmp_path,
     """Trip counts 0, 1, 2, 3 and 50 (an argument): results bit-identical to
     iree.runtime's; on a warm context every step of the loop is deferred and run in one
     native call, no plan launched per iteration."""
-    from runtime_support.hal.plan import Plan
+    from runtime_support.exec.plan import Plan
 
     vmfb = _vmfb(compile_mlir, tmp_path, kind)
     ctx = _package(vmfb, tmp_path).load(device=device)
@@ -272,7 +272,7 @@ def _failing_steps(monkeypatch, fail_at: int):
     over all its calls) as a kernel would: the steps before it run, it counts as run and
     its error is DATA_LOSS. Returns the list of failures made."""
     from runtime_support.exec import loops
-    from runtime_support.hal.plan import Plan
+    from runtime_support.exec.plan import Plan
     from runtime_support.native import jit as native_jit, layout as native_layout
 
     runtime = native_jit.native_runtime()
@@ -311,7 +311,7 @@ def _failing_executions(monkeypatch, fail_at: int):
     """HalCommandBuffer.execute and Plan.launch failing at the `fail_at`-th execution
     of either (the general path's and the segment's per-call runs)."""
     from runtime_support.hal.command_buffer import HalCommandBuffer
-    from runtime_support.hal.plan import Plan
+    from runtime_support.exec.plan import Plan
 
     seen = [0]
     real_execute, real_launch = HalCommandBuffer.execute, Plan.launch

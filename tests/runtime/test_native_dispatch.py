@@ -1,6 +1,6 @@
 """Native command-buffer plans, the native worker pool and dispatch statistics.
 
-Plans (runtime_support/hal/plan.py) must give exactly what the command-by-command Python
+Plans (runtime_support/exec/plan.py) must give exactly what the command-by-command Python
 path gives (the reference), decline to it whenever an execution would fail, and raise the
 same errors; the worker pool must give bit-identical results to one thread, denormals
 flushed on every thread; translated programs must match iree.runtime on `local`.
@@ -716,7 +716,7 @@ def test_recorded_grid_placement_follows_its_estimates(mul_vmfb):
 def test_plan_checks_are_the_built_plans(mul_executable):
     """plan_checks (runs.py's question to each step of a run) answers what a built plan's
     checks say, without building the plan's native parts; None where there is no plan."""
-    from runtime_support.hal.plan import build_plan, plan_checks
+    from runtime_support.exec.plan import build_plan, plan_checks
 
     device, exe = mul_executable
     cb = _record(device, exe)

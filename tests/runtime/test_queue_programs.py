@@ -177,7 +177,7 @@ def test_segment_failure_raises_as_the_general_path(compile_mlir, tmp_path, monk
     b = np.full(4, 1.5, np.float32)
     want = load_package(write_package(read_module_file(vmfb), tmp_path, "ref"))
     want = want.load(device="local-sync").call("mul", a, b).tobytes()
-    from runtime_support.hal.plan import Plan
+    from runtime_support.exec.plan import Plan
 
     real_launch = Plan.launch
     failures = []
@@ -854,7 +854,7 @@ def test_async_export_signals_the_callers_fence_from_its_plan(compile_mlir, tmp_
     from helpers_plans import launched_plans
     from runtime_support.errors import StatusCode
     from runtime_support.hal.command_buffer import HalCommandBuffer
-    from runtime_support.hal.plan import Plan
+    from runtime_support.exec.plan import Plan
 
     src = tmp_path / "mul.mlir"
     src.write_text(_MUL_MLIR)

@@ -3,7 +3,7 @@ plan's dispatch records (where the runner keeps its inline and pool estimates)."
 
 from __future__ import annotations
 
-from runtime_support.hal.plan import Plan
+from runtime_support.exec.plan import Plan
 from runtime_support.native import layout as native_layout
 
 

@@ -17,6 +17,10 @@ The checks are native code, not Python written per plan: nothing in runtime_supp
 compiles source.
 Commands whose validity depends on the table in ways the aggregates cannot capture
 (whole-buffer transfers through table slots) make the whole command buffer Python-only.
+
+Plans are the fast path, not the HAL object model: hal/command_buffer.py builds one for a
+reusable command buffer at its first execution, exec/fast.py and exec/segments.py build
+them for one-shot recordings and segments.
 """
 
 from __future__ import annotations
@@ -48,8 +52,8 @@ from ..native.layout import (
     OP_UPDATE,
     PLAN_ARGS,
 )
-from .buffer import WHOLE_BUFFER
-from .binding import BufferRef
+from ..hal.buffer import WHOLE_BUFFER
+from ..hal.binding import BufferRef
 
 _WG = struct.Struct("<IIHHIQI4x")
 _DIRECT = -1  # slot word of a ref that holds an absolute address
