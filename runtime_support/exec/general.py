@@ -8,6 +8,8 @@ and returns the outputs (a fast path that declines after step k hands over there
     run = bind_program(QUEUE_0, ctx, _IMPORTS)     # once per program and context, at load
     buffer0, status0 = run(r3, i22)                  # per call: the inputs, in order
 
+(bind.py's `bind_program` chooses between this path and the fast one.)
+
 Each step is prepared once at bind into a closure: its import resolved by name, its
 fields turned into one getter over the values dict, where constants and rodata segments
 sit under int keys beside the named values; nothing is looked up by name per call but
@@ -251,18 +253,4 @@ class GeneralProgram:
         return None if self._outputs is None else self._outputs(env)
 
 
-def bind_program(program: QueueProgram, ctx, imports) -> GeneralProgram:
-    """`program` bound to `ctx`: its imports (by full name, from the module's import
-    table `imports`, aligned with `ctx.imports`) and its rodata. The fast path
-    (fast.py) where the program has one, unless PYREE_QUEUE_FAST=0 (the general path
-    alone: what the property tests compare it with)."""
-    from ..env_knobs import flag_knob
-    from .fast import FastProgram, has_fast_path
-
-    by_name = {decl[0]: fn for decl, fn in zip(imports, ctx.imports) if fn is not None}
-    if flag_knob("PYREE_QUEUE_FAST", True) and has_fast_path(program):
-        return FastProgram(program, by_name, ctx.rodata)
-    return GeneralProgram(program, by_name, ctx.rodata)
-
-
-__all__ = ["GeneralProgram", "bind_program", "compute_function"]
+__all__ = ["GeneralProgram", "compute_function"]

@@ -27,7 +27,7 @@ from runtime_support.exec.steps import (
     FenceAwait,
     FenceCreate,
 )
-from runtime_support.exec.general import bind_program
+from runtime_support.exec.bind import bind_program
 from runtime_support.hal.buffer import (
     MEMORY_TYPE_DEVICE_LOCAL,
     MEMORY_TYPE_DEVICE_VISIBLE,

@@ -284,7 +284,7 @@ def test_segment_checks_its_buffers_and_waits_as_the_general_path(compile_mlir, 
 
     import numpy as np
 
-    from runtime_support.exec.general import bind_program
+    from runtime_support.exec.bind import bind_program
     from runtime_support.exec.program import names_in
     from runtime_support.hal.buffer import HalBuffer
     from runtime_support.hal.fence import Fence
@@ -351,7 +351,7 @@ def test_segment_keeps_transients_apart(compile_mlir, tmp_path, monkeypatch):
     not overlap: the fast path's result equals the general path's."""
     import numpy as np
 
-    from runtime_support.exec.general import bind_program
+    from runtime_support.exec.bind import bind_program
     from runtime_support.exec.program import FailIf, QueueProgram
     from runtime_support.exec.steps import (
         DeviceQueueAlloca, DeviceQueueExecuteIndirect, FenceAwait, FenceCreate,
@@ -541,7 +541,7 @@ def _hal_bindings(ctx, pkg, steps):
 
 def _fast_and_general(program, decls, bound, monkeypatch):
     from runtime_support.exec.fast import FastProgram
-    from runtime_support.exec.general import bind_program
+    from runtime_support.exec.bind import bind_program
 
     fast = bind_program(program, bound, decls)
     monkeypatch.setenv("PYREE_QUEUE_FAST", "0")
@@ -655,7 +655,7 @@ def test_argument_checks_raise_as_the_imports(compile_mlir, tmp_path, monkeypatc
     import numpy as np
 
     from runtime_support.exec.fast import FastProgram
-    from runtime_support.exec.general import bind_program
+    from runtime_support.exec.bind import bind_program
     from runtime_support.exec.program import QueueProgram
     from runtime_support.exec.steps import BufferAssert, BufferViewAssert, BufferViewBuffer
     from runtime_support.hal.buffer import HalBuffer

@@ -32,7 +32,7 @@ HELPER_MODULES = {
     # queue programs (codegen/queue_programs.py)
     "program": "runtime_support.exec.program",
     "steps": "runtime_support.exec.steps",
-    "general": "runtime_support.exec.general",
+    "general": "runtime_support.exec.bind",
     # HAL enum constants a queue program's fields name (codegen/hal_enums.py)
     "hal_buffer": "runtime_support.hal.buffer",
     "hal_command_buffer": "runtime_support.hal.command_buffer",
