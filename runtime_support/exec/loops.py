@@ -58,7 +58,7 @@ from ..hal.fence import Fence
 from ..hal.queue import internal_error
 from ..loaders import statistics
 from ..native import jit as native_jit, layout as native_layout, pool as native_pool
-from .segments import write_outside_rows
+from .shapes import write_outside_rows
 
 _FIELD = {name: i for i, (name, _) in enumerate(native_layout.STEPS_FIELDS)}
 _COUNT, _TURN, _RAN = _FIELD["count"], _FIELD["turn"], _FIELD["ran"]
@@ -256,7 +256,7 @@ class LoopMode:
         plan = shape.plan
         run = object.__new__(_Run)
         run.loop, run.args, run.count, run.final = self, args, 1, None
-        # The dispatch constants each step writes (segments.run_shape): the inputs'
+        # The dispatch constants each step writes (shapes.run_shape): the inputs'
         # values, the same in every step of the run (its other inputs are the first's).
         run.constants = None
         if shape.values is not None:

@@ -19,7 +19,7 @@ Commands whose validity depends on the table in ways the aggregates cannot captu
 (whole-buffer transfers through table slots) make the whole command buffer Python-only.
 
 Plans are the fast path, not the HAL object model: hal/command_buffer.py builds one for a
-reusable command buffer at its first execution, exec/fast.py and exec/segments.py build
+reusable command buffer at its first execution, exec/fast.py and exec/shapes.py build
 them for one-shot recordings and segments.
 """
 

@@ -25,8 +25,6 @@ ALLOWED_CYCLES = [
 # Private names taken across modules, in or from the files above; the same
 # rules as ALLOWED_CYCLES.
 ALLOWED_PRIVATE = [
-    "runtime_support.exec.fast: from runtime_support.exec.segments import _Aliased",
-    "runtime_support.exec.fast: from runtime_support.exec.segments import _Decline",
 ]
 
 

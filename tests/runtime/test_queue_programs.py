@@ -42,10 +42,10 @@ def test_general_path_matches_iree_runtime(case, device, compile_mlir, tmp_path,
 
 def _count_shapes(monkeypatch) -> tuple[list, list]:
     """(builds, runs): one entry per segment plan built, and run_shape's answer per run."""
-    from runtime_support.exec import fast
+    from runtime_support.exec import shapes
 
     builds, runs = [], []
-    real_build, real_run = fast.build_shape, fast.run_shape
+    real_build, real_run = shapes.build_shape, shapes.run_shape
 
     def counted_build(*args):
         builds.append(True)
@@ -55,8 +55,8 @@ def _count_shapes(monkeypatch) -> tuple[list, list]:
         runs.append(real_run(*args))
         return runs[-1]
 
-    monkeypatch.setattr(fast, "build_shape", counted_build)
-    monkeypatch.setattr(fast, "run_shape", counted_run)
+    monkeypatch.setattr(shapes, "build_shape", counted_build)
+    monkeypatch.setattr(shapes, "run_shape", counted_run)
     return builds, runs
 
 
@@ -741,7 +741,7 @@ def test_segment_reads_back_while_it_holds_the_queue(compile_mlir, tmp_path, mon
     every call runs its segments' plans."""
     import numpy as np
 
-    from runtime_support.exec import fast
+    from runtime_support.exec import shapes as shape_plans
 
     src = tmp_path / "readback.mlir"
     src.write_text(_READBACK_MLIR)
@@ -749,8 +749,8 @@ def test_segment_reads_back_while_it_holds_the_queue(compile_mlir, tmp_path, mon
     pkg = load_package(write_package(read_module_file(vmfb), tmp_path, "pkg"))
     _, runs = _count_shapes(monkeypatch)
     shapes = []
-    counted_build = fast.build_shape
-    monkeypatch.setattr(fast, "build_shape", lambda *a: shapes.append(counted_build(*a)) or shapes[-1])
+    counted_build = shape_plans.build_shape
+    monkeypatch.setattr(shape_plans, "build_shape", lambda *a: shapes.append(counted_build(*a)) or shapes[-1])
     ctx = pkg.load(device="local-sync")
     session = IreeSession(vmfb)
     for name, values in (
@@ -898,7 +898,7 @@ def test_async_export_signals_the_callers_fence_from_its_plan(compile_mlir, tmp_
 
 
 def test_queue_fill_does_what_the_import_does(compile_mlir, tmp_path, monkeypatch):
-    """`queue.fill` on the fast path (fast.py `_fill`) writes what the import writes and
+    """`queue.fill` on the fast path (fast_steps.py `_fill`) writes what the import writes and
     signals its fence; out of range, with a bad pattern length, on a read-only or null
     buffer or with no fence to carry the error, it fails the fence or raises exactly as
     the import does; a private signal fence awaited after it sees the same."""
