@@ -3,11 +3,11 @@ JIT-compiled once per process with llvmlite.
 
     pyree_run_tiles   one worker's walk over a range of workgroup tiles (FTZ/DAZ held)
     pyree_run_grid    a whole grid: inline on the caller, or split with the worker pool
-    pyree_run_plan    a whole recorded command buffer (hal/plan.py builds the records);
+    pyree_run_plan    a whole recorded command buffer (exec/plan.py builds the records);
                       each grid runs inline or on the pool, whichever its measured times
                       say is faster (see the dispatch records)
     pyree_run_{grid,plan}_args  the same, called with one block of i64 arguments
-    pyree_check_table  a plan's per-slot binding-table checks (hal/plan.py Plan.run): the
+    pyree_check_table  a plan's per-slot binding-table checks (exec/plan.py Plan.run): the
                       entries checked, their (address, length) written, or a decline code
     pyree_check_run_plan  the checks, then the plan: Plan.run's one foreign call
     pyree_run_plan_steps  a host loop's replayed steps of one plan (exec/loops.py):

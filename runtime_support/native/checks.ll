@@ -1,4 +1,4 @@
-; A plan's binding-table checks (hal/plan.py Plan.run): per slot a command uses, the
+; A plan's binding-table checks (exec/plan.py Plan.run): per slot a command uses, the
 ; entry it is given is checked against what the plan's commands need of it, and its
 ; (address, length) written into the plan's table. A failing check declines: the plan
 ; runs nothing and the caller runs the command buffer in Python, which raises the error

@@ -1,5 +1,5 @@
 ; The plan runner: a recorded command buffer's records (layout.py: OP_*, D_*, F_*, C_*,
-; U_*; hal/plan.py builds them), each grid inline or on the pool by its measured times.
+; U_*; exec/plan.py builds them), each grid inline or on the pool by its measured times.
 
 ; from other units
 declare i32 @pyree_run_grid(ptr, ptr, ptr, ptr, ptr, i64, i64, i64, i64)
