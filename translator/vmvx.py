@@ -188,9 +188,9 @@ def verify_kernel_module(sub: Module, where: str) -> list[tuple[str, int, dict]]
 
 def translate_kernel(ordinal: int, data: bytes) -> KernelFile:
     from translator import __version__
-    from translator.codegen import generate
     from translator.codegen.escape import comment_text, docstring_literal
     from translator.codegen.names import NameTable
+    from translator.codegen.render import render_module
     from translator.pipeline import Pipeline
     from translator.reader import read_module
     from runtime_support.vm.numerics_ftz import INLINE
@@ -215,7 +215,10 @@ def translate_kernel(ordinal: int, data: bytes) -> KernelFile:
             ],
             vectorized=vectorized,
         )
-        pkg = generate(
+        # Translate-time checks of the module's imports and exports, before its code is made.
+        pipeline.check_imports()
+        pipeline.check_exports()
+        pkg = render_module(
             sub,
             f"vmvx_{ordinal}",
             f".rodata[{ordinal}] ({FORMAT})",

@@ -131,7 +131,7 @@ def test_location_trees_are_formatted_within_a_budget():
     import time
     import types
 
-    from translator.codegen import _format_location
+    from translator.codegen.render import _format_location
     from translator.module import FileLineColLoc, FusedLoc
 
     locations = [FusedLoc(None, (k + 1,) * 50) for k in range(10)] + [FileLineColLoc("a.mlir", 3, 4)]
