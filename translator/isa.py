@@ -491,7 +491,7 @@ CANNOT_FAIL = frozenset({
 
 # Float compares (f32): they cannot fail either (a NaN compares as runtime_support/vm/
 # numerics.py says), but stay out of CANNOT_FAIL, whose ops constant folding and region
-# growth move: a loop call's test may read them (analyses/queue_regions.py `_computed`).
+# growth move: a loop call's test may read them (analyses/queue_loops.py `_computed`).
 FLOAT_COMPARES = frozenset({
     "cmp.eq.f32.o", "cmp.eq.f32.u", "cmp.ne.f32.o", "cmp.ne.f32.u",
     "cmp.lt.f32.o", "cmp.lt.f32.u", "cmp.lte.f32.o", "cmp.lte.f32.u", "cmp.nan.f32",

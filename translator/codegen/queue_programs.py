@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from runtime_support.exec.program import MAX_POSITIONAL
-from translator.analyses.queue_regions import Compute, FailCheck, Lit, Region, RegionStep
+from translator.analyses.queue_region_records import Compute, FailCheck, Lit, Region, RegionStep
 import translator.codegen.hal_enums as hal_enums
 from translator.codegen.escape import comment_text, string_literal as lit
 from translator.codegen.stmt import Assign, Call, Comment, Stmt
