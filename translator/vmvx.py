@@ -256,7 +256,7 @@ def translate_kernel(ordinal: int, data: bytes) -> KernelFile:
 
 def vectorize_entries(pipeline, names, entries) -> tuple[list, dict]:
     """([Vectorized], {entry name: reason}) for an executable's entry points
-    (translator/vmvx_vectorize.py); a kernel that cannot be shown safe keeps its scalar
+    (translator/vmvx_vectorize/); a kernel that cannot be shown safe keeps its scalar
     translation only."""
     from translator.vmvx_vectorize import vectorize
 

@@ -142,7 +142,7 @@ def test_full_masks_as_plain_accesses(kind, monkeypatch):
 
 
 def test_dead_definitions_dropped():
-    from translator.vmvx_vectorize import _dead_code_removed
+    from translator.vmvx_vectorize.assemble import _dead_code_removed
 
     lines = [
         "v1 = A.axis_range(0, 1, 4, 3, NDIM)",
