@@ -12,18 +12,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("translator", "runtime_support")
 
-# Cycles that can only be broken in files other work is rewriting now
-# (runtime_support/exec, the VMVX translator). Each entry is
-# one strongly connected component, exactly; the test fails when one changes or
-# disappears, so the list only shrinks. Do not add to it.
-ALLOWED_CYCLES = []
-
-# Private names taken across modules, in or from the files above; the same
-# rules as ALLOWED_CYCLES.
-ALLOWED_PRIVATE = [
-]
-
-
 def modules():
     """Module name -> source path, for every module of PACKAGES."""
     found = {}
@@ -132,15 +120,11 @@ def private_imports():
 
 
 def test_no_import_cycles():
-    found = cycles(graph())
-    new = [c for c in found if c not in ALLOWED_CYCLES]
-    gone = [c for c in ALLOWED_CYCLES if c not in found]
-    assert not new, f"import cycles: {new}"
-    assert not gone, f"allowed cycles no longer there, drop them: {gone}"
+    assert cycles(graph()) == [], "import cycles (each a strongly connected component)"
 
 
 def test_no_private_name_imports():
-    assert private_imports() == ALLOWED_PRIVATE
+    assert private_imports() == [], "private names imported from another module"
 
 
 def test_finder_sees_lazy_and_submodule_imports(tmp_path, monkeypatch):
