@@ -103,7 +103,7 @@ def _translator_key() -> str:
     h = hashlib.sha256()
     for folder in ("translator", "templates"):
         for path in sorted((REPO / folder).rglob("*")):
-            if path.suffix in (".py", ".j2") and path.is_file():
+            if path.suffix in (".py", ".j2", ".toml") and path.is_file():
                 h.update(path.relative_to(REPO).as_posix().encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 

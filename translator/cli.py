@@ -24,7 +24,7 @@ from translator.errors import InvalidModuleError, OutputFolderError
 # Top-level modules a generated package imports, itself or through the runtime: a package
 # of one of these names in a folder on sys.path would be imported in its place.
 SHADOWED_MODULES = frozenset(sys.stdlib_module_names) | {
-    "numpy", "runtime_support", "translator", "templates", "llvmlite", "elftools",
+    "numpy", "runtime_support", "translator", "llvmlite", "elftools",
     "ml_dtypes", "pycuda", "mpi4py", "jinja2", "black", "flatbuffers",
 }
 

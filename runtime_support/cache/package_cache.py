@@ -38,17 +38,18 @@ def _translator_fingerprint() -> str:
     """A hash of the translator and templates, so a cached package is rebuilt when the
     code that generates it changes."""
     import translator
+    from translator.template_files import template_dir
 
     h = hashlib.sha256(pyree_version().encode())
     roots = [os.path.dirname(translator.__file__)]
-    templates = os.path.join(os.path.dirname(roots[0]), "templates")
-    if os.path.isdir(templates):
+    templates = str(template_dir())  # (inside translator/ when installed: walked once)
+    if not templates.startswith(roots[0] + os.sep):
         roots.append(templates)
     for root in roots:
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames.sort()
             for f in sorted(filenames):
-                if f.endswith((".py", ".j2")):
+                if f.endswith((".py", ".j2", ".toml")):
                     with open(os.path.join(dirpath, f), "rb") as fh:
                         h.update(f.encode() + b"\0" + fh.read())
     return h.hexdigest()

@@ -32,7 +32,7 @@ from translator.codegen.stmt import (
     Stmt,
     While,
 )
-from templates.statements import STATEMENTS
+from translator.codegen.statement_forms import STATEMENTS
 
 # Python refuses more than 100 nested blocks; keep a margin for the function frame.
 MAX_DEPTH = 90

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from templates.statements import STATEMENTS
+from translator.codegen.statement_forms import STATEMENTS
 from translator.codegen.stmt import (
     Assign,
     Call,

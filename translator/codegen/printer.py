@@ -1,4 +1,4 @@
-"""Statement tree -> lines of Python, with the forms of `templates/statements.py`.
+"""Statement tree -> lines of Python, with the forms of `templates/statements.toml`.
 
 The printer adds indentation, the source-location comment where the location changes,
 and (with `provenance=True`: `--provenance`, or a function without source locations) one
@@ -8,7 +8,7 @@ only.
 
 from __future__ import annotations
 
-from templates.statements import (
+from translator.codegen.statement_forms import (
     RELEASE_JOIN,
     RELEASES_PER_LINE,
     SEPARATOR,

@@ -12,7 +12,6 @@ then renders the host module itself.
 
 from __future__ import annotations
 
-import importlib.resources
 import shlex
 from dataclasses import dataclass, field
 
@@ -49,6 +48,7 @@ from translator.module import (
     NameLoc,
 )
 from translator.pipeline import Pipeline
+from translator.template_files import read_template
 
 RODATA_ALIGNMENT = 64
 
@@ -165,7 +165,7 @@ def _environment() -> jinja2.Environment:
 
 
 def _load_template(name: str) -> str:
-    return importlib.resources.files("templates").joinpath(name).read_text(encoding="utf-8")
+    return read_template(name)
 
 
 def _numeric_ops() -> set[str]:

@@ -2,7 +2,7 @@
 
 Ops lower to these nodes (`ops.py`), the structurer nests them into `If`/`While`
 (`function.py`), small passes tidy the tree (`passes.py`) and the printer turns it into
-lines with the statement forms of `templates/statements.py` (`printer.py`).
+lines with the statement forms of `templates/statements.toml` (`printer.py`).
 
 Expressions (`Assign.value`, `If.test`) are Python expression text built by `ops.py` from
 register names, helper names and checked literals; statements never hold vmfb text

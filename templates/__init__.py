@@ -1,1 +1,0 @@
-"""jinja2 templates of generated Python packages (package data of pyree)."""
