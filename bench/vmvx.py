@@ -1,6 +1,6 @@
 """The VMVX rows of `python -m bench` (`--vmvx`): each program built for VMVX
 (`--iree-hal-local-target-device-backends=vmvx`: kernels as VM bytecode), pyree's
-translation (kernels as Python, vectorised with numpy where translator/vmvx_vectorize.py
+translation (kernels as Python, vectorised with numpy where translator/vmvx_vectorize/
 can show it safe) against IREE's VMVX interpreter on the same vmfb, local-sync on both
 sides, calls interleaved as for the llvm-cpu rows, results checked bit for bit.
 

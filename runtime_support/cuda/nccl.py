@@ -9,7 +9,7 @@ UNAVAILABLE line naming what to install.
 
 `Nccl` wraps the handful of entry points IREE calls, each turning a failed ncclResult_t
 into a one-line VMError with NCCL's own error string. Tests hand it a double instead of
-the library (tests/nccl_double.py) by replacing `load_library`.
+the library (tests/support/nccl_double.py) by replacing `load_library`.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ _S32, _S64 = 0x80000000, 0x8000000000000000
 def inline_op(mnemonic: str, keys: tuple, out: int):
     """The closure of a loop's commonest integer ops (its counter, compares and test)
     with their numerics helper's expression written inline (one call less per op and
-    iteration); None for the other ops. tests/test_program_loop_calls.py checks each
+    iteration); None for the other ops. tests/runtime/test_host_loop_calls.py checks each
     against the helper."""
     if len(keys) == 2:
         a, b = keys

@@ -1,7 +1,7 @@
 """Loop calls: a host loop whose body is one queue program and integer ops, its
 iterations run by one call (docs/design/host-path.md §18).
 
-The translator writes such a loop (translator/analyses/queue_regions.py `_host_loop`)
+The translator writes such a loop (translator/analyses/queue_loops.py `host_loop`)
 with the program's call as `queue_n.loop(...)`, and keeps the loop around it:
 
     while True:

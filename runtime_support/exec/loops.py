@@ -3,7 +3,7 @@
 
 The translator marks a program `carried` where it is the queue work of a host loop's
 body whose back edge moves each of its outputs into one of its inputs
-(translator/analyses/queue_regions.py `_loop_exits` proves it), and writes its call site
+(translator/analyses/queue_loops.py `loop_exits` proves it), and writes its call site
 `queue_n.step(...)` and, at the start of each block the loop leaves to,
 `... = queue_n.results(...)` over the registers that may hold what the calls returned:
 

@@ -12,7 +12,7 @@ executable (its imports to the `vmvx` module, its rodata, its globals).
 
 A dispatch runs the grid's workgroups in IREE's order (z, then y, then x outermost to
 innermost) on the calling thread. A kernel the translator vectorised
-(translator/vmvx_vectorize.py) runs the whole grid as one numpy program instead, unless
+(translator/vmvx_vectorize/) runs the whole grid as one numpy program instead, unless
 its dispatch-time checks fail (written bindings overlapping others, an address form not
 injective over this grid) or PYREE_VMVX_SCALAR=1 asks for the scalar path; then each
 workgroup is a call of the entry function with: local

@@ -1,5 +1,5 @@
 """numpy forms of the VM ops, for VMVX kernels vectorised at translate time
-(translator/vmvx_vectorize.py writes the code that calls these).
+(translator/vmvx_vectorize/ writes the code that calls these).
 
 A vectorised kernel runs a dispatch's whole workgroup grid at once: a value that varies
 over the grid or over a parallel loop is an array (int64 for i32/i64, float32 for f32)

@@ -1,6 +1,6 @@
 """Result printing, byte-compatible with `iree-run-module` 3.13.
 
-Rules (established against the real tool; tests/test_io_specs.py checks them):
+Rules (established against the real tool; tests/tools/test_io_specs.py checks them):
 
 * `EXEC @NAME` before the call; then per result `result[i]: ` followed by the value.
 * Scalars: `i32=5`, `i64=-1`, `f32=0.333333` (C `%g`: 6 significant digits, `1e-08`,

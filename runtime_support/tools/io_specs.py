@@ -1,6 +1,6 @@
 """`--input=SPEC` parsing, compatible with `iree-run-module` 3.13.
 
-The rules below were established by running the real tool (see tests/test_io_specs.py,
+The rules below were established by running the real tool (see tests/tools/test_io_specs.py,
 which checks them differentially); nothing here is derived from IREE sources.
 
 How a SPEC is read depends on the calling-convention type of the argument it feeds:

@@ -1,6 +1,6 @@
 """`!vm.buffer`: a byte buffer, mutable (bytearray-backed) or read-only (rodata view).
 
-Semantics (vm-bytecode.md §5.3, checked against IREE 3.13 by tests/test_vm_buffer_list.py):
+Semantics (vm-bytecode.md §5.3, checked against IREE 3.13 by tests/runtime/test_vm_buffer_list.py):
 
 * `load_*`, `store_*` and `fill_*` take ELEMENT offsets and counts (byte offset =
   index x access width); `copy`, `compare`, `clone` and `hash` take BYTE offsets/lengths.

@@ -8,7 +8,7 @@ Element types (the `T` of `!vm.list<T>`, as a string):
   objects or None;
 * `?` (variant): each slot holds a typed value, a ref, or nothing.
 
-Conversion rules (observed on IREE 3.13, see tests/test_vm_buffer_list.py):
+Conversion rules (observed on IREE 3.13, see tests/runtime/test_vm_buffer_list.py):
 * integer <-> integer: truncate to the narrower width, sign-extend to the wider one
   (`list<i8>`: set.i32 300 -> get.i32 44; set.i32 200 -> get.i32 -56);
 * float <-> float: f64 -> f32 rounds, f32 -> f64 is exact;

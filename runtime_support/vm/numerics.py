@@ -6,7 +6,7 @@ here takes and returns values in that form.  Function names are the VM mnemonic 
 replaced by `_` (`cmp.ne.f32.o` -> `cmp_ne_f32_o`); `OPS` maps mnemonic -> function.
 
 Semantics notes (vm-bytecode.md §5; everything below was checked against the 3.13
-runtime by tests/test_vm_numerics.py unless it says otherwise):
+runtime by tests/runtime/test_vm_numerics.py unless it says otherwise):
 
 * Integer division/remainder by zero and `MIN / -1`, `MIN % -1` are a hardware trap in
   IREE (the process dies).  Here they raise `VMError(INVALID_ARGUMENT)` with a message
@@ -1071,7 +1071,7 @@ def bitcast_f64_i64(a):
 # --------------------------------------------------------------------------------------
 # The mnemonic table: every arithmetic / compare / conversion scalar op of the core,
 # ext_f32 and ext_f64 opcode sets (plus the three ref compares).  Hand-written list;
-# tests/test_vm_numerics.py checks it against shared/reference/isa.json.
+# tests/runtime/test_vm_numerics.py checks it against shared/reference/isa.json.
 
 MNEMONICS: tuple[str, ...] = (
     # core: i32 arithmetic
@@ -1124,7 +1124,7 @@ OPS: dict = {m: globals()[m.replace(".", "_")] for m in MNEMONICS}
 # The ops whose exact semantics is one plain Python expression on the value forms above:
 # generated code writes these inline rather than calling the function of the same name
 # (the translator fills `{name}` with the ISA table's operand fields). Each form must
-# equal its function on every value; tests/test_codegen_inline_numerics.py checks them
+# equal its function on every value; tests/translator/test_codegen_inline_numerics.py checks them
 # on edge values (wrapping, signedness, shift amounts, NaN).
 INLINE: dict[str, str] = {
     "and.i32": "{left} & {right}",

@@ -186,7 +186,7 @@ OPS["fma.f32"] = fma_f32
 # Inline forms of kernel code (translator/vmvx.py): numerics.py's, and the wrapping integer
 # arithmetic of a kernel's address and loop-counter updates written out as the functions'
 # own expressions (numerics.add_i64 etc.: one call each per element otherwise).
-# tests/test_codegen_inline_numerics.py checks every form against its function.
+# tests/translator/test_codegen_inline_numerics.py checks every form against its function.
 _WRAP = {"i32": (1 << 31, (1 << 32) - 1), "i64": (1 << 63, (1 << 64) - 1)}
 INLINE: dict[str, str] = dict(_n.INLINE)
 for _t, (_s, _m) in _WRAP.items():

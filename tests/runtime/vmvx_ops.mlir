@@ -1,4 +1,4 @@
-// VMVX tile-op edge values (tests/test_vmvx.py): shifts by 32 and more, negative shift
+// VMVX tile-op edge values (tests/runtime/test_vmvx.py): shifts by 32 and more, negative shift
 // amounts, signed/unsigned division, ctlz of 0, denormal operands and results, libm exp/log.
 func.func @ints(%a: tensor<4x8xi32>, %b: tensor<4x8xi32>) -> (tensor<4x8xi32>, tensor<4x8xi32>, tensor<4x8xi32>, tensor<4x8xi32>, tensor<4x8xi32>, tensor<4x8xi32>) {
   %e = tensor.empty() : tensor<4x8xi32>

@@ -1,4 +1,4 @@
-// linalg.mmt4d / linalg.pack / linalg.unpack for tests/test_vmvx.py, built with --iree-vmvx-enable-microkernels.
+// linalg.mmt4d / linalg.pack / linalg.unpack for tests/runtime/test_vmvx.py, built with --iree-vmvx-enable-microkernels.
 func.func @mmt4d(%a: tensor<2x3x4x1xf32>, %b: tensor<5x3x4x1xf32>, %c: tensor<2x5x4x4xf32>) -> tensor<2x5x4x4xf32> {
   %r = linalg.mmt4d ins(%a, %b : tensor<2x3x4x1xf32>, tensor<5x3x4x1xf32>) outs(%c : tensor<2x5x4x4xf32>) -> tensor<2x5x4x4xf32>
   return %r : tensor<2x5x4x4xf32>

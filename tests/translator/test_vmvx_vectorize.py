@@ -1,4 +1,4 @@
-"""VMVX kernels vectorised at translate time (translator/vmvx_vectorize.py): the numpy
+"""VMVX kernels vectorised at translate time (translator/vmvx_vectorize/): the numpy
 program gives the scalar translation's bits and IREE's (tests/runtime/test_vmvx.py runs every
 corpus VMVX build, now on the vectorised path, against iree.runtime); its dispatch-time
 checks send a dispatch back to the scalar path."""

@@ -1,4 +1,4 @@
-"""VMVX kernels of dynamic shapes, vectorised (translator/vmvx_vectorize.py): loop bounds
+"""VMVX kernels of dynamic shapes, vectorised (translator/vmvx_vectorize/): loop bounds
 known only at dispatch time (push constants; tiles clamped to the size left, masked
 lanes), 64-bit sizes and offsets assembled from two push constants, and the tiny-grid
 choice of the scalar translation. Each program runs vectorised, with

@@ -2,7 +2,7 @@
 loops of a dispatch-time trip count (a dynamic batch: row tiles clamped to the rows left,
 min(n - 64 * g, 64), lanes past a workgroup's rows masked), as a fused matmul + bias +
 relu layer of a model exported with a dynamic batch compiles: the tile filled, the k loop
-accumulated into it, the epilogue read from it. Vectorised (translator/vmvx_vectorize.py:
+accumulated into it, the epilogue read from it. Vectorised (translator/vmvx_vectorize/:
 bounds and injectivity of the scratch form checked at dispatch time, masked lanes keep
 what the scratch held: vmvx_arrays.masked), with PYREE_VMVX_SCALAR=1, and on
 iree.runtime's VMVX: the same bits, with the batch changing between calls of one

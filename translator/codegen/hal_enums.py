@@ -28,7 +28,7 @@ ENUM_ARGUMENTS = {
 
 # Kind -> name -> value: the runtime's constants (runtime_support/hal: element_types.py,
 # buffer.py MEMORY_TYPE_* / USAGE_*, command_buffer.py MODE_* / CATEGORY_*), written out
-# so that translating does not import the runtime; tests/test_codegen_passes.py checks
+# so that translating does not import the runtime; tests/translator/test_codegen_passes.py checks
 # that the two agree.
 NAMES: dict[str, dict[str, int]] = {
     "element_type": {
