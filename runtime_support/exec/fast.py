@@ -148,6 +148,15 @@ class FastProgram(GeneralProgram):
         deferred = {k for span in self.spans for k in (span.create, *span.members)}
         submits = {span.execute: span for span in self.spans}
         ops: dict[int, object] = {}  # step index -> its op
+        made: dict[int, dict] = {}  # step index -> its fields' getters (made once)
+
+        def fields(k: int) -> dict:
+            get = made.get(k)
+            if get is None:
+                step = program.steps[k]
+                get = made[k] = {p: values.getter(getattr(step, p)) for p in getattr(step, "PARAMS", ())}
+            return get
+
         for k, (step, _fn, _fetch, _outs) in enumerate(self._steps):
             if k in deferred:
                 continue  # (recorded at its submission, if at all)
@@ -157,21 +166,17 @@ class FastProgram(GeneralProgram):
             general = materialised(self._ops[k], tuple(reads))
             span = submits.get(k)
             if span is not None:
-                span.fields = {p: values.getter(getattr(step, p)) for p in step.PARAMS}
+                span.fields = fields(k)
                 self._prepare(span)
                 ops[k] = self._submission(span, general)
                 continue
             make = HANDLERS.get(type(step))
             op = None
             if make is not None and _own(imports, step):
-                get = {p: values.getter(getattr(step, p)) for p in step.PARAMS}
-                op = make(step, get, private, general, values)
+                op = make(step, fields(k), private, general, values)
             ops[k] = general if op is None else op
         # Arguments: each one op where its checks pass (IREE's sequence of four imports).
-        getters = [
-            {p: values.getter(getattr(step, p)) for p in getattr(step, "PARAMS", ())}
-            for step in program.steps
-        ]
+        getters = [fields(k) for k in range(len(program.steps))]
         k = 0
         while k < len(program.steps):
             k += argument_op(program.steps, k, ops, values, getters) or 1
@@ -183,10 +188,7 @@ class FastProgram(GeneralProgram):
         for segment in segments:
             indices = range(segment.first, segment.last + 1)
             inner = [ops.pop(k) for k in indices if k in ops]
-            getters = [
-                {p: values.getter(getattr(program.steps[k], p)) for p in getattr(program.steps[k], "PARAMS", ())}
-                for k in indices
-            ]
+            getters = [fields(k) for k in indices]
             general_ops = [self._ops[k] for k in indices]
             computes = [self._ops[k] for k in segment.computes]
             ops[segment.first] = segment_op(

@@ -203,6 +203,7 @@ def find_segments(program, spans: list, private: set[str], own, slot) -> list[Se
     fences = private | public
     inputs = set(program.inputs)
     reads = _LastReads(program)
+    made = _MadeAt(steps)
     recorded = {k: span for span in spans for k in (span[0], *span[1], span[2])}
     out = []
     k, n = 0, len(steps)
@@ -223,7 +224,7 @@ def find_segments(program, spans: list, private: set[str], own, slot) -> list[Se
                 if not (own(step) and isinstance(step.out, str)):
                     break
                 if not any(
-                    isinstance(f, str) and f in fences and _made_in(steps, first, end, f)
+                    isinstance(f, str) and f in fences and made.within(f, first, end)
                     for f in step.fences
                 ):
                     break  # (it waits on no fence of the run: it ends before it)
@@ -237,7 +238,7 @@ def find_segments(program, spans: list, private: set[str], own, slot) -> list[Se
                 # from the buffer's place in an arena (it is transient then).
                 if not (
                     last == end - 1 and own(step) and isinstance(step.out, str)
-                    and _allocated_in(steps, first, end, step.source_buffer)
+                    and made.within(step.source_buffer, first, end, DeviceQueueAlloca)
                     and step.source_buffer not in reads.after(end)
                 ):
                     break
@@ -267,14 +268,27 @@ def find_segments(program, spans: list, private: set[str], own, slot) -> list[Se
     return out
 
 
-def _allocated_in(steps, first: int, end: int, name) -> bool:
-    return isinstance(name, str) and any(
-        type(steps[j]) is DeviceQueueAlloca and steps[j].out == name for j in range(first, end)
-    )
+class _MadeAt:
+    """Where each name is made (the steps whose `out` it is), found in one pass: an
+    await or a readback asks whether its fence or buffer is made inside the run so far
+    (a scan of the run each time made loading a long program quadratic)."""
 
+    def __init__(self, steps) -> None:
+        at: dict[str, list[int]] = {}
+        for k, step in enumerate(steps):
+            out = getattr(step, "out", None)
+            if isinstance(out, str):
+                at.setdefault(out, []).append(k)
+        self._at, self._steps = at, steps
 
-def _made_in(steps, first: int, end: int, name: str) -> bool:
-    return any(getattr(steps[j], "out", None) == name for j in range(first, end))
+    def within(self, name, first: int, end: int, kind=None) -> bool:
+        """Whether a step in [first, end) makes `name` (one of `kind`, where given)."""
+        if not isinstance(name, str):
+            return False
+        for k in self._at.get(name, ()):
+            if first <= k < end and (kind is None or type(self._steps[k]) is kind):
+                return True
+        return False
 
 
 def _signals_outside(step, inputs: set[str]) -> bool:
