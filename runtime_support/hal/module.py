@@ -38,7 +38,6 @@ from .allocator import HalAllocator
 from .buffer import HalBuffer, WHOLE_BUFFER, fresh_buffer
 from .buffer_view import HalBufferView
 from .channel import HalChannel
-from .collectives import decode_op
 from .command_buffer import CATEGORY_TRANSFER, Binding, BufferRef, HalCommandBuffer
 from .device import HalDevice, LocalDevice
 from .executable import HalExecutable
@@ -539,6 +538,8 @@ class HalModule:
         recv_length,
         element_count,
     ):
+        from .collectives import decode_op  # (loaded at a program's first collective)
+
         command_buffer.collective(
             channel,
             decode_op(op),
