@@ -35,6 +35,7 @@ import runtime_support.native.jit as native_jit
 import runtime_support.native.pool as native_pool
 import runtime_support.loaders.statistics as statistics
 from ..loaders.executable import Executable as _NativeExecutable
+from ..loaders.kernel_abi import WORKGROUP_STATE
 from ..native.layout import (
     CHECK_ARGS,
     DECLINE_ENTRY,
@@ -55,7 +56,6 @@ from ..native.layout import (
 from ..hal.buffer import WHOLE_BUFFER
 from ..hal.binding import BufferRef
 
-_WG = struct.Struct("<IIHHIQI4x")
 _DIRECT = -1  # slot word of a ref that holds an absolute address
 
 
@@ -540,7 +540,7 @@ def _build_states(plan: Plan, blocks, max_local: int) -> None:
         size += (exe._layouts[ordinal].size + 63) // 64 * 64
     workers = plan.workers
     wgs_offset = size
-    size += workers * _WG.size
+    size += workers * WORKGROUP_STATE.size
     local_offset = (size + 63) // 64 * 64
     local_stride = (max_local + 63) // 64 * 64
     size = local_offset + local_stride * workers
@@ -561,7 +561,7 @@ def _build_states(plan: Plan, blocks, max_local: int) -> None:
         plan.words[start + D_LENS] = address + layout.lengths_offset
     for w in range(workers):
         local = base + local_offset + w * local_stride if max_local else 0
-        _WG.pack_into(view, wgs_offset + w * _WG.size, 0, 0, 0, 0, w, local, 0)
+        WORKGROUP_STATE.pack_into(view, wgs_offset + w * WORKGROUP_STATE.size, 0, 0, 0, 0, w, local, 0)
     plan.keep.append(memory)
     plan.wgs_address = base + wgs_offset
     plan.wgs_count = workers

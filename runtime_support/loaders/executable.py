@@ -131,9 +131,8 @@ _python_import_thunk_ptr = abi.IMPORT_THUNK(_python_import_thunk)
 
 # --- per-dispatch argument block -------------------------------------------------------
 
-_WG_STATE = struct.Struct("<IIHHIQI4x")  # WorkgroupStateV0
+_WG_STATE = abi.WORKGROUP_STATE
 _GRID_ARGS = struct.Struct(f"<{len(GRID_ARGS)}Q")  # one foreign-call argument
-assert _WG_STATE.size == ctypes.sizeof(abi.WorkgroupStateV0)
 
 
 class _InlineBlock:

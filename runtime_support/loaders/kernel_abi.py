@@ -28,6 +28,7 @@ from ctypes import (
     c_uint64,
     c_void_p,
 )
+from struct import Struct
 
 # --- versions and limits -------------------------------------------------------------
 
@@ -216,6 +217,10 @@ class WorkgroupStateV0(Structure):
         ("local_memory_size", c_uint32),
     ]
 
+
+# The same record as packed from Python into a dispatch's argument block (one per worker).
+WORKGROUP_STATE = Struct("<IIHHIQI4x")
+assert WORKGROUP_STATE.size == ctypes.sizeof(WorkgroupStateV0)
 
 QUERY_FN = CFUNCTYPE(c_void_p, c_uint32, POINTER(EnvironmentV0))
 """`const LibraryHeader** query(u32 max_version, const EnvironmentV0* env)`."""
