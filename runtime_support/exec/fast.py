@@ -181,7 +181,7 @@ class FastProgram(GeneralProgram):
         while k < len(program.steps):
             k += argument_op(program.steps, k, ops, values, getters) or 1
         # Segments (segments.py): one op each, its steps' ops where a call declines.
-        await_import = imports.get(FenceAwait.IMPORT)
+        await_import = self.await_import = imports.get(FenceAwait.IMPORT)
         recorded = [(span.create, span.members, span.execute) for span in self.spans]
         own = lambda step: _own(imports, step)  # noqa: E731
         segments = find_segments(program, recorded, private, own, values.key)
@@ -206,6 +206,8 @@ class FastProgram(GeneralProgram):
         ):
             self.whole_segment = segments[0].device
             self._run_held = self._fast_ops[0].held
+            self._held_shape = self._fast_ops[0].held_shape
+            self.segment = segments[0]
         # Loop mode (loops.py): a loop's program that is one segment (PYREE_QUEUE_LOOP=0:
         # each step a call).
         self.loop_mode = None
@@ -245,6 +247,19 @@ class FastProgram(GeneralProgram):
         if not self._run_held(env, queue):
             return NOT_HELD
         return None if self._outputs is None else self._outputs(env)
+
+    def held_env(self, args: tuple):
+        """(the values list, the shape) a held call of these inputs would run (a program
+        that is one segment: `whole_segment`), its integer ops computed; the shape None
+        where call_held would not run a plan (exec/native_loops.py runs the shape's
+        iterations from here)."""
+        tail = self._tail
+        if tail is None or self._packed or len(args) != self._inputs:
+            env = self._env(args)
+        else:
+            env = list(args)
+            env += tail
+        return env, self._held_shape(env)
 
     def resume(self, env: dict, start: int):
         raise NotImplementedError("a fast program runs whole; GeneralProgram.resume hands over")

@@ -200,6 +200,7 @@ class GeneralProgram:
                 raise VMError(StatusCode.INVALID_ARGUMENT, f"queue program: output {name!r} is never made")
         outputs = [values.slots[name] for name in program.outputs]
         self._outputs = itemgetter(*outputs) if outputs else None
+        self.output_slots = outputs
         self._inputs = len(program.inputs)
         self._packed = program.packed
         self._tail = None  # (the template after the inputs: made at the first call)
@@ -224,6 +225,11 @@ class GeneralProgram:
         env = self._env(args)
         for op in self._ops:
             op(env)
+        return None if self._outputs is None else self._outputs(env)
+
+    def outputs_of(self, env: list):
+        """The outputs of a call whose values list is `env` (one value, a tuple of several,
+        or None)."""
         return None if self._outputs is None else self._outputs(env)
 
     def step(self, *args):

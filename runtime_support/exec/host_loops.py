@@ -38,8 +38,10 @@ from operator import itemgetter
 from ..errors import StatusCode, VMError
 from ..hal.device import LocalDevice
 from ..loaders import statistics
+from ..native import layout as L
 from .computes import compute_function, compute_op
 from .program import Compute, Loop
+from .shapes import finish_shape
 
 
 # What FastProgram.call_held answers where the held plan does not run for the inputs.
@@ -71,6 +73,7 @@ class HostLoop:
                 raise VMError(StatusCode.INVALID_ARGUMENT, f"queue program loop: {name!r} passed twice")
             slot(name)
         self.width = len(template)
+        self.slots = slots  # (register name -> index: exec/native_loops.py)
         self.inputs = [slots[n] for n in program.inputs]
         self.targets = [slot(n) for n in spec.targets]
         self.single = len(program.outputs) == 1
@@ -94,6 +97,58 @@ class HostLoop:
         # PYREE_HOST_LOOP=0: each loop call one call of the program (the generated loop
         # runs the iterations, as it did before loop calls)
         self.enabled = flag_knob("PYREE_HOST_LOOP", True)
+        # PYREE_NATIVE_LOOP=0: held runs stay in Python (exec/native_loops.py)
+        self.native = flag_knob("PYREE_NATIVE_LOOP", True)
+        self.native_iterations = 0  # (iterations run natively: tests and profiles)
+        self._natives: dict = {}  # (id(shape), kinds) -> (shape, NativeLoop | None)
+
+    def _run_native(self, regs: list, args, queue):
+        """The loop's next iterations in one foreign call (exec/native_loops.py), from
+        `regs`: None where they do not run there (nothing done); else (iterations run,
+        the loop call's result where the test left the loop or None, and NOT_HELD or the
+        outputs of an iteration whose plan failed without raising). `regs` is left as the
+        native iterations leave it."""
+        from .native_loops import NativeLoop, NotNative, kind_of
+
+        program = self.call
+        try:
+            env, shape = program.held_env(args)
+        except Exception:  # noqa: BLE001 - the call itself says what is wrong
+            return None
+        if shape is None:
+            return None
+        kinds = tuple(map(kind_of, regs)) + tuple(map(kind_of, env))
+        cache_key = (id(shape), kinds)
+        entry = self._natives.get(cache_key)
+        if entry is None:
+            try:
+                native = NativeLoop.build(self, program, shape, regs, env)
+            except NotNative:
+                native = None
+            if len(self._natives) >= 8:
+                self._natives.clear()
+            entry = self._natives[cache_key] = (shape, native)
+        native = entry[1]
+        if native is None:
+            return None
+        device = env[native.device_slot]
+        try:
+            code, pc, done, words, objects, failed_env, error = native.run(regs, env, queue, device)
+        except NotNative:
+            return None
+        self.native_iterations += done
+        self.held_iterations += done
+        kinds = native.kinds_at(pc, done == 0)
+        regs[:] = native.values(words, objects, kinds, range(len(regs)))
+        if code == L.LOOP_EXIT_LEFT:
+            self.native_iterations += 1
+            self.held_iterations += 1
+            return done + 1, tuple(native.values(words, objects, kinds, native.snapshot)), NOT_HELD
+        if code == L.LOOP_EXIT_DECLINE:
+            return done, None, NOT_HELD
+        # LOOP_EXIT_FAILED: what the held run leaves of it (an await raises the error)
+        finish_shape(native.shape, failed_env, device.allocator, error, program.await_import)
+        return done, None, program.outputs_of(failed_env)
 
     @staticmethod
     def _op(op: Compute, slot):
@@ -118,11 +173,27 @@ class HostLoop:
         self.loop_calls += 1
         count = 0
         held = None  # (the queue this loop call holds)
+        tries = 2 if self.native else 0  # (native runs per loop call: a decline ends one)
         try:
             while True:
                 inputs = fetch(regs)
                 args = (inputs,) if one_argument else inputs
-                if held is not None:
+                out = NOT_HELD
+                if held is not None and tries and not statistics.enabled:
+                    tries -= 1
+                    native = self._run_native(regs, args, held)
+                    if native is not None:
+                        ran, left, out = native
+                        count += ran
+                        if left is not None:
+                            state = left  # (the test said the loop is over)
+                            break
+                        if out is NOT_HELD:  # (declined: this iteration from the registers)
+                            inputs = fetch(regs)
+                            args = (inputs,) if one_argument else inputs
+                if out is not NOT_HELD:
+                    pass  # (a failed iteration's outputs: the loop goes on from them)
+                elif held is not None:
                     out = NOT_HELD if statistics.enabled else call.call_held(args, held)
                     if out is NOT_HELD:  # (the rest as calls: they raise what the steps raise)
                         held.release()

@@ -263,7 +263,7 @@ class LoopMode:
             run.constants = []
             for target, value_slot in zip(plan.constants, shape.values):
                 if target is not None and value_slot is not None:
-                    indices, get = value_slot
+                    indices, get, _ = value_slot
                     run.constants.append((target, indices, [v & _M32 for v in get(env)]))
         run.tokens = (
             tuple(_Token(run, j, 0) for j in range(len(kinds))),

@@ -292,20 +292,29 @@ class Plan:
         uses written and checked by the caller, who also holds the plan's queue, so no
         other thread runs it). False, with nothing done, where an executable was closed;
         a failing command raises its error."""
-        for exe in self.executables:
-            if exe._closed:  # (its code is unmapped)
-                return False
-        if self.parallel and (
-            workers != self._workers
-            or native_pool.first_pool is not self._pool and self._pool_moved()
-        ):
-            self._use_workers(workers)
+        if not self.ready(workers):
+            return False
         if statistics.enabled:
             self._run_counted()
         else:
             result = self.run_plan(self.args_address)
             if result:
                 self._raise(result)
+        return True
+
+    def ready(self, workers: int) -> bool:
+        """Readies the runner's arguments for runs with `workers` (the caller holds the
+        plan's queue): False where an executable was closed (its code is unmapped), and
+        the plan must not run. `launch` asks first; exec/native_loops.py once per run of
+        a loop's iterations, which run the plan through its argument block."""
+        for exe in self.executables:
+            if exe._closed:
+                return False
+        if self.parallel and (
+            workers != self._workers
+            or native_pool.first_pool is not self._pool and self._pool_moved()
+        ):
+            self._use_workers(workers)
         return True
 
     def _use_workers(self, workers: int) -> None:

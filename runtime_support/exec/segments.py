@@ -181,15 +181,16 @@ class Segment:
 
     def value_slot(self, dispatch):
         """What a call writes of a recorded dispatch's constants: None (nothing: all are
-        the shape's), or (their indices, or None for all of them, a getter of their values)."""
+        the shape's), or (their indices, or None for all of them, a getter of their values,
+        the slots it reads)."""
         varying = self._varying(dispatch)
         if not varying:
             return None
         keys = [self.slot(v) for _, v in varying]
         get = itemgetter(*keys) if len(keys) > 1 else (lambda env, k=keys[0]: (env[k],))
         if len(varying) == len(dispatch.constants):
-            return None, get
-        return [j for j, _ in varying], get
+            return None, get, keys
+        return [j for j, _ in varying], get, keys
 
 
 def find_segments(program, spans: list, private: set[str], own, slot) -> list[Segment]:

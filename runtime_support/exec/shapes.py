@@ -524,7 +524,7 @@ def run_shape(segment: Segment, shape: _Shape, env: dict, await_import, held=Non
         if shape.values is not None:
             for target, value_slot in zip(plan.constants, shape.values):
                 if target is not None and value_slot is not None:
-                    indices, get = value_slot
+                    indices, get, _ = value_slot
                     if indices is None:
                         target[:] = [v & _M32 for v in get(env)]
                     else:
@@ -548,6 +548,14 @@ def run_shape(segment: Segment, shape: _Shape, env: dict, await_import, held=Non
     finally:
         if held is None:
             queue.release()
+    finish_shape(shape, env, allocator, error, await_import)
+    return True
+
+
+def finish_shape(shape: _Shape, env, allocator, error, await_import) -> None:
+    """What a run of `shape`'s plan leaves behind in `env` after it ran (`error`: its
+    failure, or None): the allocas counted, the fences it makes and signals (failed after
+    a failure), the values read later; an await in the segment raises the failure."""
     allocator.bytes_allocated += shape.fresh_bytes
     for name, signalled in shape.fences:
         if not signalled:
@@ -563,6 +571,7 @@ def run_shape(segment: Segment, shape: _Shape, env: dict, await_import, held=Non
         fence.fail(error)
         await_import(shape.await_args[0], shape.await_args[1], [fence])
         raise error  # (not reached: an await of a failed fence raises)
+    signal = shape.outside_signal
     if signal is not None:  # (after everything, as the queue signals it: or fails it)
         if error is None:
             env[signal].signal()
@@ -570,7 +579,6 @@ def run_shape(segment: Segment, shape: _Shape, env: dict, await_import, held=Non
             env[signal].fail(error)
     for slot, value in shape.results:
         env[slot] = value
-    return True
 
 
 
@@ -623,31 +631,40 @@ def segment_op(segment, inner: list, general_ops: list, getters: list, computes:
         for op in inner:
             op(env)
 
-    def run_held(env, queue) -> bool:
-        """The segment's plan for a shape built already, `queue` held by this thread (a
-        loop call's iterations, exec/host_loops.py); False (nothing done) where
-        run_segment would do anything else: a wait not over, an operand of another kind,
-        a shape not built, another queue, a row's checks declining."""
+    def held_shape(env):
+        """The shape a held run of these values would run (their integer ops computed in
+        `env`), or None where run_segment would do anything else: a wait not over, an
+        operand of another kind, a shape not built."""
         for name in waits:
             fence = env[name]
             if not (fence is None or fence is DONE or (type(fence) is Fence and fence.reached_now())):
-                return False
+                return None
         for name in buffers:
             if type(env[name]) is not HalBuffer:
-                return False
+                return None
         if type(env[device_name]) is not LocalDevice:
-            return False
+            return None
         for op in computes:
             op(env)
         try:
             shape = shapes.get(key_of(env))
         except TypeError:
-            return False
-        if not shape:
+            return None
+        return shape or None
+
+    def run_held(env, queue) -> bool:
+        """The segment's plan for a shape built already, `queue` held by this thread (a
+        loop call's iterations, exec/host_loops.py); False (nothing done) where
+        run_segment would do anything else (held_shape), or where the queue is another
+        or a row's checks decline."""
+        shape = held_shape(env)
+        if shape is None:
             return False
         return run_shape(segment, shape, env, await_import, queue)
 
     run_segment.held = run_held
+    run_segment.held_shape = held_shape
+    run_segment.segment = segment
     return run_segment
 
-__all__ = ["MAX_PLANS", "build_shape", "run_shape", "segment_op", "write_outside_rows"]
+__all__ = ["MAX_PLANS", "build_shape", "finish_shape", "run_shape", "segment_op", "write_outside_rows"]

@@ -12,6 +12,8 @@ JIT-compiled once per process with llvmlite.
     pyree_check_run_plan  the checks, then the plan: Plan.run's one foreign call
     pyree_run_plan_steps  a host loop's replayed steps of one plan (exec/loops.py):
                       per step, its new buffers zeroed, its table written, the plan run
+    pyree_run_loop    a loop call's iterations (exec/native_loops.py): an op table over
+                      a register file, the plan run per iteration, until the test fails
     pyree_worker      the body of a pool thread (started with pthread_create via ctypes)
     pyree_import_thunk  how kernels call host imports
 

@@ -12,6 +12,7 @@ that it parses on its own; joined, those declarations are dropped):
     plan.ll            pyree_run_plan(_args), the plan runner
     checks.ll          pyree_check_table, pyree_check_run_plan
     steps.ll           pyree_run_plan_steps
+    loop.ll            pyree_run_loop
 
 No C compiler is involved, and the few libc functions the code needs (`syscall` for
 futexes, `clock_gettime`, `sched_getcpu`, `pthread_setaffinity_np`) are bound to the
@@ -32,7 +33,7 @@ from ..cache import disk_cache
 from ..env_knobs import float_knob
 from . import layout
 
-UNITS = ("tiles", "pool", "plan", "checks", "steps")  # after arch_<machine>
+UNITS = ("tiles", "pool", "plan", "checks", "steps", "loop")  # after arch_<machine>
 PLACEHOLDER = re.compile(r"@([A-Z][A-Z0-9_]*)@")
 _DECLARE = re.compile(r"^declare [^@\n]*@([\w.]+)\(.*\n", re.MULTILINE)
 _DEFINE = re.compile(r"^define [^@\n]*@([\w.]+)\(", re.MULTILINE)
@@ -165,6 +166,7 @@ class NativeRuntime:
         self.run_plan_steps = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(
             address("pyree_run_plan_steps")
         )
+        self.run_loop = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(address("pyree_run_loop"))
         self.check_run_plan = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)(
             address("pyree_check_run_plan")
         )

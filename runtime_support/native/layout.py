@@ -161,9 +161,49 @@ STEPS_FIELDS = (
 )
 STEPS_FIELDS_NAMES = tuple(name for name, _ in STEPS_FIELDS)
 
+# A loop call's iterations (exec/native_loops.py, loop.ll `pyree_run_loop`): a block of
+# i64 words, and an op table of LOOP_OP_WORDS words per op (code, d, a, b, c).
+LOOP_FIELDS = (
+    ("ops", "ptr"),  # the op table
+    ("regs", "ptr"),  # the register file (i64 words)
+    ("handles", "ptr"),  # per ref handle: its buffer's address (0: not a buffer)
+    ("limit", "i64"),  # iterations after which the call returns (LOOP_EXIT_LIMIT)
+    ("parity", "i64"),  # in/out: the turn of the next iteration's new buffers
+    ("iterations", "i64"),  # out: iterations completed
+    ("pc", "i64"),  # out: the op it stopped at
+    ("result", "i64"),  # out: the plan runner's result (LOOP_EXIT_FAILED)
+)
+LOOP_FIELDS_NAMES = tuple(name for name, _ in LOOP_FIELDS)
+LOOP_OP_WORDS = 5
+# Control and data ops (d: the register written; a, b, c: registers or immediates):
+LOOP_NEXT = 1  # the iteration is over: parity flipped, the next from op 0
+LOOP_LEAVE_IF = 2  # leave (LOOP_EXIT_LEFT) where (R[a] == 0) != (b != 0)
+LOOP_DECLINE_NE = 3  # LOOP_EXIT_DECLINE where R[a] != b (the shape's key)
+LOOP_PLAN = 4  # the plan runner on the argument block at b; LOOP_EXIT_FAILED on a failure
+LOOP_MOVE, LOOP_CONST = 5, 6  # R[d] = R[a]; R[d] = a
+LOOP_ROW = 7  # *(i64 *)b = handles[R[a]] + c (a table word)
+LOOP_TURN = 8  # R[d] = b on an even parity, c on an odd one (a new buffer's handle)
+LOOP_ZERO = 9  # b bytes at handles[R[a]] zeroed
+LOOP_STORE32 = 10  # *(u32 *)b = R[a] (a dispatch constant)
+LOOP_LOAD = 11  # R[d] = b bytes at address a (1-3 zero-, 4 sign-extended)
+# R[d] = f(R[a], R[b]) (i32 results sign-extended)
+(LOOP_ADD32, LOOP_SUB32, LOOP_MUL32, LOOP_ADD64, LOOP_SUB64, LOOP_MUL64, LOOP_AND, LOOP_OR,
+ LOOP_XOR, LOOP_SHL32, LOOP_SHRS32, LOOP_SHRU32, LOOP_SHL64, LOOP_SHRS64, LOOP_SHRU64, LOOP_EQ,
+ LOOP_NE, LOOP_LTS, LOOP_LTU32, LOOP_LTU64, LOOP_MINS, LOOP_MAXS, LOOP_MINU32, LOOP_MAXU32,
+ LOOP_MINU64, LOOP_MAXU64) = range(20, 46)
+# R[d] = the f32 compare of R[a] and R[b] (bits); FNAN reads R[a] only
+LOOP_FEQ_O, LOOP_FEQ_U, LOOP_FNE, LOOP_FLT_O, LOOP_FLT_U, LOOP_FLE_O, LOOP_FLE_U, LOOP_FNAN = range(50, 58)
+# R[d] = f(R[a])
+(LOOP_NOT, LOOP_NZ, LOOP_SEXT32, LOOP_ZEXT32, LOOP_SEXT8, LOOP_ZEXT8, LOOP_SEXT16,
+ LOOP_ZEXT16) = range(60, 68)
+LOOP_SELECT = 70  # R[d] = R[a] != 0 ? R[b] : R[c]
+LOOP_EXIT_LEFT, LOOP_EXIT_DECLINE, LOOP_EXIT_FAILED, LOOP_EXIT_LIMIT, LOOP_EXIT_BAD = 1, 2, 3, 4, 5
+
 # --- the IR's placeholders --------------------------------------------------------------------
 
-_RECORD_PREFIXES = ("OP_", "D_", "FLAG_", "F_", "C_", "U_", "ERR_", "CHECK_", "ENTRY_", "DECLINE_")
+_RECORD_PREFIXES = (
+    "OP_", "D_", "FLAG_", "F_", "C_", "U_", "ERR_", "CHECK_", "ENTRY_", "DECLINE_", "LOOP_",
+)
 
 
 def substitutions() -> dict[str, int]:
@@ -203,6 +243,7 @@ def substitutions() -> dict[str, int]:
         ("PLAN_ARG", PLAN_ARGS, 0),
         ("CHECK_ARG", CHECK_ARGS, len(PLAN_ARGS)),
         ("STEPS", STEPS_FIELDS_NAMES, 0),
+        ("LOOP", LOOP_FIELDS_NAMES, 0),
     ):
         values.update({f"{prefix}_{name.upper()}": first + i for i, name in enumerate(names)})
     return values
