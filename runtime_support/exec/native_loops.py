@@ -403,7 +403,8 @@ class NativeLoop:
             done += block[F("iterations")]
             if code != L.LOOP_EXIT_LIMIT:
                 break
-        allocator.bytes_allocated += self.fresh_bytes * done
+        # (the allocas of every iteration run whole, the one the test left in too)
+        allocator.bytes_allocated += self.fresh_bytes * (done + (code == L.LOOP_EXIT_LEFT))
         failed_env = error = None
         if code == L.LOOP_EXIT_FAILED:
             try:

@@ -140,7 +140,8 @@ def test_walk_runs_natively_and_matches_iree(device, compile_mlir, tmp_path, mon
 
 def test_convergence_loop_runs_natively(compile_mlir, tmp_path, monkeypatch, host_loops):
     """convergence_loop (its carried buffer read by the next iteration: two turns; an f32
-    compare in its test) bit-identical with iree.runtime for several inputs, natively."""
+    compare in its test) bit-identical with iree.runtime for several inputs, natively; the
+    allocator counts the bytes the held runs in Python count."""
     from bench.programs import PROGRAMS
 
     program = {p.name: p for p in PROGRAMS}["convergence_loop"]
@@ -154,14 +155,21 @@ def test_convergence_loop_runs_natively(compile_mlir, tmp_path, monkeypatch, hos
         return b"".join(np.asarray(r).tobytes() for r in results)
 
     want = [flat(session.call("main", list(args), sig)) for args in inputs]
-    ctx = pkg.load(device="local-sync")
-    assert [flat(ctx.call("main", *args)) for args in inputs] == want
+
+    def run(ctx):
+        """(the results, the bytes the calls' allocas counted)"""
+        allocator = ctx.device.allocator
+        before = allocator.bytes_allocated
+        out = [flat(ctx.call("main", *args)) for args in inputs]
+        return out, allocator.bytes_allocated - before
+
+    on, counted = run(pkg.load(device="local-sync"))
+    assert on == want
     (loop,) = host_loops
     assert loop.native_iterations == loop.iterations - loop.loop_calls > 0  # (all but the first)
     with monkeypatch.context() as m:
         m.setenv("PYREE_NATIVE_LOOP", "0")
-        off = pkg.load(device="local-sync")
-        assert [flat(off.call("main", *args)) for args in inputs] == want
+        assert run(pkg.load(device="local-sync")) == (want, counted)
 
 
 def test_new_shape_mid_run_hands_over_to_python(compile_mlir, tmp_path, host_loops, monkeypatch):
