@@ -25,24 +25,10 @@ import pytest
 from iree_oracle import IreeSession
 from runtime_support.errors import VMError
 from test_host_loop_calls import CASES, FLAGS, NEVER, _args, _outcome, _walk
+from test_host_loop_calls import host_loops  # noqa: F401 - (the fixture: every HostLoop made)
 from test_loop_carried_programs import _package
 
 pytest.importorskip("iree.runtime")
-
-
-@pytest.fixture
-def host_loops(monkeypatch):
-    from runtime_support.exec import host_loops
-
-    made = []
-    real = host_loops.HostLoop.__init__
-
-    def init(self, *args):
-        real(self, *args)
-        made.append(self)
-
-    monkeypatch.setattr(host_loops.HostLoop, "__init__", init)
-    return made
 
 
 # -- the ops ------------------------------------------------------------------------------
