@@ -45,7 +45,7 @@ from .fence_states import DONE, PENDING, FenceState, materialised, private_fence
 from .general import GeneralProgram
 from .host_loops import NOT_HELD
 from .loops import LoopMode
-from .program import fields_read, names_in
+from .program import Compute, fields_read, names_in
 from .segments import find_segments
 from .shapes import segment_op
 from .steps import (
@@ -56,10 +56,14 @@ from .steps import (
     CommandBufferFillBuffer,
     CommandBufferFinalize,
     DeviceQueueExecute,
+    DeviceQueueFill,
     FenceAwait,
+    FenceCreate,
 )
 
 MAX_PLANS = 16
+# The steps a program's tail after its one segment may hold (FastProgram.tail).
+_TAIL = (Compute, FenceCreate, DeviceQueueFill)
 
 # The steps a deferred recording may hold, and which of each one's fields are buffers.
 _DEFERRED = {
@@ -208,6 +212,20 @@ class FastProgram(GeneralProgram):
             self._run_held = self._fast_ops[0].held
             self._held_shape = self._fast_ops[0].held_shape
             self.segment = segments[0]
+        # A program that is one segment and then a tail of integer ops, fences it makes and
+        # queue fills (greedy decoding writes each step's token so): no held runs in
+        # Python, but a loop call's iterations may run natively (exec/native_loops.py);
+        # `tail` is the index of its first step.
+        self.tail = None
+        if (
+            self.whole_segment is None and len(segments) == 1 and segments[0].first == 0
+            and type(segments[0].device) is int and segments[0].device < len(program.inputs)
+            and segments[0].last + 1 < len(program.steps)
+            and all(type(s) in _TAIL for s in program.steps[segments[0].last + 1 :])
+        ):
+            self.tail = segments[0].last + 1
+            self._held_shape = self._fast_ops[0].held_shape
+            self.segment = segments[0]
         # Loop mode (loops.py): a loop's program that is one segment (PYREE_QUEUE_LOOP=0:
         # each step a call).
         self.loop_mode = None
@@ -260,6 +278,11 @@ class FastProgram(GeneralProgram):
             env = list(args)
             env += tail
         return env, self._held_shape(env)
+
+    def resume_general(self, env: list, start: int):
+        """Steps `start`.. through their imports (the general path) on the values in
+        `env`: the outputs (a native loop's iteration that declined in its tail)."""
+        return GeneralProgram.resume(self, env, start)
 
     def resume(self, env: dict, start: int):
         raise NotImplementedError("a fast program runs whole; GeneralProgram.resume hands over")

@@ -144,10 +144,12 @@ class HostLoop:
             self.native_iterations += 1
             self.held_iterations += 1
             return done + 1, tuple(native.values(words, objects, kinds, native.snapshot)), NOT_HELD
-        if code == L.LOOP_EXIT_DECLINE:
-            return done, None, NOT_HELD
-        # LOOP_EXIT_FAILED: what the held run leaves of it (an await raises the error)
-        finish_shape(native.shape, failed_env, device.allocator, error, program.await_import)
+        if code == L.LOOP_EXIT_DECLINE and failed_env is None:
+            return done, None, NOT_HELD  # (nothing of this iteration done)
+        if code == L.LOOP_EXIT_FAILED:  # (what the held run leaves: an await raises it)
+            finish_shape(native.shape, failed_env, device.allocator, error, program.await_import)
+        if native.tail is not None:  # (the tail's steps, through their imports)
+            return done, None, program.resume_general(failed_env, native.tail)
         return done, None, program.outputs_of(failed_env)
 
     @staticmethod
@@ -170,6 +172,10 @@ class HostLoop:
         # A program that is one segment: after its first call, its plan runs for the
         # iterations under one hold of the queue (held runs, module docstring).
         whole = getattr(call, "whole_segment", None) if enabled else None
+        # A segment and a tail (FastProgram.tail): the queue held for native runs alone.
+        hold_at = whole
+        if hold_at is None and enabled and self.native and getattr(call, "tail", None) is not None:
+            hold_at = call.segment.device
         self.loop_calls += 1
         count = 0
         held = None  # (the queue this loop call holds)
@@ -192,23 +198,27 @@ class HostLoop:
                             inputs = fetch(regs)
                             args = (inputs,) if one_argument else inputs
                 if out is not NOT_HELD:
-                    pass  # (a failed iteration's outputs: the loop goes on from them)
+                    pass  # (an iteration the native run left to Python, finished)
+                elif held is not None and whole is None:  # (no held runs of a tail: calls)
+                    held.release()
+                    held = hold_at = None
+                    out = call(*args)
                 elif held is not None:
                     out = NOT_HELD if statistics.enabled else call.call_held(args, held)
                     if out is NOT_HELD:  # (the rest as calls: they raise what the steps raise)
                         held.release()
-                        held = whole = None
+                        held = whole = hold_at = None
                         out = call(*args)
                     else:
                         self.held_iterations += 1
                 else:
                     out = call(*args)
-                    if whole is not None and not statistics.enabled:
-                        device = regs[self.inputs[whole]]
+                    if hold_at is not None and not statistics.enabled:
+                        device = regs[self.inputs[hold_at]]
                         if type(device) is LocalDevice and device.queue.hold():
                             held = device.queue
                         else:
-                            whole = None
+                            whole = hold_at = None
                 count += 1
                 if single:
                     regs[targets[0]] = out

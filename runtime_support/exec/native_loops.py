@@ -47,6 +47,7 @@ from ..native import layout as L
 from ..vm.numerics import bitcast_i32_f32
 from .fence_states import DONE
 from .program import Compute
+from .steps import DeviceQueueFill, FenceCreate
 from .shapes import finish_shape
 
 # Each op of a loop or segment that runs here: its mnemonic -> (code, operand kinds,
@@ -211,6 +212,21 @@ class NativeLoop:
                 raise NotNative
             else:
                 ref_keys.append(base + k)
+        # (a tail fill's length, pattern length and flags: a literal, or an input whose
+        # value this run's iterations must keep, checked with the key)
+        tail = getattr(program, "tail", None)
+        fixed: dict = {}
+        inputs = len(program.program.inputs)
+        for step in steps[tail:] if tail is not None else ():
+            if isinstance(step, DeviceQueueFill):
+                for name in (step.length, step.pattern_length, step.flags):
+                    if isinstance(name, str) and name not in fixed:
+                        k = key(name)
+                        if k >= inputs or type(env[k]) is not int:
+                            raise NotNative
+                        fixed[name] = env[k]
+                        self.exits.append(len(program_ops))
+                        op(L.LOOP_DECLINE_NE, 0, base + k, env[k], reads=[(base + k, _I)])
         # 3. the shape: its rows of buffers from outside, its new buffers, constants
         table_address = plan.table.buffer_info()[0]
         rows = []  # (register, row) per row of a buffer from outside
@@ -262,6 +278,57 @@ class NativeLoop:
                 self.results.append((base + slot, value))
             else:
                 raise NotNative
+        # 3b. the program's tail after its segment (FastProgram.tail): integer ops, the
+        # fences it makes, queue fills (each one's checks first: a fill that would fail
+        # is the general path's, from the tail's first step)
+        self.tail_pcs: set = set()
+        self.fill_targets: list = []  # (register, the pc of its check) per fill
+        fill_waits: list = []
+        if tail is not None:
+            made: set = set()
+            signalled: set = set()
+
+            def input_slot(name) -> int:
+                if not isinstance(name, str) or key(name) >= inputs:
+                    raise NotNative  # (an input of the program: the same all iteration)
+                return base + key(name)
+
+            for step in steps[tail:]:
+                if isinstance(step, Compute):
+                    compute(step, lambda name: base + key(name))
+                    continue
+                if not isinstance(step.device, str) or key(step.device) != segment.device:
+                    raise NotNative
+                if isinstance(step, FenceCreate):
+                    j = len(self.fence_specs)
+                    r = base + key(step.out)
+                    op(L.LOOP_TURN, r, 0, -101 - 2 * j, -102 - 2 * j, writes=[(r, _REF)])
+                    self.fence_specs.append(key(step.out))
+                    made.add(step.out)
+                    continue
+                if not isinstance(step, DeviceQueueFill):
+                    raise NotNative
+                length, width, flags = (fixed.get(v, v) for v in (step.length, step.pattern_length, step.flags))
+                if (
+                    step.signal_fence not in made or step.signal_fence in signalled
+                    or type(length) is not int or type(width) is not int or width not in (1, 2, 4)
+                    or length < 0 or length % width or flags != 0
+                ):
+                    raise NotNative
+                signalled.add(step.signal_fence)
+                fill_waits.append(input_slot(step.wait_fence))
+                target = input_slot(step.target_buffer)
+                offset, pattern = base + key(step.target_offset), base + key(step.pattern)
+                pc = len(program_ops)
+                self.tail_pcs.add(pc)
+                self.exits.append(pc)
+                op(L.LOOP_FILL_CHECK, 0, offset, 0, length << 8 | width, reads=[(offset, _I)])
+                self.fill_targets.append((target, pc))
+                op(L.LOOP_FILL, length << 8 | width, target, offset, pattern,
+                   reads=[(target, _REF), (offset, _I), (pattern, _I)])
+            if made != signalled:
+                raise NotNative  # (a fence left pending)
+        self.tail = tail
         # 4. the outputs into the loop's registers, and their snapshot with the kept ones
         for r, s in zip(outs, program.output_slots):
             move(r, base + s)
@@ -289,8 +356,8 @@ class NativeLoop:
         self.exit_kinds = _kinds(entry_kinds, meta, self.exits)
         self.ref_keys = ref_keys
         self.rows = rows
-        self.buffers = [base + s for s in segment.buffers]
-        self.waits = [base + s for s in segment.waits]
+        self.buffers = [base + s for s in segment.buffers] + [r for r, _ in self.fill_targets]
+        self.waits = [base + s for s in segment.waits] + fill_waits
         self.labels = _trace(self, program_ops, meta, entry_kinds)
         self.ops = array("q", [w for o in program_ops for w in o])
         self.fresh_bytes = shape.fresh_bytes
@@ -371,6 +438,16 @@ class NativeLoop:
                 self.plan.table[word + 1] = lengths.pop()
         # the handles of this run's turns, fences and result objects into the op table
         ops = array("q", self.ops)
+        for r, pc in self.fill_targets:  # (an input: the object the run starts with)
+            lengths = set()
+            for source in labels[r]:
+                b = entry[words[source[1]]] if source[0] == "in" else None
+                if type(b) is not HalBuffer or b.allocation.readonly:
+                    raise NotNative  # (the import raises what it raises)
+                lengths.add(b.length)
+            if len(lengths) != 1:
+                raise NotNative
+            ops[pc * L.LOOP_OP_WORDS + 3] = lengths.pop()
         fences = [Fence.reached() for _ in range(2 * len(self.fence_specs))]
         results = [handle(value) for _, value in self.results]
         turn_handles = [handle(t) for t in turns]
@@ -417,6 +494,12 @@ class NativeLoop:
             failed_env = self.values(words, objects, kinds, range(base, base + len(env)))
             for slot, *_ in self.shape.loads:  # (not read: the values list's own)
                 failed_env[slot] = env[slot]
+        elif code == L.LOOP_EXIT_DECLINE and block[F("pc")] in self.tail_pcs:
+            # (the segment ran: a fill of the tail would fail; the general path from the
+            # tail's first step goes on from these values)
+            allocator.bytes_allocated += self.fresh_bytes
+            kinds = self.kinds_at(block[F("pc")], done == 0)
+            failed_env = self.values(words, objects, kinds, range(base, base + len(env)))
         elif code == L.LOOP_EXIT_BAD or code not in (L.LOOP_EXIT_LEFT, L.LOOP_EXIT_DECLINE):
             raise VMError(StatusCode.INTERNAL, f"native loop stopped at op {block[F('pc')]} ({code})")
         return code, block[F("pc")], done, words, objects, failed_env, error

@@ -186,6 +186,11 @@ LOOP_TURN = 8  # R[d] = b on an even parity, c on an odd one (a new buffer's han
 LOOP_ZERO = 9  # b bytes at handles[R[a]] zeroed
 LOOP_STORE32 = 10  # *(u32 *)b = R[a] (a dispatch constant)
 LOOP_LOAD = 11  # R[d] = b bytes at address a (1-3 zero-, 4 sign-extended)
+# A queue fill's checks: LOOP_EXIT_DECLINE unless 0 <= R[a] <= b - (c >> 8) and R[a] is a
+# multiple of c & 255 (b: the buffer's length; c: the fill's length << 8 | pattern length)
+LOOP_FILL_CHECK = 12
+# The fill: (d >> 8) bytes at handles[R[a]] + R[b], R[c]'s low (d & 255) bytes repeated
+LOOP_FILL = 13
 # R[d] = f(R[a], R[b]) (i32 results sign-extended)
 (LOOP_ADD32, LOOP_SUB32, LOOP_MUL32, LOOP_ADD64, LOOP_SUB64, LOOP_MUL64, LOOP_AND, LOOP_OR,
  LOOP_XOR, LOOP_SHL32, LOOP_SHRS32, LOOP_SHRU32, LOOP_SHL64, LOOP_SHRS64, LOOP_SHRU64, LOOP_EQ,

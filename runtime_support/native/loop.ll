@@ -74,6 +74,8 @@ fetch:
     i64 @LOOP_ZERO@, label %zero
     i64 @LOOP_STORE32@, label %store32
     i64 @LOOP_LOAD@, label %load
+    i64 @LOOP_FILL_CHECK@, label %fill_check
+    i64 @LOOP_FILL@, label %fill
     i64 @LOOP_ADD32@, label %binary
     i64 @LOOP_SUB32@, label %binary
     i64 @LOOP_MUL32@, label %binary
@@ -219,6 +221,62 @@ load4:
   %s4 = sext i32 %v32 to i64
   store i64 %s4, ptr %pdst
   br label %store_none
+
+fill_check:  ; a queue fill's range and alignment: R[a] is its offset, b the buffer's
+  ; length, c its length << 8 | pattern length (LOOP_EXIT_DECLINE where the fill would fail)
+  %fo = load i64, ptr %pra
+  %flen = lshr i64 %c, 8
+  %fpl = and i64 %c, 255
+  %fneg = icmp slt i64 %fo, 0
+  %froom = sub i64 %b, %flen
+  %fpast = icmp sgt i64 %fo, %froom
+  %frem = urem i64 %fo, %fpl
+  %fmis = icmp ne i64 %frem, 0
+  %fbad1 = or i1 %fneg, %fpast
+  %fbad = or i1 %fbad1, %fmis
+  br i1 %fbad, label %exit_decline, label %store_none
+
+fill:  ; the fill: at handles[R[a]] + R[b], d's length in units of its pattern length, R[c]
+  %gh = load i64, ptr %pra
+  %pgh = getelementptr i64, ptr %handles, i64 %gh
+  %gbase = load i64, ptr %pgh
+  %pgo = getelementptr i64, ptr %regs, i64 %b
+  %go = load i64, ptr %pgo
+  %pgp = getelementptr i64, ptr %regs, i64 %c
+  %gpat = load i64, ptr %pgp
+  %glen = lshr i64 %d, 8
+  %gpl = and i64 %d, 255
+  %gstart = add i64 %gbase, %go
+  %gcount = udiv i64 %glen, %gpl
+  br label %fill_loop
+fill_loop:
+  %gi = phi i64 [ 0, %fill ], [ %gi1, %fill_next ]
+  %gmore = icmp ult i64 %gi, %gcount
+  br i1 %gmore, label %fill_put, label %store_none
+fill_put:
+  %goff = mul i64 %gi, %gpl
+  %gaddr = add i64 %gstart, %goff
+  %gp = inttoptr i64 %gaddr to ptr
+  %g4 = icmp eq i64 %gpl, 4
+  %g2 = icmp eq i64 %gpl, 2
+  br i1 %g4, label %fill4, label %fill_n2
+fill4:
+  %gv4 = trunc i64 %gpat to i32
+  store i32 %gv4, ptr %gp, align 1
+  br label %fill_next
+fill_n2:
+  br i1 %g2, label %fill2, label %fill1
+fill2:
+  %gv2 = trunc i64 %gpat to i16
+  store i16 %gv2, ptr %gp, align 1
+  br label %fill_next
+fill1:
+  %gv1 = trunc i64 %gpat to i8
+  store i8 %gv1, ptr %gp
+  br label %fill_next
+fill_next:
+  %gi1 = add i64 %gi, 1
+  br label %fill_loop
 
 ; -- integer and f32 ops: R[d] = f(R[a], R[b]) / f(R[a]) / R[a] ? R[b] : R[c] ----------
 

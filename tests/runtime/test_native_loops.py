@@ -8,7 +8,10 @@ bit-identical with iree.runtime, with native loops off and on the general path; 
 whose key changes mid-run (a new shape) hands the iteration to Python; a plan failing
 in a native iteration raises the plan's error, as the held run raises it; the turns of
 new buffers never hand a buffer still in use to the next iteration (convergence_loop
-reads its last iteration's buffer).
+reads its last iteration's buffer). A program that is a segment and a tail of fills
+(greedy decoding's token written per step, and a token writer whose fill runs past its
+buffer) runs natively too: its fill checked before it is done, a fill that would fail
+left to the general path from the tail, which raises what native loops off raise.
 """
 
 from __future__ import annotations
@@ -230,3 +233,121 @@ def test_plan_failing_in_a_native_iteration_raises_its_error(compile_mlir, tmp_p
         assert error[1] == expected[1] + "; in main", k  # (the function the await raises in)
         monkeypatch.setattr(runtime, "run_loop", real)
         assert _outcome(ctx, *args) == good
+
+
+# -- a segment and a tail of fills ----------------------------------------------------------
+
+# The walk, each step's token written into the result at the step's index (a queue fill
+# after the segment, its flags a register): n past 8 writes past the buffer's end.
+_WRITER = """func.func @main(%tab: tensor<8xi32>, %start: tensor<i32>, %n: tensor<i32>) -> tensor<8xi32> {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c7 = arith.constant 7 : i32
+  %none = arith.constant -1 : i32
+  %t0 = tensor.extract %start[] : tensor<i32>
+  %n0 = tensor.extract %n[] : tensor<i32>
+  %e0 = tensor.empty() : tensor<8xi32>
+  %out0 = linalg.fill ins(%none : i32) outs(%e0 : tensor<8xi32>) -> tensor<8xi32>
+  %r:3 = scf.while (%i = %c0, %tok = %t0, %out = %out0) : (i32, i32, tensor<8xi32>) -> (i32, i32, tensor<8xi32>) {
+    %more = arith.cmpi slt, %i, %n0 : i32
+    %alive = arith.cmpi ne, %tok, %c0 : i32
+    %go = arith.andi %more, %alive : i1
+    scf.condition(%go) %i, %tok, %out : i32, i32, tensor<8xi32>
+  } do {
+  ^bb0(%i: i32, %tok: i32, %out: tensor<8xi32>):
+    %row = arith.index_cast %tok : i32 to index
+    %x = tensor.extract_slice %tab[%row] [1] [1] : tensor<8xi32> to tensor<1xi32>
+    %e = tensor.empty() : tensor<1xi32>
+    %y = linalg.generic {indexing_maps = [affine_map<(d) -> (d)>, affine_map<(d) -> (d)>],
+                         iterator_types = ["parallel"]}
+        ins(%x : tensor<1xi32>) outs(%e : tensor<1xi32>) {
+    ^bb0(%a: i32, %b: i32):
+      %s = arith.addi %a, %c1 : i32
+      %u = arith.remui %s, %c7 : i32
+      linalg.yield %u : i32
+    } -> tensor<1xi32>
+    %k0 = arith.constant 0 : index
+    %next = tensor.extract %y[%k0] : tensor<1xi32>
+    %ii = arith.index_cast %i : i32 to index
+    %out1 = tensor.insert %next into %out[%ii] : tensor<8xi32>
+    %i1 = arith.addi %i, %c1 : i32
+    scf.yield %i1, %next, %out1 : i32, i32, tensor<8xi32>
+  }
+  return %r#2 : tensor<8xi32>
+}
+"""
+
+
+def _counted(ctx, calls):
+    """(each call's result bytes or error, the bytes the calls' allocas counted)"""
+    allocator = ctx.device.allocator
+    before = allocator.bytes_allocated
+    out = []
+    for fn, args in calls:
+        try:
+            out.append((np.asarray(fn(ctx, *args)).tobytes(), None))
+        except VMError as exc:
+            out.append((None, (exc.code, str(exc))))
+    return out, allocator.bytes_allocated - before
+
+
+def test_greedy_decode_runs_natively(compile_mlir, tmp_path, monkeypatch, host_loops):
+    """bench's greedy_decode (a segment and a fill per step) bit-identical with
+    iree.runtime for several start tokens, every iteration after a loop call's first
+    native; native loops off give the same results and count the same bytes."""
+    from bench.programs import PROGRAMS
+
+    program = {p.name: p for p in PROGRAMS}["greedy_decode"]
+    vmfb = compile_mlir(program.source, FLAGS)
+    pkg = _package(vmfb, tmp_path)
+    weights = program.setup(np.random.default_rng(3))
+    session = IreeSession(vmfb)
+    session.call("setup", list(weights), session.signature("setup"))
+    sig = session.signature("main")
+    starts = [np.array(t, np.int32) for t in (0, 1, 5, 77, 255)]
+    want = [(np.asarray(session.call("main", [t], sig)[0]).tobytes(), None) for t in starts]
+    calls = [(lambda ctx, t: ctx.call("main", t), (t,)) for t in starts]
+
+    def load():
+        ctx = pkg.load(device="local-sync")
+        ctx.setup(*weights)
+        return ctx
+
+    on, counted = _counted(load(), calls)
+    assert on == want
+    (loop,) = host_loops
+    assert loop.native_iterations == loop.iterations - loop.loop_calls > 0
+    with monkeypatch.context() as m:
+        m.setenv("PYREE_NATIVE_LOOP", "0")
+        assert _counted(load(), calls) == (want, counted)
+    assert host_loops[1].native_iterations == 0
+
+
+def test_fill_past_the_end_raises_as_native_loops_off(compile_mlir, tmp_path, monkeypatch, host_loops):
+    """The token writer: trip counts 0-8 bit-identical with iree.runtime; 9 and 12 steps
+    write past the result's end, where iree.runtime fails (OUT_OF_RANGE) and pyree raises
+    the same error with native loops on (the fill's check declines: the tail's general
+    path raises it), off, and on the general path."""
+    src = tmp_path / "writer.mlir"
+    src.write_text(_WRITER)
+    vmfb = compile_mlir(src, FLAGS)
+    pkg = _package(vmfb, tmp_path)
+    session = IreeSession(vmfb)
+    sig = session.signature("main")
+    table = np.array([1, 1, 0, 1, 1, 1, 1, 1], np.int32)
+    counts = (0, 1, 5, 8, 9, 12)
+    calls = [(lambda ctx, n: ctx.call("main", *_args(table, 1, n)), (n,)) for n in counts]
+    on, counted = _counted(pkg.load(device="local-sync"), calls)
+    for n, (result, error) in zip(counts, on):
+        if n <= 8:
+            assert result == np.asarray(session.call("main", list(_args(table, 1, n)), sig)[0]).tobytes()
+        else:
+            assert result is None and error[0].name == "OUT_OF_RANGE", n
+            with pytest.raises(Exception, match="OUT_OF_RANGE"):
+                session.call("main", list(_args(table, 1, n)), sig)
+    (loop,) = host_loops
+    assert loop.native_iterations > 0
+    for knob in ("PYREE_NATIVE_LOOP", "PYREE_QUEUE_FAST"):
+        with monkeypatch.context() as m:
+            m.setenv(knob, "0")
+            assert _counted(pkg.load(device="local-sync"), calls) == (on, counted), knob
