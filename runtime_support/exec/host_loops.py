@@ -108,7 +108,7 @@ class HostLoop:
         the loop call's result where the test left the loop or None, and NOT_HELD or the
         outputs of an iteration whose plan failed without raising). `regs` is left as the
         native iterations leave it."""
-        from .native_loops import NativeLoop, NotNative, kind_of
+        from .native_loops import NativeLoop, NotNative
 
         program = self.call
         try:
@@ -117,8 +117,8 @@ class HostLoop:
             return None
         if shape is None:
             return None
-        kinds = tuple(map(kind_of, regs)) + tuple(map(kind_of, env))
-        cache_key = (id(shape), kinds)
+        # (the values' types decide their kinds: NativeLoop.build reads them)
+        cache_key = (id(shape), tuple(map(type, regs)), tuple(map(type, env)))
         entry = self._natives.get(cache_key)
         if entry is None:
             try:
@@ -139,7 +139,9 @@ class HostLoop:
         self.native_iterations += done
         self.held_iterations += done
         kinds = native.kinds_at(pc, done == 0)
-        regs[:] = native.values(words, objects, kinds, range(len(regs)))
+        written = native.written  # (the others hold the objects they held)
+        for r, v in zip(written, native.values(words, objects, kinds, written)):
+            regs[r] = v
         if code == L.LOOP_EXIT_LEFT:
             self.native_iterations += 1
             self.held_iterations += 1

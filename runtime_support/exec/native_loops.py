@@ -89,6 +89,10 @@ OPS: dict[str, tuple[int, str, str]] = {
 
 _REF = "r"
 _LIMIT = 1 << 12  # iterations per foreign call (a Ctrl-C is seen between two)
+_OPS, _REGS, _HANDLES, _LIMIT_WORD, _PARITY, _ITERATIONS, _PC, _RESULT = (
+    L.LOOP_FIELDS_NAMES.index(name)
+    for name in ("ops", "regs", "handles", "limit", "parity", "iterations", "pc", "result")
+)
 _MIN64, _MAX64 = -(1 << 63), (1 << 63) - 1
 _pack_f = struct.Struct("<f").pack
 _unpack_I = struct.Struct("<I").unpack
@@ -162,6 +166,7 @@ class NativeLoop:
         fresh_regs = temps + len(loop.sources)
         size = fresh_regs + len(shape.fresh)
         self.size, self.width, self.base = size, width, base
+        self.env_size = len(env)
         entry_kinds: list = [None] * size
         for k, v in enumerate(regs):
             entry_kinds[k] = kind_of(v)
@@ -308,11 +313,11 @@ class NativeLoop:
                     continue
                 if not isinstance(step, DeviceQueueFill):
                     raise NotNative
-                length, width, flags = (fixed.get(v, v) for v in (step.length, step.pattern_length, step.flags))
+                length, unit, flags = (fixed.get(v, v) for v in (step.length, step.pattern_length, step.flags))
                 if (
                     step.signal_fence not in made or step.signal_fence in signalled
-                    or type(length) is not int or type(width) is not int or width not in (1, 2, 4)
-                    or length < 0 or length % width or flags != 0
+                    or type(length) is not int or type(unit) is not int or unit not in (1, 2, 4)
+                    or length < 0 or length % unit or flags != 0
                 ):
                     raise NotNative
                 signalled.add(step.signal_fence)
@@ -322,9 +327,9 @@ class NativeLoop:
                 pc = len(program_ops)
                 self.tail_pcs.add(pc)
                 self.exits.append(pc)
-                op(L.LOOP_FILL_CHECK, 0, offset, 0, length << 8 | width, reads=[(offset, _I)])
+                op(L.LOOP_FILL_CHECK, 0, offset, 0, length << 8 | unit, reads=[(offset, _I)])
                 self.fill_targets.append((target, pc))
-                op(L.LOOP_FILL, length << 8 | width, target, offset, pattern,
+                op(L.LOOP_FILL, length << 8 | unit, target, offset, pattern,
                    reads=[(target, _REF), (offset, _I), (pattern, _I)])
             if made != signalled:
                 raise NotNative  # (a fence left pending)
@@ -364,9 +369,53 @@ class NativeLoop:
         self.plan = plan
         self.shape = shape
         self.device_slot = segment.device  # (in the values list)
+        # (the loop's registers an iteration may write: the others keep their objects)
+        self.written = sorted({r for _, writes in meta for r, _ in writes if r < width})
+        # (the registers whose first words a run fills: those an op reads, and the loop's
+        # registers an op writes, which a stop may read back before they are written)
+        self.read = {r for reads, _ in meta for r, _ in reads}
+        self.read.update(src[1] for seen in self.labels.values() for src in seen if src[0] == "in")
+        self.read.update(self.written)
+        # per pc where a run may stop: the values list's slots written before it in the
+        # iteration (a stopped iteration's values: the rest are the call's own, `env`)
+        self.env_written = {}
+        for pc in self.exits:
+            self.env_written[pc] = sorted(
+                {r - base for _, writes in meta[:pc] for r, _ in writes if base <= r < snap}
+            )
+        self._prepare()
         return self
 
     # -- running -------------------------------------------------------------------------
+
+    def _prepare(self) -> None:
+        """What every run does the same, worked out once: which words a run's first
+        values fill (by kind), which objects the checks look at, where the op table
+        takes this run's handles and lengths."""
+        kinds, width, base = self.entry_kinds, self.width, self.base
+        # per kind: (the registers, the values list's slots) a run's first values fill:
+        # those an op reads (the others' words are never looked at: a register no op
+        # writes keeps its object, host_loops.py)
+        read = self.read
+        self.entry_words = {
+            kind: ([k for k in range(width) if kinds[k] == kind and k in read],
+                   [k for k in range(self.env_size) if kinds[base + k] == kind and base + k in read])
+            for kind in (_I, _F, _REF)
+        }
+        labels = self.labels
+        # (each "in" source: the register whose first object a check looks at)
+        self.wait_sources = sorted({src[1] for r in self.waits for src in labels[r] if src[0] == "in"})
+        self.buffer_sources = sorted({src[1] for r in self.buffers for src in labels[r] if src[0] == "in"})
+        n = L.LOOP_OP_WORDS
+        self.patches = []  # (word of the op table, "turn" | "fence" | "result", index)
+        for pc in range(len(self.ops) // n):
+            code, b = self.ops[pc * n], self.ops[pc * n + 3]
+            if code == L.LOOP_TURN:
+                kind, first = ("fence", -101 - b) if b <= -101 else ("turn", -1 - b)
+                self.patches.append((pc * n + 3, kind, first))
+                self.patches.append((pc * n + 4, kind, first + 1))
+            elif pc in self.result_pcs:
+                self.patches.append((pc * n + 2, "result", -201 - self.ops[pc * n + 2]))
 
     def run(self, regs: list, env: list, queue, device):
         """Runs iterations from `regs` (the next call's values `env` made) with `queue`
@@ -385,27 +434,36 @@ class NativeLoop:
                 objects.append(value)
             return h
 
-        kinds, words = self.entry_kinds, array("q", bytes(8 * self.size))
-        for k, v in enumerate(regs):
-            kind = kinds[k]
-            words[k] = handle(v) if kind == _REF else 0 if v is None else _word(v, kind)
+        words = array("q", bytes(8 * self.size))
         base = self.base
-        for k, v in enumerate(env):
-            kind = kinds[base + k]
-            words[base + k] = handle(v) if kind == _REF else 0 if v is None else _word(v, kind)
+        ints, env_ints = self.entry_words[_I]
+        try:  # (the kinds are the build's: an int register holds an int)
+            for k in ints:
+                words[k] = regs[k]
+            for k in env_ints:
+                words[base + k] = env[k]
+        except OverflowError:  # (past i64: not a VM value)
+            raise NotNative from None
+        floats, env_floats = self.entry_words[_F]
+        for k in floats:
+            words[k] = _word(regs[k], _F)
+        for k in env_floats:
+            words[base + k] = _word(env[k], _F)
+        refs, env_refs = self.entry_words[_REF]
+        for k in refs:
+            words[k] = handle(regs[k])
+        for k in env_refs:
+            words[base + k] = handle(env[k])
         entry = list(objects)
         # what each use may see, from the first iteration's objects (the turns are new)
+        for r in self.wait_sources:
+            f = entry[words[r]]
+            if not (f is None or f is DONE or (type(f) is Fence and f.reached_now())):
+                raise NotNative
+        for r in self.buffer_sources:
+            if type(entry[words[r]]) is not HalBuffer:
+                raise NotNative
         labels = self.labels
-        for r in self.waits:
-            for source in labels[r]:
-                if source[0] == "in":
-                    f = entry[words[source[1]]] if source[1] < len(words) else None
-                    if not (f is None or f is DONE or (type(f) is Fence and f.reached_now())):
-                        raise NotNative
-        for r in self.buffers:
-            for source in labels[r]:
-                if source[0] == "in" and type(entry[words[source[1]]]) is not HalBuffer:
-                    raise NotNative
         allocator = device.allocator
         turns = []
         for nbytes, types, usage in self.turn_specs:
@@ -448,28 +506,19 @@ class NativeLoop:
             if len(lengths) != 1:
                 raise NotNative
             ops[pc * L.LOOP_OP_WORDS + 3] = lengths.pop()
-        fences = [Fence.reached() for _ in range(2 * len(self.fence_specs))]
-        results = [handle(value) for _, value in self.results]
-        turn_handles = [handle(t) for t in turns]
-        fence_handles = [handle(f) for f in fences]
-        n = L.LOOP_OP_WORDS
-        for i in range(0, len(ops), n):
-            code = ops[i]
-            if code == L.LOOP_TURN:
-                h = -ops[i + 3]
-                if h > 100:
-                    ops[i + 3], ops[i + 4] = fence_handles[h - 101], fence_handles[h - 100]
-                else:
-                    ops[i + 3], ops[i + 4] = turn_handles[h - 1], turn_handles[h]
-            elif i // n in self.result_pcs:
-                ops[i + 2] = results[-201 - ops[i + 2]]
+        handles = {
+            "turn": [handle(t) for t in turns],
+            "fence": [handle(Fence.reached()) for _ in range(2 * len(self.fence_specs))],
+            "result": [handle(value) for _, value in self.results],
+        }
+        for word, kind, k in self.patches:
+            ops[word] = handles[kind][k]
         addresses = array("q", [b.address if type(b) is HalBuffer else 0 for b in objects])
         block = array("q", [0] * len(L.LOOP_FIELDS))
-        F = L.LOOP_FIELDS_NAMES.index
-        block[F("ops")] = ops.buffer_info()[0]
-        block[F("regs")] = words.buffer_info()[0]
-        block[F("handles")] = addresses.buffer_info()[0]
-        block[F("limit")] = _LIMIT
+        block[_OPS] = ops.buffer_info()[0]
+        block[_REGS] = words.buffer_info()[0]
+        block[_HANDLES] = addresses.buffer_info()[0]
+        block[_LIMIT_WORD] = _LIMIT
         if not self.plan.ready(device.worker_count):
             raise NotNative
         run_loop = native_jit.native_runtime().run_loop
@@ -477,7 +526,7 @@ class NativeLoop:
         done = 0
         while True:
             code = run_loop(address)
-            done += block[F("iterations")]
+            done += block[_ITERATIONS]
             if code != L.LOOP_EXIT_LIMIT:
                 break
         # (the allocas of every iteration run whole, the one the test left in too)
@@ -485,24 +534,31 @@ class NativeLoop:
         failed_env = error = None
         if code == L.LOOP_EXIT_FAILED:
             try:
-                self.plan._raise(block[F("result")])
+                self.plan._raise(block[_RESULT])
             except VMError as exc:
                 error = exc
             except Exception as exc:  # noqa: BLE001 - a bug or a native failure: INTERNAL
                 error = internal_error("device.queue.execute", exc)
-            kinds = self.kinds_at(self.plan_pc, done == 0)
-            failed_env = self.values(words, objects, kinds, range(base, base + len(env)))
-            for slot, *_ in self.shape.loads:  # (not read: the values list's own)
-                failed_env[slot] = env[slot]
-        elif code == L.LOOP_EXIT_DECLINE and block[F("pc")] in self.tail_pcs:
+            failed_env = self._stopped_env(env, words, objects, self.plan_pc, done)
+        elif code == L.LOOP_EXIT_DECLINE and block[_PC] in self.tail_pcs:
             # (the segment ran: a fill of the tail would fail; the general path from the
             # tail's first step goes on from these values)
             allocator.bytes_allocated += self.fresh_bytes
-            kinds = self.kinds_at(block[F("pc")], done == 0)
-            failed_env = self.values(words, objects, kinds, range(base, base + len(env)))
+            failed_env = self._stopped_env(env, words, objects, block[_PC], done)
         elif code == L.LOOP_EXIT_BAD or code not in (L.LOOP_EXIT_LEFT, L.LOOP_EXIT_DECLINE):
-            raise VMError(StatusCode.INTERNAL, f"native loop stopped at op {block[F('pc')]} ({code})")
-        return code, block[F("pc")], done, words, objects, failed_env, error
+            raise VMError(StatusCode.INTERNAL, f"native loop stopped at op {block[_PC]} ({code})")
+        return code, block[_PC], done, words, objects, failed_env, error
+
+    def _stopped_env(self, env: list, words, objects, pc: int, done: int) -> list:
+        """The values list of an iteration stopped at `pc`: the call's own (`env`), the
+        slots the iteration wrote before `pc` read back."""
+        out = list(env)
+        written = self.env_written[pc]
+        kinds = self.kinds_at(pc, done == 0)
+        base = self.base
+        for k, v in zip(written, self.values(words, objects, kinds, [base + k for k in written])):
+            out[k] = v
+        return out
 
     def kinds_at(self, pc: int, first: bool) -> list:
         """The registers' kinds where a run stopped (`pc`; `first`: in its first iteration)."""
