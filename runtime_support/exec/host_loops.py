@@ -138,7 +138,7 @@ class HostLoop:
             return None
         self.native_iterations += done
         self.held_iterations += done
-        kinds = native.kinds_at(pc, done == 0)
+        kinds = native.kinds_at(pc, done)
         written = native.written  # (the others hold the objects they held)
         for r, v in zip(written, native.values(words, objects, kinds, written)):
             regs[r] = v
@@ -182,6 +182,11 @@ class HostLoop:
         count = 0
         held = None  # (the queue this loop call holds)
         tries = 2 if self.native else 0  # (native runs per loop call: a decline ends one)
+        if hold_at is not None and tries and not statistics.enabled:
+            # (a shape built by an earlier loop call: the first iteration natively too)
+            device = regs[self.inputs[hold_at]]
+            if type(device) is LocalDevice and device.queue.hold():
+                held = device.queue
         try:
             while True:
                 inputs = fetch(regs)
@@ -199,6 +204,9 @@ class HostLoop:
                         if out is NOT_HELD:  # (declined: this iteration from the registers)
                             inputs = fetch(regs)
                             args = (inputs,) if one_argument else inputs
+                    elif count == 0:  # (no shape yet: the first iteration a call, which builds it)
+                        held.release()
+                        held = None
                 if out is not NOT_HELD:
                     pass  # (an iteration the native run left to Python, finished)
                 elif held is not None and whole is None:  # (no held runs of a tail: calls)

@@ -554,15 +554,16 @@ class NativeLoop:
         slots the iteration wrote before `pc` read back."""
         out = list(env)
         written = self.env_written[pc]
-        kinds = self.kinds_at(pc, done == 0)
+        kinds = self.kinds_at(pc, done)
         base = self.base
         for k, v in zip(written, self.values(words, objects, kinds, [base + k for k in written])):
             out[k] = v
         return out
 
-    def kinds_at(self, pc: int, first: bool) -> list:
-        """The registers' kinds where a run stopped (`pc`; `first`: in its first iteration)."""
-        return self.exit_kinds[pc, first]
+    def kinds_at(self, pc: int, done: int) -> list:
+        """The registers' kinds where a run stopped (`pc`, after `done` iterations)."""
+        kinds = self.exit_kinds
+        return kinds[pc, min(done, kinds["settled"])]
 
     @staticmethod
     def values(words, objects, kinds: list, registers) -> list:
@@ -579,32 +580,36 @@ class NativeLoop:
         return out
 
 
+_SETTLE = 4  # iterations the kinds may take to settle (a value moving down a chain of copies)
+
+
 def _kinds(entry: list, meta: list, exits: list) -> dict:
-    """Each register's kind at each op where a run may stop (`exits`, and op 0 of a
-    later iteration), in the first iteration and in later ones: {(pc, first): kinds}.
-    A VM register holds an i32 at one op and an f32 at another (one bank), so kinds are
-    per program point, traced through three iterations from the run's first values;
-    raises NotNative where an op reads a register of another kind (or of none)."""
+    """Each register's kind at each op where a run may stop (`exits`, and op 0 of an
+    iteration after the first), per iteration of the run up to the one from which they
+    repeat: {(pc, min(iteration, settled)): kinds}, with `"settled"` the iteration. A VM
+    register holds an i32 at one op and an f32 at another (one bank), so kinds are per
+    program point, traced from the run's first values (a register with no value yet
+    takes one later); raises NotNative where an op reads a register of another kind, or
+    where the kinds do not settle within _SETTLE iterations."""
     state = list(entry)
-    at: dict = {}
     marks = set(exits)
-    for it in range(3):
-        first = it == 0
-        if it:
-            at.setdefault((0, False), list(state))
-            if at[0, False] != state:
-                raise NotNative  # (the kinds at an iteration's start do not settle)
+    per: list = []  # per iteration: {pc: kinds}
+    for it in range(_SETTLE + 2):
+        seen: dict = {0: list(state)}
         for pc, (reads, writes) in enumerate(meta):
             if pc in marks:
-                seen = at.setdefault((pc, first), list(state))
-                if seen != state:
-                    raise NotNative(f"kinds at op {pc} differ between iterations")
+                seen[pc] = list(state)
             for r, kind in reads:
                 if kind is not None and state[r] != kind:  # (a move takes any, None too)
                     raise NotNative(f"op {pc} reads register {r} ({state[r]}, not {kind})")
             for r, kind in writes:
                 state[r] = state[kind[1]] if isinstance(kind, tuple) else kind
-    return at
+        per.append(seen)
+        if it and per[it] == per[it - 1]:
+            at = {(pc, k): kinds for k in range(it) for pc, kinds in per[k].items()}
+            at["settled"] = it - 1
+            return at
+    raise NotNative("the kinds do not settle")
 
 
 def _trace(loop: NativeLoop, program_ops, meta, entry: list) -> dict:
