@@ -485,10 +485,17 @@ def _differs(expected, expected_error, actual, actual_error) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("module", range(QUEUE_MODULES))
-def test_random_queue_programs_match_iree(module, compile_mlir, tmp_path, monkeypatch):
+# Seeds found to fail once, kept: 1100055 (seed 11's module 22) has a loop call whose
+# counter is an i64 carried by the back edge; its high half (no local of its own) was
+# passed to the loop call as a register of its own (UnboundLocalError), until the loop's
+# copies and registers left high halves out (queue_loops.without_high_halves).
+KEPT_SEEDS = (1100055,)
+SEEDS = tuple(QUEUE_SEED * 100003 + module for module in range(QUEUE_MODULES)) + KEPT_SEEDS
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_queue_programs_match_iree(seed, compile_mlir, tmp_path, monkeypatch):
     """fast path == general path == iree.runtime, results and errors."""
-    seed = QUEUE_SEED * 100003 + module
     vmfb, names = _compile_queue_functions(
         queue_functions(seed, QUEUE_FUNCTIONS), tmp_path, compile_mlir, seed
     )

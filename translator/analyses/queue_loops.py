@@ -27,6 +27,8 @@ cfg `info`, `index_of` (block pc -> index) and the ref liveness `live`).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from runtime_support.exec.program import MAX_POSITIONAL
 from translator.analyses import cfg
 from translator.analyses.queue_region_records import HostLoop, Lit, Region
@@ -291,4 +293,21 @@ def host_loop(finder, region: Region, grown, ref_live, int_live) -> HostLoop | N
     )
 
 
-__all__ = ["carried", "host_loop", "loop_exits"]
+def without_high_halves(loop: HostLoop, high_at_head: set, high_at_branch: set) -> HostLoop:
+    """`loop` without the high halves of its 64-bit values (their slots have no local of
+    their own: translator/analyses/regkinds.py): the back edge's copies of a high half
+    (`high_at_branch`: the slots holding one at the branch), and the registers read or
+    kept that hold one at the loop's head (`high_at_head`), as the code generator's own
+    remaps skip them."""
+    def keep(r) -> bool:
+        return r.is_ref or r.ordinal not in high_at_head
+
+    return replace(
+        loop,
+        copies=tuple((a, b) for a, b in loop.copies if a.is_ref or a.ordinal not in high_at_branch),
+        entry=tuple(r for r in loop.entry if keep(r)),
+        kept=tuple(r for r in loop.kept if keep(r)),
+    )
+
+
+__all__ = ["carried", "host_loop", "loop_exits", "without_high_halves"]

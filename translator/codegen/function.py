@@ -18,7 +18,7 @@ from translator.cconv import CConv
 from translator.analyses import cfg
 from translator.analyses.layout import parameter_names
 from translator.analyses.liveness import RefLiveness
-from translator.analyses import queue_regions
+from translator.analyses import queue_loops, queue_regions
 from translator.codegen.hal_enums import const_notes
 from translator.codegen.ops import Edge, OpRenderer, Terminator
 from translator.analyses.regkinds import HIGH, RegisterKinds
@@ -90,6 +90,8 @@ class FunctionEmitter:
         block_of = {op.pc: b.index for b in fn.blocks for op in b.ops}
         for region in queue_regions.find(r.module, fn, self.live, self.info, locate):
             first = region.ops[0]
+            if region.loop is not None:
+                region.loop = self._loop_without_high_halves(region.loop, first)
             site = r.programs.site(fn.name, region, r.reg, r.provenance(fn, first))
             if site is None:
                 continue
@@ -102,6 +104,22 @@ class FunctionEmitter:
                     b = block_of[op.pc]
                     pre = site.stmts if op is first else []
                     self.site_terms[b] = (pre, queue_regions.continuing(fn, self.info, b))
+
+    def _loop_without_high_halves(self, loop, first):
+        """A loop call's registers without the high halves of 64-bit values (no locals:
+        queue_loops.without_high_halves), by the slots' kinds at the region's first op
+        and at the back edge's branch."""
+        def high(op) -> set:
+            return {k for k, kind in self.kinds.before(op).items() if kind == HIGH}
+
+        branch = next(
+            (b.ops[-1] for b in self.fn.blocks
+             if any(tuple(pairs) == loop.copies for _, pairs in b.ops[-1].edges())),
+            None,
+        )
+        return queue_loops.without_high_halves(
+            loop, high(first), high(branch) if branch is not None else set()
+        )
 
     # -- pieces shared by both strategies --------------------------------------------
     def block_ops(self, index: int) -> list[Stmt]:
