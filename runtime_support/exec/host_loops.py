@@ -28,7 +28,10 @@ no ref), so the registers in between are nobody's business; an error of a call i
 by the loop call as the call raises it, and the function's registers die with it.
 
 A call is the program's own (its fast path, or the general path): the results and errors
-are the program's, whatever runs them.
+are the program's, whatever runs them. Where the program is one segment (and perhaps a
+tail of fills), the iterations after the one that built its shape run in native code, in
+one foreign call (exec/native_loops.py); an iteration that code cannot run is handed
+back here, from where it stopped.
 """
 
 from __future__ import annotations
