@@ -406,35 +406,33 @@ class NativeLoop:
         # (each "in" source: the register whose first object a check looks at)
         self.wait_sources = sorted({src[1] for r in self.waits for src in labels[r] if src[0] == "in"})
         self.buffer_sources = sorted({src[1] for r in self.buffers for src in labels[r] if src[0] == "in"})
-        n = L.LOOP_OP_WORDS
-        self.patches = []  # (word of the op table, "turn" | "fence" | "result", index)
-        for pc in range(len(self.ops) // n):
-            code, b = self.ops[pc * n], self.ops[pc * n + 3]
+        # Handles: 0 None; then one per ref register a run's first values fill, in order
+        # (their words the same in every run: `words_template`); then the two turns of
+        # each returned buffer, the two fences of each returned fence, the values the
+        # shape leaves: every run's op table names the same handles (patched here once).
+        refs, env_refs = self.entry_words[_REF]
+        template = array("q", bytes(8 * self.size))
+        for h, r in enumerate([*refs, *(base + k for k in env_refs)], 1):
+            template[r] = h
+        self.words_template = template
+        turn0 = 1 + len(refs) + len(env_refs)
+        fence0 = turn0 + 2 * len(self.turn_specs)
+        result0 = fence0 + 2 * len(self.fence_specs)
+        n, ops = L.LOOP_OP_WORDS, self.ops
+        for pc in range(len(ops) // n):
+            code, b = ops[pc * n], ops[pc * n + 3]
             if code == L.LOOP_TURN:
-                kind, first = ("fence", -101 - b) if b <= -101 else ("turn", -1 - b)
-                self.patches.append((pc * n + 3, kind, first))
-                self.patches.append((pc * n + 4, kind, first + 1))
+                first = fence0 + (-101 - b) if b <= -101 else turn0 + (-1 - b)
+                ops[pc * n + 3], ops[pc * n + 4] = first, first + 1
             elif pc in self.result_pcs:
-                self.patches.append((pc * n + 2, "result", -201 - self.ops[pc * n + 2]))
+                ops[pc * n + 2] = result0 + (-201 - ops[pc * n + 2])
 
     def run(self, regs: list, env: list, queue, device):
         """Runs iterations from `regs` (the next call's values `env` made) with `queue`
         held: (exit code, the op it stopped at, iterations completed, the register file's
         words, the handles' objects, the values list of a failed iteration or None, its
         error)."""
-        objects: list = [None]  # handle -> object (0: None)
-        ids: dict[int, int] = {}
-
-        def handle(value) -> int:
-            if value is None:
-                return 0
-            h = ids.get(id(value))
-            if h is None:
-                h = ids[id(value)] = len(objects)
-                objects.append(value)
-            return h
-
-        words = array("q", bytes(8 * self.size))
+        words = array("q", self.words_template)
         base = self.base
         ints, env_ints = self.entry_words[_I]
         try:  # (the kinds are the build's: an int register holds an int)
@@ -450,11 +448,10 @@ class NativeLoop:
         for k in env_floats:
             words[base + k] = _word(env[k], _F)
         refs, env_refs = self.entry_words[_REF]
-        for k in refs:
-            words[k] = handle(regs[k])
-        for k in env_refs:
-            words[base + k] = handle(env[k])
-        entry = list(objects)
+        objects: list = [None]  # handle -> object (_prepare numbers them)
+        objects += [regs[k] for k in refs]
+        objects += [env[k] for k in env_refs]
+        entry = objects  # (the first values' handles come first)
         # what each use may see, from the first iteration's objects (the turns are new)
         for r in self.wait_sources:
             f = entry[words[r]]
@@ -494,8 +491,7 @@ class NativeLoop:
                 if len(lengths) != 1:
                     raise NotNative
                 self.plan.table[word + 1] = lengths.pop()
-        # the handles of this run's turns, fences and result objects into the op table
-        ops = array("q", self.ops)
+        ops = array("q", self.ops)  # (a fill's target length: this run's)
         for r, pc in self.fill_targets:  # (an input: the object the run starts with)
             lengths = set()
             for source in labels[r]:
@@ -506,13 +502,9 @@ class NativeLoop:
             if len(lengths) != 1:
                 raise NotNative
             ops[pc * L.LOOP_OP_WORDS + 3] = lengths.pop()
-        handles = {
-            "turn": [handle(t) for t in turns],
-            "fence": [handle(Fence.reached()) for _ in range(2 * len(self.fence_specs))],
-            "result": [handle(value) for _, value in self.results],
-        }
-        for word, kind, k in self.patches:
-            ops[word] = handles[kind][k]
+        objects += turns
+        objects += [Fence.reached() for _ in range(2 * len(self.fence_specs))]
+        objects += [value for _, value in self.results]
         addresses = array("q", [b.address if type(b) is HalBuffer else 0 for b in objects])
         block = array("q", [0] * len(L.LOOP_FIELDS))
         block[_OPS] = ops.buffer_info()[0]
