@@ -201,31 +201,27 @@ class FastProgram(GeneralProgram):
         self._fast_ops = [ops[k] for k in sorted(ops)]
         # A program that is one segment (every step in it): a loop call may run its plan
         # under one hold of the queue for many iterations (exec/host_loops.py, call_held).
-        self.whole_segment = None  # (the input position of its device, where it is one)
-        self._run_held = None
-        if (
-            len(segments) == 1 and len(self._fast_ops) == 1
-            and segments[0].first == 0 and segments[0].last == len(program.steps) - 1
-            and type(segments[0].device) is int and segments[0].device < len(program.inputs)
-        ):
-            self.whole_segment = segments[0].device
-            self._run_held = self._fast_ops[0].held
-            self._held_shape = self._fast_ops[0].held_shape
-            self.segment = segments[0]
         # A program that is one segment and then a tail of integer ops, fences it makes and
         # queue fills (greedy decoding writes each step's token so): no held runs in
         # Python, but a loop call's iterations may run natively (exec/native_loops.py);
         # `tail` is the index of its first step.
+        self.whole_segment = None  # (the input position of its device, where it is one)
+        self._run_held = None
         self.tail = None
+        first = segments[0] if len(segments) == 1 else None
         if (
-            self.whole_segment is None and len(segments) == 1 and segments[0].first == 0
-            and type(segments[0].device) is int and segments[0].device < len(program.inputs)
-            and segments[0].last + 1 < len(program.steps)
-            and all(type(s) in _TAIL for s in program.steps[segments[0].last + 1 :])
+            first is not None and first.first == 0
+            and type(first.device) is int and first.device < len(program.inputs)
         ):
-            self.tail = segments[0].last + 1
-            self._held_shape = self._fast_ops[0].held_shape
-            self.segment = segments[0]
+            rest = program.steps[first.last + 1 :]
+            if not rest and len(self._fast_ops) == 1:
+                self.whole_segment = first.device
+                self._run_held = self._fast_ops[0].held
+            elif rest and all(type(s) in _TAIL for s in rest):
+                self.tail = first.last + 1
+            if self.whole_segment is not None or self.tail is not None:
+                self._held_shape = self._fast_ops[0].held_shape
+                self.segment = first
         # Loop mode (loops.py): a loop's program that is one segment (PYREE_QUEUE_LOOP=0:
         # each step a call).
         self.loop_mode = None
@@ -256,28 +252,28 @@ class FastProgram(GeneralProgram):
         device's, held by this thread already (a loop call's iterations after its first):
         the outputs, or NOT_HELD with nothing done where the segment's plan does not run
         for these inputs (the caller releases the queue and calls the program)."""
-        tail = self._tail
-        if tail is None or self._packed or len(args) != self._inputs:
-            env = self._env(args)  # (as __call__ makes it)
-        else:
-            env = list(args)
-            env += tail
+        env = self._held_values(args)
         if not self._run_held(env, queue):
             return NOT_HELD
         return None if self._outputs is None else self._outputs(env)
 
     def held_env(self, args: tuple):
         """(the values list, the shape) a held call of these inputs would run (a program
-        that is one segment: `whole_segment`), its integer ops computed; the shape None
-        where call_held would not run a plan (exec/native_loops.py runs the shape's
-        iterations from here)."""
+        that is one segment, `whole_segment`, or a segment and a tail), its integer ops
+        computed; the shape None where call_held would not run a plan
+        (exec/native_loops.py runs the shape's iterations from here)."""
+        env = self._held_values(args)
+        return env, self._held_shape(env)
+
+    def _held_values(self, args: tuple) -> list:
+        """The values list of a call of these inputs, as __call__ makes it (written out
+        there: per call)."""
         tail = self._tail
         if tail is None or self._packed or len(args) != self._inputs:
-            env = self._env(args)
-        else:
-            env = list(args)
-            env += tail
-        return env, self._held_shape(env)
+            return self._env(args)
+        env = list(args)
+        env += tail
+        return env
 
     def resume_general(self, env: list, start: int):
         """Steps `start`.. through their imports (the general path) on the values in

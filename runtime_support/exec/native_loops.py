@@ -89,11 +89,10 @@ OPS: dict[str, tuple[int, str, str]] = {
 
 _REF = "r"
 _LIMIT = 1 << 12  # iterations per foreign call (a Ctrl-C is seen between two)
-_OPS, _REGS, _HANDLES, _LIMIT_WORD, _PARITY, _ITERATIONS, _PC, _RESULT = (
+_OPS, _REGS, _HANDLES, _LIMIT_WORD, _ITERATIONS, _PC, _RESULT = (
     L.LOOP_FIELDS_NAMES.index(name)
-    for name in ("ops", "regs", "handles", "limit", "parity", "iterations", "pc", "result")
+    for name in ("ops", "regs", "handles", "limit", "iterations", "pc", "result")
 )
-_MIN64, _MAX64 = -(1 << 63), (1 << 63) - 1
 _pack_f = struct.Struct("<f").pack
 _unpack_I = struct.Struct("<I").unpack
 
@@ -114,13 +113,10 @@ def kind_of(value) -> str | None:
     return _REF
 
 
-def _word(value, kind: str) -> int:
-    """A Python value as its register word (`kind` checked by the caller)."""
-    if kind == _I:
-        if not _MIN64 <= value <= _MAX64:
-            raise NotNative
-        return value
-    if value != value:  # (a NaN's payload would not survive the round trip)
+def _f32_word(value: float) -> int:
+    """An f32 register's Python value as its word (its bits); NotNative where the value
+    is no f32 or a NaN (whose payload would not survive the round trip)."""
+    if value != value:
         raise NotNative
     (bits,) = _unpack_I(_pack_f(value))
     if bitcast_i32_f32(bits - (1 << 32) if bits & 0x80000000 else bits) != value:
@@ -444,9 +440,9 @@ class NativeLoop:
             raise NotNative from None
         floats, env_floats = self.entry_words[_F]
         for k in floats:
-            words[k] = _word(regs[k], _F)
+            words[k] = _f32_word(regs[k])
         for k in env_floats:
-            words[base + k] = _word(env[k], _F)
+            words[base + k] = _f32_word(env[k])
         refs, env_refs = self.entry_words[_REF]
         objects: list = [None]  # handle -> object (_prepare numbers them)
         objects += [regs[k] for k in refs]
